@@ -1,0 +1,46 @@
+/*
+ * hetccl.h: hetccl's extensions to the NCCL API.
+ */
+#ifndef HETCCL_H_
+#define HETCCL_H_
+
+#include "nccl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HETCCL_MAJOR 0
+#define HETCCL_MINOR 1
+#define HETCCL_PATCH 0
+
+/* Opaque stand-ins for NCCL's device-side API types (nccl_device/core.h);
+ * only pointers to them cross the ABI. */
+struct ncclDevCommRequirements;
+struct ncclDevComm;
+
+/* NCCL's device API. Host ranks have no device: these return
+ * ncclInvalidUsage with a message from ncclGetLastError. */
+ncclResult_t ncclDevCommCreate(ncclComm_t comm, const struct ncclDevCommRequirements* reqs,
+                               struct ncclDevComm* outDevComm);
+ncclResult_t pncclDevCommCreate(ncclComm_t comm, const struct ncclDevCommRequirements* reqs,
+                                struct ncclDevComm* outDevComm);
+ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const struct ncclDevComm* devComm);
+ncclResult_t pncclDevCommDestroy(ncclComm_t comm, const struct ncclDevComm* devComm);
+
+/* hetccl's own version string, e.g. "hetccl 0.1.0 (NCCL API 2.28.9)". */
+const char* hetcclVersionString(void);
+
+/* Per-communicator traffic counters (cumulative since init). */
+typedef struct {
+  unsigned long long bytesSent;      /* payload bytes handed to transports */
+  unsigned long long bytesReceived;  /* payload bytes taken from transports */
+  unsigned long long collectives;    /* collectives and p2p operations run */
+} hetcclCommStats_t;
+ncclResult_t hetcclCommGetStats(ncclComm_t comm, hetcclCommStats_t* stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HETCCL_H_ */

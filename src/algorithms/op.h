@@ -1,0 +1,47 @@
+// One enqueued operation, as the API layer hands it to the algorithms.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "common/types.h"
+
+namespace hetccl {
+
+class Communicator;
+
+enum class OpKind : uint8_t { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AlltoAll, Gather, Scatter, Send, Recv };
+
+const char* opKindName(OpKind kind);
+
+struct Op {
+  OpKind kind = OpKind::AllReduce;
+  Communicator* comm = nullptr;
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+  size_t count = 0;  // per NCCL's convention for the collective
+  ncclDataType_t type = ncclFloat32;
+  Reduction red;
+  int root = 0;  // root, or peer for send/recv
+  bool isPointToPoint() const { return kind == OpKind::Send || kind == OpKind::Recv; }
+};
+
+// Runs one collective to completion on host memory.
+ncclResult_t runCollective(Communicator& c, const Op& op);
+// Runs a batch of sends and receives of one communicator together, in any
+// order across ranks, without deadlock.
+ncclResult_t runPointToPoint(Communicator& c, const std::vector<const Op*>& ops);
+
+// The algorithms, one file each (src/algorithms/*.cc). `tag` identifies
+// the call on every rank so that mismatched calls are detected.
+ncclResult_t allReduce(Communicator& c, const Op& op, uint64_t tag);
+ncclResult_t reduceScatter(Communicator& c, const Op& op, uint64_t tag);
+ncclResult_t allGather(Communicator& c, const Op& op, uint64_t tag);
+ncclResult_t broadcast(Communicator& c, const Op& op, uint64_t tag);
+ncclResult_t reduce(Communicator& c, const Op& op, uint64_t tag);
+ncclResult_t gather(Communicator& c, const Op& op, uint64_t tag);
+ncclResult_t scatter(Communicator& c, const Op& op, uint64_t tag);
+ncclResult_t alltoAll(Communicator& c, const Op& op, uint64_t tag);
+
+}  // namespace hetccl

@@ -1,0 +1,61 @@
+// Reduce-scatter and all-gather: rings, n-1 steps of one block each.
+#include <cstring>
+
+#include "algorithms/op.h"
+#include "common/error.h"
+#include "algorithms/reduce_sink.h"
+#include "comm/communicator.h"
+#include "kernels/host_reduce.h"
+
+namespace hetccl {
+
+ncclResult_t reduceScatter(Communicator& c, const Op& op, uint64_t tag) {
+  const int n = c.nranks, r = c.rank;
+  const size_t es = typeSize(op.type);
+  const size_t blockBytes = op.count * es;  // op.count is the per-rank recvcount
+  const char* in = static_cast<const char*>(op.sendbuff);
+  if (n == 1) {
+    prepareLocal(op.red, op.recvbuff, in, op.count);
+    finishAverage(op.red, op.recvbuff, op.count, 1);
+    return ncclSuccess;
+  }
+  const int next = (r + 1) % n, prev = (r - 1 + n) % n;
+  // Partial sums alternate between two scratch blocks; the last step
+  // reduces straight into recvbuff.
+  char* partial[2] = {c.scratch(2 * blockBytes), nullptr};
+  partial[1] = partial[0] + blockBytes;
+  for (int step = 0; step < n - 1; ++step) {
+    const int sendBlock = (r - step - 1 + 2 * n) % n;
+    const int recvBlock = (r - step - 2 + 2 * n) % n;
+    const char* sendData = partial[(step + 1) % 2];
+    if (step == 0) {
+      sendData = in + sendBlock * blockBytes;
+      if (op.red.kind == RedKind::PreMulSum) {
+        prepareLocal(op.red, partial[1], sendData, op.count);
+        sendData = partial[1];
+      }
+    }
+    char* dst = step == n - 2 ? static_cast<char*>(op.recvbuff) : partial[step % 2];
+    ReduceSink sink(op.red, dst, in + recvBlock * blockBytes);
+    HETCCL_TRY(c.net->sendRecv(next, sendData, blockBytes, prev, dst, blockBytes, tag, &sink));
+  }
+  finishAverage(op.red, op.recvbuff, op.count, n);
+  return ncclSuccess;
+}
+
+ncclResult_t allGather(Communicator& c, const Op& op, uint64_t tag) {
+  const int n = c.nranks, r = c.rank;
+  const size_t blockBytes = op.count * typeSize(op.type);
+  char* out = static_cast<char*>(op.recvbuff);
+  if (op.sendbuff != out + r * blockBytes) memmove(out + r * blockBytes, op.sendbuff, blockBytes);
+  const int next = (r + 1) % n, prev = (r - 1 + n) % n;
+  for (int step = 0; step < n - 1; ++step) {
+    const int sendBlock = (r - step + n) % n;
+    const int recvBlock = (r - step - 1 + n) % n;
+    HETCCL_TRY(c.net->sendRecv(next, out + sendBlock * blockBytes, blockBytes, prev, out + recvBlock * blockBytes,
+                               blockBytes, tag));
+  }
+  return ncclSuccess;
+}
+
+}  // namespace hetccl

@@ -1,0 +1,150 @@
+#include "api/group.h"
+
+#include <vector>
+
+#include "api/api_util.h"
+#include "comm/communicator.h"
+#include "common/log.h"
+
+using namespace hetccl;
+
+namespace {
+
+struct GroupState {
+  int depth = 0;
+  std::vector<Op> ops;
+  ncclResult_t error = ncclSuccess;
+  std::string errorText;
+};
+
+thread_local GroupState tGroup;
+
+// Runs one communicator's share of a group: collectives in call order,
+// then all sends and receives together.
+ncclResult_t runOnComm(Communicator* c, const std::vector<const Op*>& ops) {
+  std::lock_guard<std::mutex> lock(c->opMutex);
+  if (c->abort.load()) return fail(ncclInvalidUsage, "communicator was aborted or revoked");
+  ncclResult_t state = c->asyncError.load();
+  if (state != ncclSuccess) return fail(state, "communicator is in an error state: %s", c->asyncErrorText.c_str());
+  std::vector<const Op*> p2p;
+  ncclResult_t r = ncclSuccess;
+  for (const Op* op : ops) {
+    if (op->isPointToPoint()) {
+      p2p.push_back(op);
+      continue;
+    }
+    r = runCollective(*c, *op);
+    if (r != ncclSuccess) break;
+  }
+  if (r == ncclSuccess && !p2p.empty()) r = runPointToPoint(*c, p2p);
+  c->operations += ops.size();
+  if (r != ncclSuccess) {
+    // The connections' message streams are now out of step: the
+    // communicator cannot be used again; peers are told to stop waiting.
+    c->setFatal(r);
+  }
+  return r;
+}
+
+ncclResult_t execute(std::vector<Op>& ops) {
+  std::vector<Communicator*> comms;
+  std::vector<std::vector<const Op*>> perComm;
+  for (const Op& op : ops) {
+    size_t i = 0;
+    while (i < comms.size() && comms[i] != op.comm) ++i;
+    if (i == comms.size()) {
+      comms.push_back(op.comm);
+      perComm.emplace_back();
+    }
+    perComm[i].push_back(&op);
+  }
+  if (comms.size() == 1) return runOnComm(comms[0], perComm[0]);
+  std::vector<std::string> errors(comms.size());
+  for (size_t i = 0; i < comms.size(); ++i) {
+    Communicator* c = comms[i];
+    if (!c->worker) c->worker = std::make_unique<Worker>();
+    auto* list = &perComm[i];
+    auto* text = &errors[i];
+    c->worker->submit([c, list, text] {
+      ncclResult_t r = runOnComm(c, *list);
+      if (r != ncclSuccess) *text = lastError();
+      return r;
+    });
+  }
+  ncclResult_t first = ncclSuccess;
+  for (size_t i = 0; i < comms.size(); ++i) {
+    ncclResult_t r = comms[i]->worker->wait();
+    if (r != ncclSuccess && first == ncclSuccess) first = fail(r, "%s", errors[i].c_str());
+  }
+  return first;
+}
+
+}  // namespace
+
+namespace hetccl {
+
+ncclResult_t enqueue(const Op& op) {
+  if (tGroup.depth > 0) {
+    tGroup.ops.push_back(op);
+    return ncclSuccess;
+  }
+  std::vector<Op> single{op};
+  return execute(single);
+}
+
+}  // namespace hetccl
+
+HETCCL_EXPORT ncclResult_t pncclGroupStart(void) {
+  ++tGroup.depth;
+  return ncclSuccess;
+}
+HETCCL_WEAK_ALIAS(ncclGroupStart)
+
+namespace {
+
+// Remembers an argument error raised inside a group; ncclGroupEnd reports it.
+struct GroupEnd {
+  static ncclResult_t finish(bool simulate, ncclSimInfo_t* sim) {
+    if (tGroup.depth == 0) return fail(ncclInvalidUsage, "ncclGroupEnd called without a matching ncclGroupStart");
+    if (--tGroup.depth > 0) return ncclSuccess;
+    std::vector<Op> ops;
+    ops.swap(tGroup.ops);
+    ncclResult_t pending = tGroup.error;
+    std::string text = tGroup.errorText;
+    tGroup.error = ncclSuccess;
+    tGroup.errorText.clear();
+    if (pending != ncclSuccess) return fail(pending, "%s (operations of this group were not run)", text.c_str());
+    if (simulate) {
+      // A coarse estimate: 20 us per operation plus bytes at 1 GB/s.
+      double bytes = 0;
+      for (const Op& op : ops) bytes += static_cast<double>(op.count * typeSize(op.type));
+      sim->estimatedTime = static_cast<float>(20.0 * ops.size() + bytes / 1e3);
+      return ncclSuccess;
+    }
+    if (ops.empty()) return ncclSuccess;
+    return execute(ops);
+  }
+};
+
+}  // namespace
+
+namespace hetccl {
+// Called by the API layer when an enqueued call fails its checks.
+void recordGroupError(ncclResult_t r) {
+  if (tGroup.depth > 0 && tGroup.error == ncclSuccess) {
+    tGroup.error = r;
+    tGroup.errorText = lastError();
+  }
+}
+}  // namespace hetccl
+
+HETCCL_EXPORT ncclResult_t pncclGroupEnd(void) { return GroupEnd::finish(false, nullptr); }
+HETCCL_WEAK_ALIAS(ncclGroupEnd)
+
+HETCCL_EXPORT ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  if (!simInfo) return fail(ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo is NULL");
+  if (simInfo->magic != 0x74685283)
+    return fail(ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo not set with NCCL_SIM_INFO_INITIALIZER");
+  return GroupEnd::finish(true, simInfo);
+}
+HETCCL_WEAK_ALIAS(ncclGroupSimulateEnd)

@@ -1,0 +1,113 @@
+#include "bootstrap/bootstrap.h"
+
+#include <poll.h>
+
+#include <cstring>
+
+#include "common/error.h"
+#include "common/log.h"
+
+namespace hetccl {
+
+namespace {
+
+constexpr uint32_t kHelloMagic = 0x4f4c4548;  // "HELO"
+
+struct Hello {
+  uint32_t magic;
+  int32_t rank;
+  uint64_t secret;
+  uint64_t tag;
+};
+
+}  // namespace
+
+ncclResult_t Listener::open(uint64_t secret) {
+  secret_ = secret;
+  SocketAddress addr;
+  HETCCL_TRY(findInterfaceAddress(&addr, nullptr));
+  addr.setPort(0);
+  return Socket::listen(addr, &socket_, &address_);
+}
+
+ncclResult_t Listener::connectTo(const SocketAddress& peer, uint64_t secret, int myRank, uint64_t tag,
+                                 const Deadline& deadline, const AbortFlag* abort, Socket* out) {
+  Socket s;
+  HETCCL_TRY(Socket::connect(peer, deadline, abort, &s));
+  Hello h{kHelloMagic, myRank, secret, tag};
+  HETCCL_TRY(s.sendAll(&h, sizeof(h), deadline, abort));
+  *out = std::move(s);
+  return ncclSuccess;
+}
+
+ncclResult_t Listener::acceptFrom(int peer, uint64_t tag, const Deadline& deadline, const AbortFlag* abort,
+                                  Socket* out) {
+  for (;;) {
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      if (pending_[i].rank == peer && pending_[i].tag == tag) {
+        *out = std::move(pending_[i].socket);
+        pending_.erase(pending_.begin() + static_cast<long>(i));
+        return ncclSuccess;
+      }
+    }
+    Socket s;
+    ncclResult_t r = socket_.accept(deadline, abort, &s);
+    if (r != ncclSuccess) return fail(r, "no connection from rank %d (tag %llu): %s", peer,
+                                      static_cast<unsigned long long>(tag), lastError());
+    Hello h{};
+    if (s.recvAll(&h, sizeof(h), Deadline(5.0), abort) != ncclSuccess || h.magic != kHelloMagic ||
+        h.secret != secret_) {
+      HETCCL_WARN("refused a connection to the communicator listener %s: it did not present the secret",
+                  address_.toString().c_str());
+      continue;
+    }
+    pending_.push_back(Pending{h.rank, h.tag, std::move(s)});
+  }
+}
+
+ncclResult_t Ring::allGather(void* data, size_t bytes, const Deadline& deadline, const AbortFlag* abort) const {
+  char* base = static_cast<char*>(data);
+  for (int step = 0; step < nranks_ - 1; ++step) {
+    const int sendBlock = (rank_ - step + nranks_) % nranks_;
+    const int recvBlock = (rank_ - step - 1 + nranks_) % nranks_;
+    const char* sbuf = base + static_cast<size_t>(sendBlock) * bytes;
+    char* rbuf = base + static_cast<size_t>(recvBlock) * bytes;
+    size_t sent = 0, got = 0;
+    while (sent < bytes || got < bytes) {
+      HETCCL_TRY(next_.sendSome(sbuf, bytes, &sent));
+      HETCCL_TRY(prev_.recvSome(rbuf, bytes, &got));
+      if (sent == bytes && got == bytes) break;
+      if (abort && abort->load()) return fail(ncclInvalidUsage, "communicator aborted during a bootstrap exchange");
+      if (deadline.expired()) return fail(ncclRemoteError, "bootstrap all-gather timed out (HETCCL_TIMEOUT)");
+      pollfd p[2] = {{next_.fd(), static_cast<short>(sent < bytes ? POLLOUT : 0), 0},
+                     {prev_.fd(), static_cast<short>(got < bytes ? POLLIN : 0), 0}};
+      ::poll(p, 2, deadline.remainingMs(100));
+    }
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t Ring::barrier(const Deadline& deadline, const AbortFlag* abort) const {
+  std::vector<char> token(static_cast<size_t>(nranks_), 1);
+  return allGather(token.data(), 1, deadline, abort);
+}
+
+ncclResult_t buildRing(Listener& listener, const std::vector<SocketAddress>& addresses,
+                       const std::vector<int>& members, int myIndex, uint64_t tag, const Deadline& deadline,
+                       const AbortFlag* abort, Ring* out) {
+  const int n = static_cast<int>(members.size());
+  if (n == 1) {
+    *out = Ring(0, 1, Socket(), Socket());
+    return ncclSuccess;
+  }
+  const int me = members[myIndex];
+  const int next = members[(myIndex + 1) % n];
+  const int prev = members[(myIndex - 1 + n) % n];
+  Socket nextSock, prevSock;
+  HETCCL_TRY(Listener::connectTo(addresses[next], listener.secret(), me, tag, deadline, abort, &nextSock));
+  HETCCL_TRY(listener.acceptFrom(prev, tag, deadline, abort, &prevSock));
+  *out = Ring(myIndex, n, std::move(nextSock), std::move(prevSock));
+  return ncclSuccess;
+}
+
+}  // namespace hetccl

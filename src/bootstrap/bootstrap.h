@@ -1,0 +1,69 @@
+// A communicator's out-of-band channel: its listener (every incoming
+// connection presents the communicator's secret, its rank and a tag), a
+// ring of sockets through all ranks, and all-gather/barrier over that ring.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "bootstrap/rank_info.h"
+#include "bootstrap/socket.h"
+
+namespace hetccl {
+
+// Tags say what an incoming connection is for.
+enum ConnectionTag : uint64_t {
+  kTagRing = 1,
+  kTagData = 2,           // socket transport; low bits carry the stream index
+  kTagSubRingBase = 1ull << 32,  // split/shrink: + a per-call counter
+};
+
+class Listener {
+ public:
+  ncclResult_t open(uint64_t secret);
+  const SocketAddress& address() const { return address_; }
+  uint64_t secret() const { return secret_; }
+
+  // Connects to a peer's listener, introducing ourselves as `myRank`.
+  static ncclResult_t connectTo(const SocketAddress& peer, uint64_t secret, int myRank, uint64_t tag,
+                                const Deadline& deadline, const AbortFlag* abort, Socket* out);
+  // Waits for `peer` to connect with `tag`; other arrivals are kept for later.
+  ncclResult_t acceptFrom(int peer, uint64_t tag, const Deadline& deadline, const AbortFlag* abort, Socket* out);
+
+ private:
+  struct Pending {
+    int rank;
+    uint64_t tag;
+    Socket socket;
+  };
+  Socket socket_;
+  SocketAddress address_;
+  uint64_t secret_ = 0;
+  std::vector<Pending> pending_;
+};
+
+class Ring {
+ public:
+  Ring() = default;
+  Ring(int rank, int nranks, Socket next, Socket prev)
+      : rank_(rank), nranks_(nranks), next_(std::move(next)), prev_(std::move(prev)) {}
+
+  // data holds nranks blocks of `bytes`; block `rank` is ours on entry.
+  ncclResult_t allGather(void* data, size_t bytes, const Deadline& deadline, const AbortFlag* abort) const;
+  ncclResult_t barrier(const Deadline& deadline, const AbortFlag* abort) const;
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+
+ private:
+  int rank_ = 0;
+  int nranks_ = 1;
+  Socket next_, prev_;
+};
+
+// Builds a ring through `members` (indices into `addresses`, in ring order;
+// myIndex is ours) using the members' listeners and `tag`.
+ncclResult_t buildRing(Listener& listener, const std::vector<SocketAddress>& addresses,
+                       const std::vector<int>& members, int myIndex, uint64_t tag, const Deadline& deadline,
+                       const AbortFlag* abort, Ring* out);
+
+}  // namespace hetccl

@@ -1,0 +1,32 @@
+// ncclUniqueId: the root's address and a random secret. ncclGetUniqueId
+// starts a root thread that gathers every rank's RankInfo and sends the
+// table back; ranks that do not present the secret are refused.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "bootstrap/rank_info.h"
+#include "nccl.h"
+
+namespace hetccl {
+
+struct DecodedId {
+  SocketAddress root;
+  uint64_t secret = 0;
+  bool rootStartedByRank0 = false;  // NCCL_COMM_ID: rank 0 runs the root
+};
+
+ncclResult_t createUniqueId(ncclUniqueId* id);
+ncclResult_t decodeUniqueId(const ncclUniqueId& id, DecodedId* out);
+// Starts the root thread for an NCCL_COMM_ID id (called by rank 0).
+ncclResult_t startRootAt(const DecodedId& id);
+
+// Sends this rank's info to the root; receives everyone's.
+ncclResult_t rendezvousWithRoot(const DecodedId& id, int rank, int nranks, const RankInfo& mine,
+                                std::vector<RankInfo>* all);
+
+uint64_t randomU64();
+uint64_t mixHash(uint64_t a, uint64_t b);
+
+}  // namespace hetccl

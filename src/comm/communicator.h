@@ -1,0 +1,107 @@
+// A communicator: its ranks, bootstrap ring, data plane, reduction-op
+// handles and error state. One operation runs on it at a time.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/rank_info.h"
+#include "common/types.h"
+#include "nccl.h"
+#include "transport/net.h"
+
+namespace hetccl {
+
+struct CommConfig {
+  bool blocking = true;
+  std::string name;
+};
+
+// Reads an application's ncclConfig_t of any layout from NCCL 2.14 on.
+ncclResult_t readConfig(const ncclConfig_t* config, CommConfig* out);
+
+struct PreMulSumOp {
+  ncclDataType_t type;
+  ncclScalarResidence_t residence;
+  uint64_t hostScalar;         // ncclScalarHostImmediate: the value, copied at creation
+  const void* deviceScalar;    // ncclScalarDevice: read when the collective runs
+};
+
+// Runs jobs on a thread of this communicator's own (created once), so one
+// thread can drive a group that spans several communicators.
+class Worker {
+ public:
+  ~Worker();
+  void submit(std::function<ncclResult_t()> job);
+  ncclResult_t wait();
+
+ private:
+  void loop();
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::function<ncclResult_t()> job_;
+  bool hasJob_ = false, done_ = false, stop_ = false;
+  ncclResult_t result_ = ncclSuccess;
+  std::thread thread_;
+};
+
+class Communicator {
+ public:
+  Communicator() = default;
+  ~Communicator();
+
+  int rank = 0;
+  int nranks = 1;
+  int device = -1;
+  uint64_t secret = 0;
+  CommConfig config;
+  std::vector<RankInfo> peers;
+  Listener listener;
+  Ring ring;
+  std::unique_ptr<Net> net;
+  AbortFlag abort{false};
+  std::atomic<ncclResult_t> asyncError{ncclSuccess};
+  std::string asyncErrorText;
+  std::mutex opMutex;            // one operation (or init step) at a time
+  std::thread initThread;        // non-blocking init
+  uint64_t childCounter = 0;     // split/shrink calls made on this communicator
+  uint64_t collectiveSeq = 0;
+  std::vector<uint64_t> sendSeq, recvSeq;  // per peer, for send/recv tags
+  std::vector<std::optional<PreMulSumOp>> preMulSumOps;
+  std::unique_ptr<Worker> worker;
+  unsigned long long operations = 0;
+
+  // Completes the connection setup once peers/listener/ring are in place.
+  ncclResult_t finishInit();
+  // Waits for a non-blocking init to finish; returns its result.
+  ncclResult_t waitReady();
+  // A buffer for algorithm temporaries: grows, never shrinks, kept per comm.
+  char* scratch(size_t bytes);
+  // Records a fatal error: later calls fail fast, peers are told.
+  void setFatal(ncclResult_t error);
+  void printSummary() const;
+
+ private:
+  std::vector<char> scratch_;
+};
+
+}  // namespace hetccl
+
+// The handle behind ncclComm_t. It outlives the communicator (a small,
+// deliberate leak) so that a destroyed handle is reported, not dereferenced.
+struct ncclComm {
+  static constexpr uint64_t kLive = 0x6c6976656363686cull;
+  static constexpr uint64_t kDestroyed = 0x646561646363686cull;
+  uint64_t magic = kLive;
+  hetccl::Communicator* impl = nullptr;
+  bool aborted = false;
+};

@@ -1,0 +1,75 @@
+#include "comm/init.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "bootstrap/unique_id.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/params.h"
+
+namespace hetccl {
+
+int currentDevice() { return -1; }  // host ranks only, until the GPU runtimes land
+
+ncclResult_t initFromId(Communicator* comm, int nranks, const ncclUniqueId& id, int rank, int device) {
+  DecodedId decoded;
+  HETCCL_TRY(decodeUniqueId(id, &decoded));
+  if (decoded.rootStartedByRank0 && rank == 0) HETCCL_TRY(startRootAt(decoded));
+  comm->rank = rank;
+  comm->nranks = nranks;
+  comm->device = device;
+  comm->secret = decoded.secret;
+  HETCCL_TRY(comm->listener.open(decoded.secret));
+  RankInfo mine = RankInfo::local(comm->listener.address(), device);
+  HETCCL_TRY(rendezvousWithRoot(decoded, rank, nranks, mine, &comm->peers));
+  std::vector<SocketAddress> addresses;
+  std::vector<int> members;
+  for (int r = 0; r < nranks; ++r) {
+    addresses.push_back(comm->peers[r].listenAddress);
+    members.push_back(r);
+  }
+  const Deadline deadline(params().timeoutSeconds);
+  HETCCL_TRY(buildRing(comm->listener, addresses, members, rank, kTagRing, deadline, &comm->abort, &comm->ring));
+  return comm->finishInit();
+}
+
+ncclResult_t splitMembers(Communicator* parent, int color, int key, std::vector<int>* members, int* myIndex) {
+  struct Entry {
+    int32_t color, key;
+  };
+  std::vector<Entry> all(static_cast<size_t>(parent->nranks));
+  all[parent->rank] = Entry{color, key};
+  HETCCL_TRY(parent->ring.allGather(all.data(), sizeof(Entry), Deadline(params().timeoutSeconds), &parent->abort));
+  members->clear();
+  *myIndex = -1;
+  if (color == NCCL_SPLIT_NOCOLOR) return ncclSuccess;
+  for (int r = 0; r < parent->nranks; ++r)
+    if (all[r].color == color) members->push_back(r);
+  std::stable_sort(members->begin(), members->end(), [&](int a, int b) { return all[a].key < all[b].key; });
+  *myIndex = static_cast<int>(std::find(members->begin(), members->end(), parent->rank) - members->begin());
+  return ncclSuccess;
+}
+
+ncclResult_t initChild(Communicator* parent, Communicator* child, const std::vector<int>& members, int myIndex,
+                       uint64_t salt) {
+  const Deadline deadline(params().timeoutSeconds);
+  const uint64_t call = parent->childCounter;
+  child->rank = myIndex;
+  child->nranks = static_cast<int>(members.size());
+  child->device = parent->device;
+  child->secret = mixHash(mixHash(parent->secret, call), salt);
+  // A ring through the members over the parent's listeners; it becomes
+  // the child's bootstrap ring. Excluded (maybe dead) ranks are not touched.
+  std::vector<SocketAddress> parentAddresses;
+  for (const auto& p : parent->peers) parentAddresses.push_back(p.listenAddress);
+  HETCCL_TRY(buildRing(parent->listener, parentAddresses, members, myIndex, kTagSubRingBase + call, deadline,
+                       &parent->abort, &child->ring));
+  HETCCL_TRY(child->listener.open(child->secret));
+  child->peers.assign(members.size(), RankInfo{});
+  child->peers[myIndex] = RankInfo::local(child->listener.address(), child->device);
+  HETCCL_TRY(child->ring.allGather(child->peers.data(), sizeof(RankInfo), deadline, &child->abort));
+  return child->finishInit();
+}
+
+}  // namespace hetccl

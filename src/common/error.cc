@@ -1,0 +1,41 @@
+#include "common/error.h"
+
+#include <cstdio>
+
+#include "common/log.h"
+
+namespace hetccl {
+
+namespace {
+thread_local std::string tLastError;
+}
+
+ncclResult_t fail(ncclResult_t code, const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  tLastError = buf;
+  log(LogLevel::Warn, "%s (%s)", buf, resultName(code));
+  return code;
+}
+
+const char* lastError() { return tLastError.c_str(); }
+void clearLastError() { tLastError.clear(); }
+
+const char* resultName(ncclResult_t r) {
+  switch (r) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInternalError: return "internal error - please report this issue to the hetccl developers";
+    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    default: return "unknown result code";
+  }
+}
+
+}  // namespace hetccl

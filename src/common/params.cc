@@ -1,0 +1,73 @@
+#include "common/params.h"
+
+#include <sys/socket.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <strings.h>
+
+namespace hetccl {
+
+namespace {
+
+const char* env(const char* name) {
+  const char* v = getenv(name);
+  return (v && *v) ? v : nullptr;
+}
+
+long envLong(const char* name, long fallback, long min) {
+  const char* v = env(name);
+  if (!v) return fallback;
+  char* end = nullptr;
+  long x = strtol(v, &end, 0);
+  return (end && *end == '\0' && x >= min) ? x : fallback;
+}
+
+int parseDebug(const char* v) {
+  if (!v) return 0;
+  if (!strcasecmp(v, "VERSION")) return 1;
+  if (!strcasecmp(v, "WARN")) return 2;
+  if (!strcasecmp(v, "INFO")) return 3;
+  if (!strcasecmp(v, "TRACE")) return 4;
+  return 0;
+}
+
+Params load() {
+  Params p;
+  p.debugLevel = parseDebug(env("HETCCL_DEBUG") ? env("HETCCL_DEBUG") : env("NCCL_DEBUG"));
+  if (const char* f = env("NCCL_DEBUG_FILE")) p.debugFile = fopen(f, "a");
+  if (const char* t = env("HETCCL_TIMEOUT")) {
+    double s = atof(t);
+    if (s > 0) p.timeoutSeconds = s;
+  }
+  if (const char* v = env("NCCL_SOCKET_IFNAME")) p.socketIfname = v;
+  if (const char* v = env("NCCL_SOCKET_FAMILY")) {
+    if (!strcasecmp(v, "AF_INET")) p.socketFamily = AF_INET;
+    if (!strcasecmp(v, "AF_INET6")) p.socketFamily = AF_INET6;
+  }
+  if (const char* v = env("NCCL_COMM_ID")) p.commId = v;
+  if (const char* v = env("HETCCL_COMM_SECRET")) p.commSecret = v;
+  if (const char* v = env("HETCCL_TRANSPORT")) {
+    if (!strcasecmp(v, "socket")) p.transport = TransportChoice::Socket;
+    if (!strcasecmp(v, "shm")) p.transport = TransportChoice::Shm;
+  }
+  p.socketsPerPeer = static_cast<int>(envLong("HETCCL_SOCKETS_PER_PEER", p.socketsPerPeer, 1));
+  if (p.socketsPerPeer > 16) p.socketsPerPeer = 16;
+  p.cma = envLong("HETCCL_CMA", 1, 0) != 0;
+  p.shmSlotBytes = static_cast<size_t>(envLong("HETCCL_SHM_SLOT_BYTES", p.shmSlotBytes, 4096));
+  p.shmSlots = static_cast<int>(envLong("HETCCL_SHM_SLOTS", p.shmSlots, 2));
+  p.cmaThreshold = static_cast<size_t>(envLong("HETCCL_CMA_THRESHOLD", p.cmaThreshold, 0));
+  p.smallAllReduceBytes = static_cast<size_t>(envLong("HETCCL_SMALL_ALLREDUCE_BYTES", p.smallAllReduceBytes, 0));
+  p.pipelineChunkBytes = static_cast<size_t>(envLong("HETCCL_CHUNK_BYTES", p.pipelineChunkBytes, 4096));
+  if (const char* v = env("HETCCL_DEVICE")) p.device = v;
+  return p;
+}
+
+}  // namespace
+
+const Params& params() {
+  static const Params p = load();
+  return p;
+}
+
+}  // namespace hetccl

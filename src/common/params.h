@@ -1,0 +1,34 @@
+// Every environment variable hetccl honours, read once on first use.
+// docs/environment.md lists them with their defaults.
+#pragma once
+
+#include <cstddef>
+#include <cstdio>
+#include <string>
+
+namespace hetccl {
+
+enum class TransportChoice { Auto, Socket, Shm };
+
+struct Params {
+  int debugLevel = 0;                 // NCCL_DEBUG / HETCCL_DEBUG
+  FILE* debugFile = nullptr;          // NCCL_DEBUG_FILE
+  double timeoutSeconds = 300.0;      // HETCCL_TIMEOUT
+  std::string socketIfname;           // NCCL_SOCKET_IFNAME
+  int socketFamily = 0;               // NCCL_SOCKET_FAMILY (AF_INET/AF_INET6), 0 = any
+  std::string commId;                 // NCCL_COMM_ID
+  std::string commSecret;             // HETCCL_COMM_SECRET (with NCCL_COMM_ID)
+  TransportChoice transport = TransportChoice::Auto;  // HETCCL_TRANSPORT
+  int socketsPerPeer = 2;             // HETCCL_SOCKETS_PER_PEER
+  bool cma = true;                    // HETCCL_CMA: single-copy shm via process_vm_readv
+  size_t shmSlotBytes = 256 << 10;    // HETCCL_SHM_SLOT_BYTES
+  int shmSlots = 8;                   // HETCCL_SHM_SLOTS
+  size_t cmaThreshold = 64 << 10;     // HETCCL_CMA_THRESHOLD
+  size_t smallAllReduceBytes = 64 << 10;  // HETCCL_SMALL_ALLREDUCE_BYTES
+  size_t pipelineChunkBytes = 512 << 10;  // HETCCL_CHUNK_BYTES (broadcast/reduce pipelines)
+  std::string device;                 // HETCCL_DEVICE ("host" for CPU ranks)
+};
+
+const Params& params();
+
+}  // namespace hetccl

@@ -1,0 +1,26 @@
+// Reduction math for host ranks: one template per operation, instantiated
+// for every NCCL type into a lookup table (no per-element dispatch).
+//
+// Low-precision types (half, bfloat16, fp8) are widened to float for each
+// pairwise step and rounded back to the storage type after it, as a GPU
+// reduction kernel does; float64 reduces in double, integers in their own
+// width with wrap-around on overflow.
+#pragma once
+
+#include <cstddef>
+
+#include "common/types.h"
+
+namespace hetccl {
+
+// dst[i] = incoming[i] (op) pre(local[i]); pre() scales by the PreMulSum
+// scalar and is the identity for other ops. dst may alias either input.
+void reduceInto(const Reduction& r, void* dst, const void* incoming, const void* local, size_t count);
+
+// dst[i] = pre(local[i]): a rank's own contribution, ready to send.
+void prepareLocal(const Reduction& r, void* dst, const void* local, size_t count);
+
+// For ncclAvg: data[i] /= nranks, once, on the fully reduced value.
+void finishAverage(const Reduction& r, void* data, size_t count, int nranks);
+
+}  // namespace hetccl

@@ -1,0 +1,351 @@
+// Shared-memory transport for ranks on one host. One segment per direction
+// and peer pair holds a ring of slots. Small messages are copied through
+// the slots; large ones are read by the receiver straight out of the
+// sender's memory with process_vm_readv (one copy instead of two) when the
+// kernel allows it, and copied through the slots otherwise.
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <deque>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/params.h"
+#include "transport/transport.h"
+#include "transport/transport_context.h"
+
+namespace hetccl {
+
+namespace {
+
+constexpr uint64_t kProbeValue = 0x68657463636c4d41ull;
+const volatile uint64_t gCmaProbe = kProbeValue;
+constexpr size_t kBounceBytes = 256 << 10;
+
+enum SlotKind : uint32_t { kEager = 0, kCma = 1 };
+
+struct alignas(64) SlotHeader {
+  uint64_t tag;
+  uint64_t messageSize;
+  uint64_t offset;
+  uint64_t length;
+  uint64_t remoteAddress;  // kCma: where the payload sits in the sender
+  uint32_t kind;
+};
+
+struct alignas(64) SegmentHeader {
+  alignas(64) std::atomic<uint64_t> head;  // slots published by the sender
+  alignas(64) std::atomic<uint64_t> tail;  // slots released by the receiver
+  alignas(64) std::atomic<uint32_t> initialized;  // sender filled this header
+  std::atomic<uint32_t> ready;  // receiver attached
+  std::atomic<uint32_t> cmaOk;
+  std::atomic<uint32_t> senderGone;
+  std::atomic<uint32_t> receiverGone;
+  int32_t senderPid;
+  int32_t receiverPid;
+  uint64_t probeAddress;
+  uint32_t slots;
+  uint64_t slotBytes;
+};
+
+size_t slotStride(size_t slotBytes) { return sizeof(SlotHeader) + ((slotBytes + 63) & ~size_t(63)); }
+size_t segmentBytes(uint32_t slots, size_t slotBytes) { return sizeof(SegmentHeader) + slots * slotStride(slotBytes); }
+
+std::string segmentName(uint64_t secret, int from, int to) {
+  char name[96];
+  snprintf(name, sizeof(name), "/hetccl-%d-%016llx-%d-%d", static_cast<int>(getuid()),
+           static_cast<unsigned long long>(secret), from, to);
+  return name;
+}
+
+// The mapping and, on the creating side, the name to unlink.
+class Segment {
+ public:
+  ~Segment() {
+    if (base_) munmap(base_, bytes_);
+    if (!name_.empty()) shm_unlink(name_.c_str());
+  }
+  ncclResult_t create(const std::string& name, uint32_t slots, size_t slotBytes) {
+    bytes_ = segmentBytes(slots, slotBytes);
+    shm_unlink(name.c_str());
+    int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) return fail(ncclSystemError, "shm_open(%s) failed: %s", name.c_str(), strerror(errno));
+    name_ = name;
+    if (ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {
+      ::close(fd);
+      return fail(ncclSystemError, "cannot size shared memory %s to %zu bytes: %s", name.c_str(), bytes_,
+                  strerror(errno));
+    }
+    return map(fd);
+  }
+  ncclResult_t open(const std::string& name, const Deadline& deadline, const AbortFlag* abort) {
+    int fd = -1;
+    for (;;) {
+      fd = shm_open(name.c_str(), O_RDWR, 0600);
+      if (fd >= 0) {
+        struct stat st;
+        if (fstat(fd, &st) == 0 && st.st_size >= static_cast<off_t>(sizeof(SegmentHeader))) break;
+        ::close(fd);
+      }
+      if (abort && abort->load()) return fail(ncclInvalidUsage, "communicator aborted while connecting");
+      if (deadline.expired()) return fail(ncclRemoteError, "peer never created shared memory %s (HETCCL_TIMEOUT)", name.c_str());
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    struct stat st;
+    fstat(fd, &st);
+    bytes_ = static_cast<size_t>(st.st_size);
+    shm_unlink(name.c_str());  // both sides have it now: leave nothing behind
+    return map(fd);
+  }
+  SegmentHeader* header() const { return static_cast<SegmentHeader*>(base_); }
+  SlotHeader* slot(uint64_t index) const {
+    SegmentHeader* h = header();
+    return reinterpret_cast<SlotHeader*>(static_cast<char*>(base_) + sizeof(SegmentHeader) +
+                                         (index % h->slots) * slotStride(h->slotBytes));
+  }
+  char* payload(uint64_t index) const { return reinterpret_cast<char*>(slot(index)) + sizeof(SlotHeader); }
+
+ private:
+  ncclResult_t map(int fd) {
+    base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (base_ == MAP_FAILED) {
+      base_ = nullptr;
+      return fail(ncclSystemError, "mmap of shared memory failed: %s", strerror(errno));
+    }
+    return ncclSuccess;
+  }
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
+  std::string name_;
+};
+
+ncclResult_t peerAlive(int pid, int peer) {
+  if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)
+    return fail(ncclRemoteError, "rank %d (pid %d) has exited", peer, pid);
+  return ncclSuccess;
+}
+
+class ShmSender : public Connection {
+ public:
+  ShmSender(std::unique_ptr<Segment> seg, int peer, size_t cmaThreshold)
+      : seg_(std::move(seg)), peer_(peer), cmaThreshold_(cmaThreshold) {}
+  ~ShmSender() override { markGone(); }
+
+  ncclResult_t post(Request* r) override {
+    r->connection = this;
+    r->complete = false;
+    r->progress = 0;
+    r->phase = 0;
+    queue_.push_back(r);
+    return ncclSuccess;
+  }
+
+  // Request phases: 0 = being posted into slots, 1 = copied out (eager,
+  // complete), 2 = descriptor posted (rendezvous, complete once read).
+  ncclResult_t progress(bool* progressed) override {
+    SegmentHeader* h = seg_->header();
+    if (h->receiverGone.load(std::memory_order_acquire))
+      return fail(ncclRemoteError, "rank %d left the communicator (aborted or destroyed)", peer_);
+    if (!h->ready.load(std::memory_order_acquire)) return ncclSuccess;
+    const uint64_t tail = h->tail.load(std::memory_order_acquire);
+    for (Request* r : queue_) {
+      if (r->phase != 0) continue;
+      const bool cma = h->cmaOk.load(std::memory_order_relaxed) && r->size >= cmaThreshold_ && r->size > 0;
+      while (r->phase == 0 && head_ - tail < h->slots) {
+        SlotHeader* s = seg_->slot(head_);
+        s->tag = r->tag;
+        s->messageSize = r->size;
+        s->offset = r->progress;
+        if (cma) {
+          s->kind = kCma;
+          s->length = r->size;
+          s->remoteAddress = reinterpret_cast<uint64_t>(r->sendData);
+          r->progress = r->size;
+          r->ticket = head_;
+          r->phase = 2;
+        } else {
+          s->kind = kEager;
+          s->length = std::min<uint64_t>(h->slotBytes, r->size - r->progress);
+          memcpy(seg_->payload(head_), static_cast<const char*>(r->sendData) + r->progress, s->length);
+          r->progress += s->length;
+          if (r->progress == r->size) r->phase = 1;
+        }
+        ++head_;
+        h->head.store(head_, std::memory_order_release);
+        *progressed = true;
+      }
+      if (r->phase == 0) break;  // slots full: later messages wait their turn
+    }
+    while (!queue_.empty()) {
+      Request* r = queue_.front();
+      if (r->phase == 1 || (r->phase == 2 && tail > r->ticket)) {
+        r->complete = true;
+        *progressed = true;
+        queue_.pop_front();
+      } else {
+        break;
+      }
+    }
+    return ncclSuccess;
+  }
+
+  ncclResult_t checkPeer() override { return peerAlive(seg_->header()->receiverPid, peer_); }
+  void markGone() override { seg_->header()->senderGone.store(1, std::memory_order_release); }
+
+ private:
+  std::unique_ptr<Segment> seg_;
+  int peer_;
+  size_t cmaThreshold_;
+  uint64_t head_ = 0;
+  std::deque<Request*> queue_;
+};
+
+class ShmReceiver : public Connection {
+ public:
+  ShmReceiver(std::unique_ptr<Segment> seg, int peer) : seg_(std::move(seg)), peer_(peer) {}
+  ~ShmReceiver() override { markGone(); }
+
+  ncclResult_t post(Request* r) override {
+    r->connection = this;
+    r->complete = false;
+    r->progress = 0;
+    queue_.push_back(r);
+    return ncclSuccess;
+  }
+
+  ncclResult_t progress(bool* progressed) override {
+    SegmentHeader* h = seg_->header();
+    while (!queue_.empty()) {
+      Request* r = queue_.front();
+      const uint64_t head = h->head.load(std::memory_order_acquire);
+      if (head == tail_) {
+        if (h->senderGone.load(std::memory_order_acquire))
+          return fail(ncclRemoteError, "rank %d left the communicator (aborted or destroyed)", peer_);
+        return ncclSuccess;
+      }
+      const SlotHeader* s = seg_->slot(tail_);
+      if (s->tag != r->tag || s->messageSize != r->size)
+        return fail(ncclInvalidUsage,
+                    "mismatched operation with rank %d: it sent %llu bytes for a different call than this "
+                    "rank's receive of %llu bytes (ranks must call the same collectives with the same "
+                    "arguments in the same order)",
+                    peer_, static_cast<unsigned long long>(s->messageSize), static_cast<unsigned long long>(r->size));
+      if (s->kind == kCma) {
+        HETCCL_TRY(readRemote(r, s->remoteAddress, h->senderPid));
+        r->progress = r->size;
+      } else {
+        deliver(r, seg_->payload(tail_), s->offset, s->length);
+        r->progress = s->offset + s->length;
+      }
+      ++tail_;
+      h->tail.store(tail_, std::memory_order_release);
+      *progressed = true;
+      if (r->progress == r->size) {
+        r->complete = true;
+        queue_.pop_front();
+      }
+    }
+    return ncclSuccess;
+  }
+
+  ncclResult_t checkPeer() override { return peerAlive(seg_->header()->senderPid, peer_); }
+  void markGone() override { seg_->header()->receiverGone.store(1, std::memory_order_release); }
+
+ private:
+  static void deliver(Request* r, const void* src, size_t offset, size_t length) {
+    if (r->sink) r->sink->consume(src, offset, length);
+    else memcpy(static_cast<char*>(r->recvData) + offset, src, length);
+  }
+
+  ncclResult_t readRemote(Request* r, uint64_t address, int pid) {
+    size_t done = 0;
+    while (done < r->size) {
+      char* dst;
+      size_t want;
+      if (r->sink) {
+        if (bounce_.empty()) bounce_.resize(kBounceBytes);
+        dst = bounce_.data();
+        want = std::min(kBounceBytes, r->size - done);
+      } else {
+        dst = static_cast<char*>(r->recvData) + done;
+        want = r->size - done;
+      }
+      iovec local{dst, want};
+      iovec remote{reinterpret_cast<void*>(address + done), want};
+      ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+      if (n <= 0) return fail(ncclSystemError, "process_vm_readv from rank %d failed: %s", peer_, strerror(errno));
+      if (r->sink) r->sink->consume(dst, done, static_cast<size_t>(n));
+      done += static_cast<size_t>(n);
+    }
+    return ncclSuccess;
+  }
+
+  std::unique_ptr<Segment> seg_;
+  int peer_;
+  uint64_t tail_ = 0;
+  std::deque<Request*> queue_;
+  std::vector<char> bounce_;
+};
+
+class ShmTransport : public Transport {
+ public:
+  explicit ShmTransport(const TransportContext& ctx) : ctx_(ctx) {}
+  const char* name() const override { return "shm"; }
+
+  ncclResult_t connect(int peer, std::unique_ptr<Connection>* out) override {
+    const Params& p = params();
+    auto seg = std::make_unique<Segment>();
+    HETCCL_TRY(seg->create(segmentName(ctx_.secret, ctx_.rank, peer), static_cast<uint32_t>(p.shmSlots), p.shmSlotBytes));
+    SegmentHeader* h = seg->header();
+    h->slots = static_cast<uint32_t>(p.shmSlots);
+    h->slotBytes = p.shmSlotBytes;
+    h->senderPid = getpid();
+    h->probeAddress = reinterpret_cast<uint64_t>(&gCmaProbe);
+    h->initialized.store(1, std::memory_order_release);
+    *out = std::make_unique<ShmSender>(std::move(seg), peer, p.cma ? p.cmaThreshold : ~size_t(0));
+    return ncclSuccess;
+  }
+
+  ncclResult_t accept(int peer, std::unique_ptr<Connection>* out) override {
+    auto seg = std::make_unique<Segment>();
+    HETCCL_TRY(seg->open(segmentName(ctx_.secret, peer, ctx_.rank), Deadline(ctx_.timeoutSeconds), ctx_.abort));
+    SegmentHeader* h = seg->header();
+    const Deadline deadline(ctx_.timeoutSeconds);
+    while (!h->initialized.load(std::memory_order_acquire)) {
+      if (deadline.expired()) return fail(ncclRemoteError, "rank %d never finished creating its shared memory", peer);
+      std::this_thread::yield();
+    }
+    // Probe whether the kernel lets us read the sender's memory directly.
+    uint64_t probe = 0;
+    iovec local{&probe, sizeof(probe)};
+    iovec remote{reinterpret_cast<void*>(h->probeAddress), sizeof(probe)};
+    bool cma = params().cma && process_vm_readv(h->senderPid, &local, 1, &remote, 1, 0) == sizeof(probe) &&
+               probe == kProbeValue;
+    if (params().cma && !cma) HETCCL_INFO("shm from rank %d: process_vm_readv not permitted, copying through slots", peer);
+    h->cmaOk.store(cma ? 1 : 0, std::memory_order_relaxed);
+    h->receiverPid = getpid();
+    h->ready.store(1, std::memory_order_release);
+    *out = std::make_unique<ShmReceiver>(std::move(seg), peer);
+    return ncclSuccess;
+  }
+
+ private:
+  TransportContext ctx_;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> makeShmTransport(const TransportContext& ctx) { return std::make_unique<ShmTransport>(ctx); }
+
+}  // namespace hetccl

@@ -1,0 +1,67 @@
+// The byte-mover interface every transport implements, shaped like NCCL's
+// net plugin: a transport connects (send side) and accepts (receive side)
+// per peer; connections take isend/irecv requests, test() drives them.
+// Messages on one connection are matched in order; each carries a tag and
+// a size, and a receive whose tag or size differs fails (mismatched calls
+// across ranks become an error, never a silent wrong result).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "nccl.h"
+
+namespace hetccl {
+
+// Takes received bytes as they arrive; lets a receive reduce straight out
+// of the transport's buffers instead of copying into a temporary first.
+class RecvSink {
+ public:
+  virtual ~RecvSink() = default;
+  virtual void consume(const void* src, size_t offset, size_t length) = 0;
+};
+
+class Connection;
+
+struct Request {
+  Connection* connection = nullptr;
+  const void* sendData = nullptr;
+  void* recvData = nullptr;
+  RecvSink* sink = nullptr;
+  size_t size = 0;
+  uint64_t tag = 0;
+  bool complete = false;
+  // Progress state owned by the transport.
+  size_t progress = 0;
+  uint64_t ticket = 0;
+  int phase = 0;
+};
+
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  // Queues a request; test() completes them in order.
+  virtual ncclResult_t post(Request* request) = 0;
+  // Drives queued requests; sets *progressed when anything moved.
+  virtual ncclResult_t progress(bool* progressed) = 0;
+  // Cheap liveness check of the peer, called now and then while waiting.
+  virtual ncclResult_t checkPeer() { return ncclSuccess; }
+  // Tells the peer this side is gone (abort), so it fails fast.
+  virtual void markGone() {}
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+  virtual ncclResult_t connect(int peer, std::unique_ptr<Connection>* out) = 0;  // we send to peer
+  virtual ncclResult_t accept(int peer, std::unique_ptr<Connection>* out) = 0;   // we receive from peer
+  // Memory registration: host memory needs none; RDMA transports will pin here.
+  virtual ncclResult_t regMr(void* data, size_t size, void** handle) {
+    (void)data; (void)size; *handle = nullptr; return ncclSuccess;
+  }
+  virtual ncclResult_t deregMr(void* handle) { (void)handle; return ncclSuccess; }
+};
+
+}  // namespace hetccl

@@ -1,0 +1,350 @@
+#include "reference.h"
+
+#include <sys/random.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "../src/kernels/host_numeric.h"
+
+namespace hetccl::testing {
+
+namespace {
+
+uint64_t splitmix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+double unit(uint64_t h) { return static_cast<double>(h >> 11) / 9007199254740992.0; }  // [0,1)
+
+double roundTo(ncclDataType_t t, double v) {
+  switch (t) {
+    case ncclFloat16: return static_cast<double>(static_cast<_Float16>(static_cast<float>(v)));
+    case ncclFloat32: return static_cast<double>(static_cast<float>(v));
+    case ncclBfloat16: return bf16ToFloat(floatToBf16(static_cast<float>(v)));
+    case ncclFloat8e4m3: return fp8E4M3ToFloat(floatToFp8E4M3(static_cast<float>(v)));
+    case ncclFloat8e5m2: return fp8E5M2ToFloat(floatToFp8E5M2(static_cast<float>(v)));
+    default: return v;
+  }
+}
+
+double load(ncclDataType_t t, const void* p, size_t i) {
+  switch (t) {
+    case ncclInt8: return static_cast<const int8_t*>(p)[i];
+    case ncclUint8: return static_cast<const uint8_t*>(p)[i];
+    case ncclInt32: return static_cast<const int32_t*>(p)[i];
+    case ncclUint32: return static_cast<const uint32_t*>(p)[i];
+    case ncclInt64: return static_cast<double>(static_cast<const int64_t*>(p)[i]);
+    case ncclUint64: return static_cast<double>(static_cast<const uint64_t*>(p)[i]);
+    case ncclFloat16: return static_cast<double>(static_cast<const _Float16*>(p)[i]);
+    case ncclFloat32: return static_cast<const float*>(p)[i];
+    case ncclFloat64: return static_cast<const double*>(p)[i];
+    case ncclBfloat16: return bf16ToFloat(static_cast<const uint16_t*>(p)[i]);
+    case ncclFloat8e4m3: return fp8E4M3ToFloat(static_cast<const uint8_t*>(p)[i]);
+    case ncclFloat8e5m2: return fp8E5M2ToFloat(static_cast<const uint8_t*>(p)[i]);
+    default: return 0;
+  }
+}
+
+void store(ncclDataType_t t, void* p, size_t i, double v) {
+  switch (t) {
+    case ncclInt8: static_cast<int8_t*>(p)[i] = static_cast<int8_t>(static_cast<int64_t>(v)); break;
+    case ncclUint8: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(static_cast<int64_t>(v)); break;
+    case ncclInt32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(static_cast<int64_t>(v)); break;
+    case ncclUint32: static_cast<uint32_t*>(p)[i] = static_cast<uint32_t>(static_cast<int64_t>(v)); break;
+    case ncclInt64: static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v); break;
+    case ncclUint64: static_cast<uint64_t*>(p)[i] = static_cast<uint64_t>(static_cast<int64_t>(v)); break;
+    case ncclFloat16: static_cast<_Float16*>(p)[i] = static_cast<_Float16>(static_cast<float>(v)); break;
+    case ncclFloat32: static_cast<float*>(p)[i] = static_cast<float>(v); break;
+    case ncclFloat64: static_cast<double*>(p)[i] = v; break;
+    case ncclBfloat16: static_cast<uint16_t*>(p)[i] = floatToBf16(static_cast<float>(v)); break;
+    case ncclFloat8e4m3: static_cast<uint8_t*>(p)[i] = floatToFp8E4M3(static_cast<float>(v)); break;
+    case ncclFloat8e5m2: static_cast<uint8_t*>(p)[i] = floatToFp8E5M2(static_cast<float>(v)); break;
+    default: break;
+  }
+}
+
+// Integer types reduce with wrap-around in their own width: compute in
+// uint64 and truncate/sign-extend to the type.
+int64_t wrapTo(ncclDataType_t t, uint64_t v) {
+  switch (t) {
+    case ncclInt8: return static_cast<int8_t>(v);
+    case ncclUint8: return static_cast<uint8_t>(v);
+    case ncclInt32: return static_cast<int32_t>(v);
+    case ncclUint32: return static_cast<uint32_t>(v);
+    default: return static_cast<int64_t>(v);
+  }
+}
+
+struct Expected {
+  double value;
+  double tolerance;
+};
+
+// The reduced value of element i over all ranks.
+Expected reduced(const Case& k, size_t i) {
+  const int n = k.nranks;
+  if (isIntegerType(k.type)) {
+    uint64_t acc = 0;
+    int64_t best = 0;
+    for (int r = 0; r < n; ++r) {
+      int64_t x = static_cast<int64_t>(inputValue(k, r, i));
+      if (k.op == kPreMulSum) x = wrapTo(k.type, static_cast<uint64_t>(x) * static_cast<uint64_t>(static_cast<int64_t>(preMulScalar(k, r))));
+      if (r == 0) {
+        acc = static_cast<uint64_t>(x);
+        best = x;
+        continue;
+      }
+      switch (k.op) {
+        case ncclProd: acc = static_cast<uint64_t>(wrapTo(k.type, acc * static_cast<uint64_t>(x))); break;
+        case ncclMax: best = x > best ? x : best; break;
+        case ncclMin: best = x < best ? x : best; break;
+        default: acc = static_cast<uint64_t>(wrapTo(k.type, acc + static_cast<uint64_t>(x))); break;
+      }
+    }
+    if (k.op == ncclMax || k.op == ncclMin) return {static_cast<double>(best), 0};
+    int64_t v = wrapTo(k.type, acc);
+    if (k.op == ncclAvg) {
+      if (k.type == ncclUint64) return {static_cast<double>(static_cast<uint64_t>(v) / static_cast<uint64_t>(n)), 0};
+      v = v / n;
+    }
+    return {static_cast<double>(v), 0};
+  }
+  double acc = 0, mag = 0;
+  for (int r = 0; r < n; ++r) {
+    double x = inputValue(k, r, i);
+    if (k.op == kPreMulSum) x = roundTo(k.type, x * preMulScalar(k, r));
+    if (r == 0) {
+      acc = x;
+    } else {
+      switch (k.op) {
+        case ncclProd: acc *= x; break;
+        case ncclMax: acc = std::fmax(acc, x); break;
+        case ncclMin: acc = std::fmin(acc, x); break;
+        default: acc += x; break;
+      }
+    }
+    mag += std::fabs(x);
+  }
+  if (k.op == ncclMax || k.op == ncclMin) return {acc, 0};
+  const double eps = typeEpsilon(k.type);
+  if (k.op == ncclProd) return {acc, 2.0 * n * eps * std::fabs(acc) + 1e-300};
+  if (k.op == ncclAvg) return {acc / n, (n + 1) * eps * mag / n + eps * std::fabs(acc / n)};
+  return {acc, n * eps * mag};
+}
+
+}  // namespace
+
+const char* collectiveName(Collective c) {
+  switch (c) {
+    case Collective::AllReduce: return "all_reduce";
+    case Collective::Broadcast: return "broadcast";
+    case Collective::Reduce: return "reduce";
+    case Collective::AllGather: return "all_gather";
+    case Collective::ReduceScatter: return "reduce_scatter";
+    case Collective::AlltoAll: return "alltoall";
+    case Collective::Gather: return "gather";
+    case Collective::Scatter: return "scatter";
+    case Collective::SendRecv: return "sendrecv";
+  }
+  return "?";
+}
+
+bool parseCollective(const std::string& name, Collective* out) {
+  for (int i = 0; i <= static_cast<int>(Collective::SendRecv); ++i) {
+    auto c = static_cast<Collective>(i);
+    if (name == collectiveName(c)) {
+      *out = c;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool collectiveReduces(Collective c) {
+  return c == Collective::AllReduce || c == Collective::Reduce || c == Collective::ReduceScatter;
+}
+bool collectiveRooted(Collective c) {
+  return c == Collective::Broadcast || c == Collective::Reduce || c == Collective::Gather || c == Collective::Scatter;
+}
+
+size_t typeBytes(ncclDataType_t t) {
+  switch (t) {
+    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
+    case ncclFloat16: case ncclBfloat16: return 2;
+    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    default: return 8;
+  }
+}
+
+const char* typeLabel(ncclDataType_t t) {
+  static const char* const names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
+                                      "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
+  return t >= 0 && t < ncclNumTypes ? names[t] : "?";
+}
+
+bool parseType(const std::string& name, ncclDataType_t* out) {
+  for (int i = 0; i < ncclNumTypes; ++i) {
+    if (name == typeLabel(static_cast<ncclDataType_t>(i))) {
+      *out = static_cast<ncclDataType_t>(i);
+      return true;
+    }
+  }
+  if (name == "float16" || name == "fp16") { *out = ncclFloat16; return true; }
+  if (name == "float32") { *out = ncclFloat32; return true; }
+  if (name == "float64") { *out = ncclFloat64; return true; }
+  if (name == "bf16") { *out = ncclBfloat16; return true; }
+  return false;
+}
+
+bool parseOp(const std::string& name, int* out) {
+  if (name == "sum") *out = ncclSum;
+  else if (name == "prod") *out = ncclProd;
+  else if (name == "max") *out = ncclMax;
+  else if (name == "min") *out = ncclMin;
+  else if (name == "avg") *out = ncclAvg;
+  else if (name == "mulsum" || name == "premulsum") *out = kPreMulSum;
+  else return false;
+  return true;
+}
+
+const char* opLabel(int op) {
+  switch (op) {
+    case ncclSum: return "sum";
+    case ncclProd: return "prod";
+    case ncclMax: return "max";
+    case ncclMin: return "min";
+    case ncclAvg: return "avg";
+    default: return "mulsum";
+  }
+}
+
+bool isIntegerType(ncclDataType_t t) { return t <= ncclUint64; }
+
+size_t sendElements(Collective c, size_t count, int n) {
+  switch (c) {
+    case Collective::ReduceScatter: case Collective::AlltoAll: case Collective::Scatter: return count * n;
+    default: return count;
+  }
+}
+
+size_t recvElements(Collective c, size_t count, int n) {
+  switch (c) {
+    case Collective::AllGather: case Collective::AlltoAll: case Collective::Gather: return count * n;
+    default: return count;
+  }
+}
+
+double typeEpsilon(ncclDataType_t t) {
+  switch (t) {
+    case ncclFloat16: return std::ldexp(1.0, -10);
+    case ncclBfloat16: return std::ldexp(1.0, -7);
+    case ncclFloat8e4m3: return std::ldexp(1.0, -3);
+    case ncclFloat8e5m2: return std::ldexp(1.0, -2);
+    case ncclFloat32: return std::ldexp(1.0, -22);
+    case ncclFloat64: return std::ldexp(1.0, -50);
+    default: return 0;
+  }
+}
+
+double inputValue(const Case& k, int rank, size_t i) {
+  const uint64_t h = splitmix(k.seed ^ splitmix(static_cast<uint64_t>(rank) * 0x100000001b3ull + i));
+  const double u = unit(h);
+  if (isIntegerType(k.type)) {
+    if (k.op == ncclProd || k.op == kPreMulSum) return static_cast<double>(1 + (h >> 60) % 3);  // 1..3
+    const bool isSigned = k.type == ncclInt8 || k.type == ncclInt32 || k.type == ncclInt64;
+    const int64_t range = typeBytes(k.type) == 1 ? 100 : 1000000;
+    int64_t v = static_cast<int64_t>((h >> 8) % static_cast<uint64_t>(range));
+    return static_cast<double>(isSigned ? v - range / 2 : v);
+  }
+  double v;
+  if (k.op == ncclProd) v = 0.5 + 1.5 * u;           // products stay in range
+  else v = (u - 0.5) * 16.0;                          // [-8, 8)
+  return roundTo(k.type, v);
+}
+
+double preMulScalar(const Case& k, int rank) {
+  if (isIntegerType(k.type)) return static_cast<double>(rank % 3 + 1);
+  return roundTo(k.type, 0.5 + 0.25 * (rank % 4));
+}
+
+void writeScalar(ncclDataType_t t, double v, void* out) { store(t, out, 0, v); }
+
+void fillInput(const Case& k, int rank, void* buffer) {
+  const size_t n = sendElements(k.coll, k.count, k.nranks);
+  for (size_t i = 0; i < n; ++i) store(k.type, buffer, i, inputValue(k, rank, i));
+}
+
+void poison(ncclDataType_t t, void* buffer, size_t elements) {
+  memset(buffer, 0x7b, elements * typeBytes(t));
+}
+
+size_t countWrong(const Case& k, int rank, const void* out, std::string* firstError) {
+  const int n = k.nranks;
+  const size_t count = k.count;
+  size_t wrong = 0;
+  auto check = [&](size_t outIndex, double expect, double tol) {
+    double got = load(k.type, out, outIndex);
+    bool ok = std::isnan(expect) ? std::isnan(got) : std::fabs(got - expect) <= tol;
+    if (!ok) {
+      if (!wrong && firstError) {
+        char buf[256];
+        snprintf(buf, sizeof(buf), "%s %s %s n=%d count=%zu rank %d: element %zu is %.17g, expected %.17g (tol %.3g)",
+                 collectiveName(k.coll), typeLabel(k.type), opLabel(k.op), n, count, rank, outIndex, got, expect, tol);
+        *firstError = buf;
+      }
+      ++wrong;
+    }
+  };
+  switch (k.coll) {
+    case Collective::AllReduce:
+      for (size_t i = 0; i < count; ++i) { auto e = reduced(k, i); check(i, e.value, e.tolerance); }
+      break;
+    case Collective::Reduce:
+      if (rank == k.root)
+        for (size_t i = 0; i < count; ++i) { auto e = reduced(k, i); check(i, e.value, e.tolerance); }
+      break;
+    case Collective::ReduceScatter:
+      for (size_t i = 0; i < count; ++i) { auto e = reduced(k, rank * count + i); check(i, e.value, e.tolerance); }
+      break;
+    case Collective::Broadcast:
+      for (size_t i = 0; i < count; ++i) check(i, inputValue(k, k.root, i), 0);
+      break;
+    case Collective::AllGather:
+      for (int r = 0; r < n; ++r)
+        for (size_t i = 0; i < count; ++i) check(r * count + i, inputValue(k, r, i), 0);
+      break;
+    case Collective::Gather:
+      if (rank == k.root)
+        for (int r = 0; r < n; ++r)
+          for (size_t i = 0; i < count; ++i) check(r * count + i, inputValue(k, r, i), 0);
+      break;
+    case Collective::Scatter:
+      for (size_t i = 0; i < count; ++i) check(i, inputValue(k, k.root, rank * count + i), 0);
+      break;
+    case Collective::AlltoAll:
+      for (int r = 0; r < n; ++r)
+        for (size_t i = 0; i < count; ++i) check(r * count + i, inputValue(k, r, rank * count + i), 0);
+      break;
+    case Collective::SendRecv: {
+      // Ring: each rank sends to rank+1 and receives from rank-1.
+      const int from = (rank - 1 + n) % n;
+      for (size_t i = 0; i < count; ++i) check(i, inputValue(k, from, i), 0);
+      break;
+    }
+  }
+  return wrong;
+}
+
+uint64_t runSeed() {
+  if (const char* s = getenv("HETCCL_TEST_SEED")) return strtoull(s, nullptr, 0);
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof(v), 0) != sizeof(v)) v = 12345;
+  return v;
+}
+
+}  // namespace hetccl::testing

@@ -1,0 +1,353 @@
+// hetccl-perf: collective benchmark in the style of nccl-tests.
+//
+//   hetccl-perf all_reduce -N 4 -b 8 -e 64M -f 2 -d float -o sum
+//
+// Ranks: -N n starts n local ranks itself. Otherwise the rank and size
+// come from mpirun (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE) or torchrun
+// (RANK/WORLD_SIZE) and the rendezvous from NCCL_COMM_ID (or MASTER_ADDR
+// and MASTER_PORT+1 under torchrun); with none of these, one rank.
+#include <getopt.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "hetccl.h"
+#include "launcher.h"
+#include "nccl.h"
+#include "reference.h"
+
+using namespace hetccl::testing;
+
+namespace {
+
+struct Options {
+  std::vector<Collective> collectives;
+  size_t minBytes = 8, maxBytes = 32 << 20;
+  double factor = 2;
+  size_t step = 0;
+  int iters = 20, warmup = 5;
+  int check = 1;
+  std::vector<int> ops{ncclSum};
+  std::vector<ncclDataType_t> types{ncclFloat32};
+  int root = 0;
+  int localRanks = 0;
+  bool parallelInit = false;
+};
+
+size_t parseSize(const char* s) {
+  char* end = nullptr;
+  double v = strtod(s, &end);
+  switch (end && *end ? *end : ' ') {
+    case 'K': case 'k': v *= 1024; break;
+    case 'M': case 'm': v *= 1024 * 1024; break;
+    case 'G': case 'g': v *= 1024.0 * 1024 * 1024; break;
+    default: break;
+  }
+  return static_cast<size_t>(v);
+}
+
+[[noreturn]] void usage(const char* msg) {
+  if (msg) fprintf(stderr, "hetccl-perf: %s\n", msg);
+  fprintf(stderr,
+          "usage: hetccl-perf <collective>[,<collective>...] [options]\n"
+          "  collectives: all_reduce broadcast reduce all_gather reduce_scatter alltoall gather scatter sendrecv\n"
+          "  -b <min bytes> -e <max bytes> -f <factor> -i <step bytes> -n <iters> -w <warmup iters>\n"
+          "  -c <0|1> check results   -o <sum|prod|max|min|avg|mulsum|all>   -d <type|all>   -r <root>\n"
+          "  -N <ranks> start this many local ranks (else mpirun/torchrun variables, else 1 rank)\n");
+  exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  if (argc < 2 || argv[1][0] == '-') usage("name the collective first");
+  std::string list = argv[1];
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    Collective c;
+    if (!parseCollective(list.substr(start, comma - start), &c)) usage("unknown collective");
+    o.collectives.push_back(c);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  optind = 2;
+  int ch;
+  while ((ch = getopt(argc, argv, "b:e:f:i:n:w:c:o:d:r:N:t:g:m:z:G:")) != -1) {
+    switch (ch) {
+      case 'b': o.minBytes = parseSize(optarg); break;
+      case 'e': o.maxBytes = parseSize(optarg); break;
+      case 'f': o.factor = atof(optarg); break;
+      case 'i': o.step = parseSize(optarg); break;
+      case 'n': o.iters = atoi(optarg); break;
+      case 'w': o.warmup = atoi(optarg); break;
+      case 'c': o.check = atoi(optarg); break;
+      case 'r': o.root = atoi(optarg); break;
+      case 'N': o.localRanks = atoi(optarg); break;
+      case 'o': {
+        o.ops.clear();
+        if (!strcmp(optarg, "all")) o.ops = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg, kPreMulSum};
+        else {
+          int op;
+          if (!parseOp(optarg, &op)) usage("unknown op");
+          o.ops.push_back(op);
+        }
+        break;
+      }
+      case 'd': {
+        o.types.clear();
+        if (!strcmp(optarg, "all")) {
+          for (int t = 0; t < ncclNumTypes; ++t) o.types.push_back(static_cast<ncclDataType_t>(t));
+        } else {
+          ncclDataType_t t;
+          if (!parseType(optarg, &t)) usage("unknown type");
+          o.types.push_back(t);
+        }
+        break;
+      }
+      case 't': case 'g':
+        if (atoi(optarg) != 1) usage("-t/-g (several GPUs per process) are not supported yet; use -N");
+        break;
+      case 'm': case 'z': case 'G': break;  // accepted for nccl-tests compatibility, no effect on host ranks
+      default: usage(nullptr);
+    }
+  }
+  if (o.iters < 1 || o.minBytes > o.maxBytes || (o.factor <= 1 && o.step == 0)) usage("bad size/iteration options");
+  return o;
+}
+
+double busFactor(Collective c, int n) {
+  switch (c) {
+    case Collective::AllReduce: return 2.0 * (n - 1) / n;
+    case Collective::AllGather: case Collective::ReduceScatter: case Collective::AlltoAll:
+    case Collective::Gather: case Collective::Scatter:
+      return static_cast<double>(n - 1) / n;
+    default: return 1.0;
+  }
+}
+
+// Per-rank count argument for a total size in bytes (nccl-tests' convention).
+size_t countFor(Collective c, size_t bytes, size_t typeSize, int n) {
+  switch (c) {
+    case Collective::AllGather: case Collective::ReduceScatter: case Collective::AlltoAll:
+    case Collective::Gather: case Collective::Scatter:
+      return bytes / typeSize / static_cast<size_t>(n);
+    default: return bytes / typeSize;
+  }
+}
+
+#define PERF_CHECK(call)                                                                          \
+  do {                                                                                            \
+    ncclResult_t r_ = (call);                                                                     \
+    if (r_ != ncclSuccess) {                                                                      \
+      fprintf(stderr, "rank %d: %s failed: %s: %s\n", rank, #call, ncclGetErrorString(r_), ncclGetLastError(comm)); \
+      return 1;                                                                                   \
+    }                                                                                             \
+  } while (0)
+
+struct Runner {
+  int rank, n;
+  ncclComm_t comm;
+  char *send, *recv;
+
+  ncclResult_t launch(const Case& k, ncclRedOp_t op, bool inPlace) {
+    const size_t es = typeBytes(k.type), cb = k.count * es;
+    const void* s = send;
+    void* r = inPlace ? send : recv;
+    switch (k.coll) {
+      case Collective::AllReduce: return ncclAllReduce(s, r, k.count, k.type, op, comm, nullptr);
+      case Collective::Broadcast: return ncclBroadcast(s, r, k.count, k.type, k.root, comm, nullptr);
+      case Collective::Reduce: return ncclReduce(s, r, k.count, k.type, op, k.root, comm, nullptr);
+      case Collective::AllGather:
+        return ncclAllGather(inPlace ? send + rank * cb : s, r, k.count, k.type, comm, nullptr);
+      case Collective::ReduceScatter:
+        return ncclReduceScatter(s, inPlace ? send + rank * cb : r, k.count, k.type, op, comm, nullptr);
+      case Collective::AlltoAll: return ncclAlltoAll(s, r, k.count, k.type, comm, nullptr);
+      case Collective::Gather:
+        return ncclGather(inPlace ? send + rank * cb : s, r, k.count, k.type, k.root, comm, nullptr);
+      case Collective::Scatter:
+        return ncclScatter(s, inPlace ? send + rank * cb : r, k.count, k.type, k.root, comm, nullptr);
+      case Collective::SendRecv: {
+        ncclGroupStart();
+        ncclSend(s, k.count, k.type, (rank + 1) % n, comm, nullptr);
+        ncclRecv(r, k.count, k.type, (rank - 1 + n) % n, comm, nullptr);
+        return ncclGroupEnd();
+      }
+    }
+    return ncclInternalError;
+  }
+
+  // Where the rank's input goes: in-place all-gather and gather take it at
+  // the rank's slot of the output buffer.
+  char* inputOf(const Case& k, bool inPlace) const {
+    if (inPlace && (k.coll == Collective::AllGather || k.coll == Collective::Gather))
+      return send + rank * k.count * typeBytes(k.type);
+    return send;
+  }
+
+  // Where the rank's result lands for the in-place variant.
+  const char* resultOf(const Case& k, bool inPlace) const {
+    if (!inPlace) return recv;
+    if (k.coll == Collective::ReduceScatter || k.coll == Collective::Scatter)
+      return send + rank * k.count * typeBytes(k.type);
+    return send;
+  }
+};
+
+int runRank(const Options& o, int rank, int n, const ncclUniqueId& id) {
+  ncclComm_t comm = nullptr;
+  PERF_CHECK(ncclCommInitRank(&comm, n, id, rank));
+  size_t maxElems = 0;
+  for (auto t : o.types) {
+    for (auto c : o.collectives) {
+      size_t cnt = countFor(c, o.maxBytes, typeBytes(t), n);
+      maxElems = std::max({maxElems, sendElements(c, cnt, n) * typeBytes(t), recvElements(c, cnt, n) * typeBytes(t)});
+    }
+  }
+  std::vector<char> sendBuf(maxElems + 64), recvBuf(maxElems + 64);
+  Runner run{rank, n, comm, sendBuf.data(), recvBuf.data()};
+  uint64_t seed = runSeed();  // rank 0's seed, for every rank
+  PERF_CHECK(ncclBroadcast(&seed, &seed, 1, ncclUint64, 0, comm, nullptr));
+  uint64_t totalWrong = 0;
+  double busSum = 0;
+  int rows = 0;
+  if (rank == 0) {
+    printf("# hetccl-perf: %s, %d rank(s), %s\n", hetcclVersionString(), n, "host (CPU) ranks");
+    printf("# iters %d, warmup %d, check %d, seed %llu\n", o.iters, o.warmup, o.check,
+           static_cast<unsigned long long>(seed));
+  }
+  for (auto coll : o.collectives) {
+    if (rank == 0) {
+      printf("#\n# %s\n", collectiveName(coll));
+      printf("# %10s %12s %8s %6s %6s %9s %8s %8s %6s %9s %8s %8s %6s\n", "", "", "", "", "", "out-of-place", "", "",
+             "", "in-place", "", "", "");
+      printf("# %10s %12s %8s %6s %6s %9s %8s %8s %6s %9s %8s %8s %6s\n", "size", "count", "type", "redop", "root",
+             "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
+      printf("# %10s %12s %8s %6s %6s %9s %8s %8s %6s %9s %8s %8s %6s\n", "(B)", "(elements)", "", "", "", "(us)",
+             "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+    }
+    for (auto type : o.types) {
+      std::vector<int> ops = collectiveReduces(coll) ? o.ops : std::vector<int>{-1};
+      for (int opv : ops) {
+        Case k;
+        k.coll = coll;
+        k.type = type;
+        k.op = opv < 0 ? ncclSum : opv;
+        k.root = collectiveRooted(coll) ? o.root : -1;
+        k.nranks = n;
+        ncclRedOp_t op = ncclSum;
+        if (opv == kPreMulSum) {
+          char scalar[8];
+          writeScalar(type, preMulScalar(k, rank), scalar);
+          PERF_CHECK(ncclRedOpCreatePreMulSum(&op, scalar, type, ncclScalarHostImmediate, comm));
+        } else if (opv >= 0) {
+          op = static_cast<ncclRedOp_t>(opv);
+        }
+        if (k.root >= n) k.root = 0;
+        for (size_t bytes = o.minBytes; bytes <= o.maxBytes;
+             bytes = o.step ? bytes + o.step : static_cast<size_t>(std::max<double>(bytes + 1, bytes * o.factor))) {
+          k.count = countFor(coll, bytes, typeBytes(type), n);
+          const size_t totalBytes = (coll == Collective::AllReduce || coll == Collective::Broadcast ||
+                                     coll == Collective::Reduce || coll == Collective::SendRecv)
+                                        ? k.count * typeBytes(type)
+                                        : k.count * typeBytes(type) * n;
+          double times[2] = {0, 0};
+          uint64_t wrong[2] = {0, 0};
+          for (int inPlace = 0; inPlace < 2; ++inPlace) {
+            if (inPlace && coll == Collective::SendRecv) continue;
+            k.seed = seed + bytes * 2 + inPlace;
+            fillInput(k, rank, run.inputOf(k, inPlace));
+            for (int w = 0; w < o.warmup; ++w) PERF_CHECK(run.launch(k, op, inPlace));
+            // Align the ranks, then time the iterations.
+            double token = 0;
+            PERF_CHECK(ncclAllReduce(&token, &token, 1, ncclFloat64, ncclSum, comm, nullptr));
+            auto t0 = std::chrono::steady_clock::now();
+            for (int it = 0; it < o.iters; ++it) PERF_CHECK(run.launch(k, op, inPlace));
+            double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / o.iters;
+            PERF_CHECK(ncclAllReduce(&us, &us, 1, ncclFloat64, ncclMax, comm, nullptr));
+            times[inPlace] = us;
+            if (o.check) {
+              // Fresh inputs, one more call, compare with the reference.
+              fillInput(k, rank, run.inputOf(k, inPlace));
+              if (!inPlace) poison(type, run.recv, recvElements(coll, k.count, n));
+              PERF_CHECK(run.launch(k, op, inPlace));
+              std::string err;
+              uint64_t bad = countWrong(k, rank, run.resultOf(k, inPlace), &err);
+              if (bad) fprintf(stderr, "rank %d: %s\n", rank, err.c_str());
+              PERF_CHECK(ncclAllReduce(&bad, &bad, 1, ncclUint64, ncclSum, comm, nullptr));
+              wrong[inPlace] = bad;
+              totalWrong += bad;
+            }
+          }
+          const double factor = busFactor(coll, n);
+          if (rank == 0) {
+            auto algbw = [&](double us) { return us > 0 ? totalBytes / us / 1e3 : 0.0; };
+            printf("  %10zu %12zu %8s %6s %6d %9.1f %8.2f %8.2f %6s", totalBytes, totalBytes / typeBytes(type),
+                   typeLabel(type), collectiveReduces(coll) ? opLabel(k.op) : "none", k.root, times[0], algbw(times[0]),
+                   algbw(times[0]) * factor, o.check ? std::to_string(wrong[0]).c_str() : "N/A");
+            if (coll == Collective::SendRecv)
+              printf(" %9s %8s %8s %6s\n", "N/A", "N/A", "N/A", "N/A");
+            else
+              printf(" %9.1f %8.2f %8.2f %6s\n", times[1], algbw(times[1]), algbw(times[1]) * factor,
+                     o.check ? std::to_string(wrong[1]).c_str() : "N/A");
+            fflush(stdout);
+          }
+          busSum += (times[0] > 0 ? totalBytes / times[0] / 1e3 : 0.0) * factor;
+          ++rows;
+          if (bytes == o.maxBytes) break;
+        }
+        if (opv == kPreMulSum) PERF_CHECK(ncclRedOpDestroy(op, comm));
+      }
+    }
+  }
+  if (rank == 0) {
+    printf("# Out of bounds values : %llu %s\n", static_cast<unsigned long long>(totalWrong), totalWrong ? "FAILED" : "OK");
+    printf("# Avg bus bandwidth    : %g\n#\n", rows ? busSum / rows : 0.0);
+  }
+  PERF_CHECK(ncclCommDestroy(comm));
+  return totalWrong ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o = parse(argc, argv);
+  if (o.localRanks > 0) {
+    LaunchResult r = launchLocalRanks(
+        o.localRanks, [&](int rank, int n, const ncclUniqueId& id) { return runRank(o, rank, n, id); }, 3600);
+    if (!r.allPassed()) {
+      for (size_t i = 0; i < r.exitCodes.size(); ++i)
+        if (r.exitCodes[i]) fprintf(stderr, "hetccl-perf: rank %zu exited with %d\n", i, r.exitCodes[i]);
+      return 1;
+    }
+    return 0;
+  }
+  auto envInt = [](const char* a, const char* b, const char* c, int fallback) {
+    for (const char* name : {a, b, c})
+      if (name && getenv(name)) return atoi(getenv(name));
+    return fallback;
+  };
+  const int rank = envInt("OMPI_COMM_WORLD_RANK", "PMI_RANK", "RANK", 0);
+  const int size = envInt("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "WORLD_SIZE", 1);
+  if (size > 1 && !getenv("NCCL_COMM_ID")) {
+    const char* addr = getenv("MASTER_ADDR");
+    const char* port = getenv("MASTER_PORT");
+    if (!addr || !port) {
+      fprintf(stderr, "hetccl-perf: %d ranks: set NCCL_COMM_ID=host:port (or run under torchrun)\n", size);
+      return 2;
+    }
+    std::string id = std::string(addr) + ":" + std::to_string(atoi(port) + 1);
+    setenv("NCCL_COMM_ID", id.c_str(), 1);
+  }
+  ncclUniqueId id;
+  if (ncclGetUniqueId(&id) != ncclSuccess) {
+    fprintf(stderr, "hetccl-perf: ncclGetUniqueId failed: %s\n", ncclGetLastError(nullptr));
+    return 1;
+  }
+  return runRank(o, rank, size, id);
+}
