@@ -26,7 +26,7 @@ bool LaunchResult::allPassed() const {
   return true;
 }
 
-LaunchResult launchLocalRanks(int nranks, const RankBody& body, double timeoutSeconds) {
+LaunchResult launchLocalRanks(int nranks, const RankBody& body, double timeoutSeconds, const RankSetup& setup) {
   auto* shared = static_cast<Shared*>(
       mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   new (shared) Shared{};
@@ -36,6 +36,7 @@ LaunchResult launchLocalRanks(int nranks, const RankBody& body, double timeoutSe
   for (int r = 0; r < nranks; ++r) {
     pid_t pid = fork();
     if (pid == 0) {
+      if (setup) setup(r);
       if (r == 0) {
         ncclResult_t res = ncclGetUniqueId(&shared->id);
         shared->ready.store(res == ncclSuccess ? 1 : 2);

@@ -18,7 +18,11 @@ struct LaunchResult {
   bool allPassed() const;
 };
 
+// Runs in each child first, before any hetccl call (set environment here).
+using RankSetup = std::function<void(int rank)>;
+
 // The calling process must not have initialized hetccl (children fork from it).
-LaunchResult launchLocalRanks(int nranks, const RankBody& body, double timeoutSeconds);
+LaunchResult launchLocalRanks(int nranks, const RankBody& body, double timeoutSeconds,
+                              const RankSetup& setup = nullptr);
 
 }  // namespace hetccl::testing

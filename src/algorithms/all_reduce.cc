@@ -7,7 +7,6 @@
 #include "common/error.h"
 #include "algorithms/reduce_sink.h"
 #include "comm/communicator.h"
-#include "common/params.h"
 #include "kernels/host_reduce.h"
 
 namespace hetccl {
@@ -91,7 +90,7 @@ ncclResult_t allReduce(Communicator& c, const Op& op, uint64_t tag) {
     return ncclSuccess;
   }
   const size_t bytes = op.count * typeSize(op.type);
-  if (bytes <= params().smallAllReduceBytes || op.count < static_cast<size_t>(c.nranks))
+  if (bytes <= c.tunables.smallAllReduceBytes || op.count < static_cast<size_t>(c.nranks))
     return recursiveDoubling(c, op, tag);
   return ring(c, op, tag);
 }

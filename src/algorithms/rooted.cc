@@ -8,16 +8,15 @@
 #include "common/error.h"
 #include "algorithms/reduce_sink.h"
 #include "comm/communicator.h"
-#include "common/params.h"
 #include "kernels/host_reduce.h"
 
 namespace hetccl {
 
 namespace {
 
-size_t chunkElements(const Op& op) {
+size_t chunkElements(const Communicator& c, const Op& op) {
   size_t es = typeSize(op.type);
-  size_t elems = params().pipelineChunkBytes / es;
+  size_t elems = c.tunables.pipelineChunkBytes / es;
   return elems ? elems : 1;
 }
 
@@ -34,7 +33,7 @@ ncclResult_t broadcast(Communicator& c, const Op& op, uint64_t tag) {
   if (n == 1) return ncclSuccess;
   const int next = (c.rank + 1) % n, prev = (c.rank - 1 + n) % n;
   const bool last = pos == n - 1;
-  const size_t chunk = chunkElements(op), chunks = chunkCount(op.count, chunk);
+  const size_t chunk = chunkElements(c, op), chunks = chunkCount(op.count, chunk);
   std::vector<Request> sends(chunks), recvs(chunks);
   std::vector<Request*> pending;
   for (size_t k = 0; k < chunks; ++k) {
@@ -67,7 +66,7 @@ ncclResult_t reduce(Communicator& c, const Op& op, uint64_t tag) {
   const bool first = pos == 0, isRoot = pos == n - 1;
   const int next = (c.rank + 1) % n, prev = (c.rank - 1 + n) % n;
   char* acc = isRoot ? static_cast<char*>(op.recvbuff) : c.scratch(op.count * es);
-  const size_t chunk = chunkElements(op), chunks = chunkCount(op.count, chunk);
+  const size_t chunk = chunkElements(c, op), chunks = chunkCount(op.count, chunk);
   std::vector<Request> sends(chunks), recvs(chunks);
   std::vector<Request*> pending;
   for (size_t k = 0; k < chunks; ++k) {

@@ -7,11 +7,21 @@
 
 namespace hetccl {
 
+// Settings that change which messages ranks exchange: every rank must use
+// the same, so a communicator adopts rank 0's.
+struct Tunables {
+  uint64_t smallAllReduceBytes = 0;
+  uint64_t pipelineChunkBytes = 0;
+  static Tunables fromParams();
+};
+
 struct RankInfo {
   SocketAddress listenAddress;  // the rank's communicator listener
   uint64_t hostHash = 0;        // ranks with equal hashes share a host (and /dev/shm)
   int32_t pid = 0;
   int32_t device = -1;          // -1: host rank (CPU)
+  uint8_t shmAllowed = 1;       // shared memory is used only if both ends allow it
+  Tunables tunables;
   char hostname[64] = {};
 
   static RankInfo local(const SocketAddress& listenAddress, int device);

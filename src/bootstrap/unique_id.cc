@@ -185,11 +185,20 @@ ncclResult_t rendezvousWithRoot(const DecodedId& id, int rank, int nranks, const
   return ncclSuccess;
 }
 
+Tunables Tunables::fromParams() {
+  Tunables t;
+  t.smallAllReduceBytes = params().smallAllReduceBytes;
+  t.pipelineChunkBytes = params().pipelineChunkBytes;
+  return t;
+}
+
 RankInfo RankInfo::local(const SocketAddress& listenAddress, int device) {
   RankInfo info;
   info.listenAddress = listenAddress;
   info.pid = getpid();
   info.device = device;
+  info.shmAllowed = params().transport != TransportChoice::Socket;
+  info.tunables = Tunables::fromParams();
   gethostname(info.hostname, sizeof(info.hostname) - 1);
   // Same host = same hostname and the same boot (shared /dev/shm).
   std::string key = info.hostname;

@@ -74,6 +74,7 @@ Communicator::~Communicator() {
 }
 
 ncclResult_t Communicator::finishInit() {
+  tunables = peers[0].tunables;
   TransportContext ctx;
   ctx.rank = rank;
   ctx.nranks = nranks;

@@ -63,6 +63,7 @@ class Communicator {
   int nranks = 1;
   int device = -1;
   uint64_t secret = 0;
+  Tunables tunables;  // rank 0's, adopted by all at init
   CommConfig config;
   std::vector<RankInfo> peers;
   Listener listener;

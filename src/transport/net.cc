@@ -21,8 +21,11 @@ Net::~Net() = default;
 
 Transport* Net::transportFor(int peer) const {
   const auto& peers = *ctx_.peers;
-  bool sameHost = peers[peer].hostHash == peers[ctx_.rank].hostHash;
-  if (shm_ && (sameHost || params().transport == TransportChoice::Shm)) return shm_.get();
+  const RankInfo& me = peers[ctx_.rank];
+  const RankInfo& them = peers[peer];
+  const bool sameHost = them.hostHash == me.hostHash;
+  if (shm_ && them.shmAllowed && me.shmAllowed && (sameHost || params().transport == TransportChoice::Shm))
+    return shm_.get();
   return socket_.get();
 }
 

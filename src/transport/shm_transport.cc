@@ -155,8 +155,6 @@ class ShmSender : public Connection {
   // complete), 2 = descriptor posted (rendezvous, complete once read).
   ncclResult_t progress(bool* progressed) override {
     SegmentHeader* h = seg_->header();
-    if (h->receiverGone.load(std::memory_order_acquire))
-      return fail(ncclRemoteError, "rank %d left the communicator (aborted or destroyed)", peer_);
     if (!h->ready.load(std::memory_order_acquire)) return ncclSuccess;
     const uint64_t tail = h->tail.load(std::memory_order_acquire);
     for (Request* r : queue_) {
@@ -197,6 +195,10 @@ class ShmSender : public Connection {
         break;
       }
     }
+    // A receiver that left after taking everything is fine; one that left
+    // with messages of ours outstanding is an error.
+    if (!queue_.empty() && h->receiverGone.load(std::memory_order_acquire))
+      return fail(ncclRemoteError, "rank %d left the communicator (aborted or destroyed)", peer_);
     return ncclSuccess;
   }
 

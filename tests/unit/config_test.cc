@@ -1,0 +1,72 @@
+// ncclConfig_t of every layout since NCCL 2.14 is read by its size field.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "comm/communicator.h"
+
+using namespace hetccl;
+
+namespace {
+
+// Sizes of ncclConfig_t as NCCL grew it (x86-64).
+struct Layout {
+  const char* version;
+  size_t size;
+};
+const Layout kLayouts[] = {
+    {"2.14 (through netName)", offsetof(ncclConfig_t, netName) + sizeof(const char*)},
+    {"2.17 (splitShare)", offsetof(ncclConfig_t, splitShare) + sizeof(int)},
+    {"2.19 (trafficClass, commName)", offsetof(ncclConfig_t, commName) + sizeof(const char*)},
+    {"2.24 (collnetEnable, CTAPolicy)", offsetof(ncclConfig_t, CTAPolicy) + sizeof(int)},
+    {"2.27 (shrinkShare, nvlsCTAs)", offsetof(ncclConfig_t, nvlsCTAs) + sizeof(int)},
+    {"2.28", sizeof(ncclConfig_t)},
+};
+
+}  // namespace
+
+TEST(Config, NullMeansDefaults) {
+  CommConfig c;
+  ASSERT_EQ(readConfig(nullptr, &c), ncclSuccess);
+  EXPECT_TRUE(c.blocking);
+}
+
+TEST(Config, EveryLayoutReadsOnlyItsOwnBytes) {
+  for (const Layout& l : kLayouts) {
+    // The application's struct ends at l.size; what follows is garbage that
+    // must not be read (a bad commName pointer would crash).
+    std::vector<unsigned char> buf(sizeof(ncclConfig_t) + 64, 0xff);
+    ncclConfig_t init = NCCL_CONFIG_INITIALIZER;
+    memcpy(buf.data(), &init, l.size);
+    auto* cfg = reinterpret_cast<ncclConfig_t*>(buf.data());
+    cfg->size = l.size;
+    cfg->blocking = 0;
+    CommConfig out;
+    ASSERT_EQ(readConfig(cfg, &out), ncclSuccess) << l.version;
+    EXPECT_FALSE(out.blocking) << l.version;
+    EXPECT_TRUE(out.name.empty()) << l.version;
+  }
+}
+
+TEST(Config, ReadsCommName) {
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.commName = "trainer";
+  CommConfig out;
+  ASSERT_EQ(readConfig(&cfg, &out), ncclSuccess);
+  EXPECT_EQ(out.name, "trainer");
+  EXPECT_TRUE(out.blocking);
+}
+
+TEST(Config, RejectsBadMagicAndBlocking) {
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.magic = 0;
+  CommConfig out;
+  EXPECT_EQ(readConfig(&cfg, &out), ncclInvalidArgument);
+  cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = 7;
+  EXPECT_EQ(readConfig(&cfg, &out), ncclInvalidArgument);
+  cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.size = 3;
+  EXPECT_EQ(readConfig(&cfg, &out), ncclInvalidArgument);
+}
