@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "api/api_util.h"
+#include "api/group.h"
 #include "bootstrap/unique_id.h"
 #include "comm/init.h"
 #include "common/log.h"
@@ -41,7 +42,7 @@ namespace {
 // (config.blocking = 0, returning ncclInProgress). The handle is valid
 // either way; ncclCommGetAsyncError reports the outcome.
 template <typename Body>
-ncclResult_t startInit(ncclComm_t* out, const CommConfig& config, Body body) {
+ncclResult_t startInit(ncclComm_t* out, const CommConfig& config, Body body, bool deferToGroup = false) {
   auto* handle = new ncclComm;
   auto* comm = new Communicator;
   comm->config = config;
@@ -53,7 +54,7 @@ ncclResult_t startInit(ncclComm_t* out, const CommConfig& config, Body body) {
     comm->asyncError.store(r);
     return r;
   };
-  if (config.blocking) {
+  if (config.blocking && !deferToGroup) {
     ncclResult_t r = run();
     if (r != ncclSuccess) {
       delete comm;
@@ -64,6 +65,10 @@ ncclResult_t startInit(ncclComm_t* out, const CommConfig& config, Body body) {
   }
   comm->asyncError.store(ncclInProgress);
   comm->initThread = std::thread(run);
+  if (deferToGroup) {
+    deferInit(handle);
+    return config.blocking ? ncclSuccess : ncclInProgress;
+  }
   return ncclInProgress;
 }
 
@@ -110,7 +115,8 @@ HETCCL_EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks,
   HETCCL_TRY(readConfig(config, &cfg));
   DecodedId decoded;
   HETCCL_TRY(decodeUniqueId(commId, &decoded));  // reject garbage before any thread starts
-  return startInit(comm, cfg, [=](Communicator* c) { return initFromId(c, nranks, commId, rank, currentDevice()); });
+  return startInit(
+      comm, cfg, [=](Communicator* c) { return initFromId(c, nranks, commId, rank, currentDevice()); }, inGroup());
 }
 HETCCL_WEAK_ALIAS(ncclCommInitRankConfig)
 

@@ -13,6 +13,7 @@ namespace {
 struct GroupState {
   int depth = 0;
   std::vector<Op> ops;
+  std::vector<ncclComm_t> inits;
   ncclResult_t error = ncclSuccess;
   std::string errorText;
 };
@@ -109,6 +110,18 @@ struct GroupEnd {
     if (--tGroup.depth > 0) return ncclSuccess;
     std::vector<Op> ops;
     ops.swap(tGroup.ops);
+    std::vector<ncclComm_t> inits;
+    inits.swap(tGroup.inits);
+    for (ncclComm_t comm : inits) {
+      // Blocking communicators finish init here; non-blocking ones report
+      // through ncclCommGetAsyncError as usual.
+      if (!comm->impl->config.blocking) continue;
+      ncclResult_t r = comm->impl->waitReady();
+      if (r != ncclSuccess && tGroup.error == ncclSuccess) {
+        tGroup.error = r;
+        tGroup.errorText = comm->impl->asyncErrorText;
+      }
+    }
     ncclResult_t pending = tGroup.error;
     std::string text = tGroup.errorText;
     tGroup.error = ncclSuccess;
@@ -129,6 +142,9 @@ struct GroupEnd {
 }  // namespace
 
 namespace hetccl {
+bool inGroup() { return tGroup.depth > 0; }
+void deferInit(ncclComm_t comm) { tGroup.inits.push_back(comm); }
+
 // Called by the API layer when an enqueued call fails its checks.
 void recordGroupError(ncclResult_t r) {
   if (tGroup.depth > 0 && tGroup.error == ncclSuccess) {

@@ -12,5 +12,10 @@ namespace hetccl {
 ncclResult_t enqueue(const Op& op);
 // Inside a group, remembers the first failed call for ncclGroupEnd.
 void recordGroupError(ncclResult_t r);
+// True between ncclGroupStart and ncclGroupEnd on this thread.
+bool inGroup();
+// A communicator whose init was started inside a group: ncclGroupEnd
+// waits for it (so one thread can init several ranks, as nccl-tests does).
+void deferInit(ncclComm_t comm);
 
 }  // namespace hetccl

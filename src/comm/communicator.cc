@@ -69,9 +69,7 @@ void Worker::loop() {
   }
 }
 
-Communicator::~Communicator() {
-  if (initThread.joinable()) initThread.join();
-}
+Communicator::~Communicator() { waitReady(); }
 
 ncclResult_t Communicator::finishInit() {
   tunables = peers[0].tunables;
@@ -91,9 +89,11 @@ ncclResult_t Communicator::finishInit() {
 }
 
 ncclResult_t Communicator::waitReady() {
-  if (initThread.joinable() && initThread.get_id() != std::this_thread::get_id()) initThread.join();
-  ncclResult_t r = asyncError.load();
-  return r;
+  {
+    std::lock_guard<std::mutex> lock(initMutex);
+    if (initThread.joinable() && initThread.get_id() != std::this_thread::get_id()) initThread.join();
+  }
+  return asyncError.load();
 }
 
 char* Communicator::scratch(size_t bytes) {

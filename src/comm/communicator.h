@@ -74,6 +74,7 @@ class Communicator {
   std::string asyncErrorText;
   std::mutex opMutex;            // one operation (or init step) at a time
   std::thread initThread;        // non-blocking init
+  std::mutex initMutex;          // guards joining initThread
   uint64_t childCounter = 0;     // split/shrink calls made on this communicator
   uint64_t collectiveSeq = 0;
   std::vector<uint64_t> sendSeq, recvSeq;  // per peer, for send/recv tags

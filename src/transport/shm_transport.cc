@@ -130,9 +130,23 @@ class Segment {
   std::string name_;
 };
 
+// A peer on this host is gone when its process no longer exists or is a
+// zombie (exited, not yet reaped by its launcher).
 ncclResult_t peerAlive(int pid, int peer) {
-  if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)
-    return fail(ncclRemoteError, "rank %d (pid %d) has exited", peer, pid);
+  if (pid <= 0) return ncclSuccess;
+  bool gone = kill(pid, 0) != 0 && errno == ESRCH;
+  if (!gone) {
+    char path[64], buf[256] = {0};
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    if (FILE* f = fopen(path, "r")) {
+      size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+      fclose(f);
+      buf[n] = 0;
+      const char* close = strrchr(buf, ')');  // state follows "pid (comm) "
+      gone = close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X');
+    }
+  }
+  if (gone) return fail(ncclRemoteError, "rank %d (pid %d) has exited", peer, pid);
   return ncclSuccess;
 }
 

@@ -1,2 +1,26 @@
 #!/bin/sh
-exit 0
+# Every NCCL entry point is exported as a weak ncclX aliasing a strong pncclX,
+# and nothing else but hetccl* leaves the library.
+lib="$1"
+syms=$(nm -D --defined-only "$lib") || exit 1
+status=0
+for f in GetVersion GetErrorString GetLastError GetUniqueId CommInitRank CommInitAll CommInitRankConfig \
+         CommInitRankScalable CommSplit CommShrink CommAbort CommFinalize CommDestroy CommGetAsyncError CommCount \
+         CommUserRank CommCuDevice AllReduce Broadcast Bcast Reduce AllGather ReduceScatter AlltoAll Gather Scatter \
+         Send Recv GroupStart GroupEnd GroupSimulateEnd RedOpCreatePreMulSum RedOpDestroy CommRegister CommDeregister \
+         MemAlloc MemFree CommWindowRegister CommWindowDeregister DevCommCreate DevCommDestroy; do
+  weak=$(echo "$syms" | awk -v s="nccl$f" '$3 == s {print $2}')
+  strong=$(echo "$syms" | awk -v s="pnccl$f" '$3 == s {print $2}')
+  waddr=$(echo "$syms" | awk -v s="nccl$f" '$3 == s {print $1}')
+  saddr=$(echo "$syms" | awk -v s="pnccl$f" '$3 == s {print $1}')
+  if [ "$weak" != "W" ] || [ "$strong" != "T" ] || [ "$waddr" != "$saddr" ]; then
+    echo "nccl$f: expected weak nccl$f aliasing strong pnccl$f, got '$weak' '$strong' ($waddr vs $saddr)"
+    status=1
+  fi
+done
+others=$(echo "$syms" | awk '{print $3}' | grep -v -E '^(p?nccl|hetccl)' | grep -v '^$')
+if [ -n "$others" ]; then
+  echo "unexpected exported symbols:"; echo "$others"; status=1
+fi
+[ $status -eq 0 ] && echo "all 42 entry points exported as weak aliases of strong pnccl symbols"
+exit $status

@@ -1,1 +1,160 @@
+// Bad input gets an NCCL error code and a message from ncclGetLastError;
+// a missing or dead rank, or ranks that disagree, give an error within the
+// timeout, never a hang or a silently wrong result.
+#include <unistd.h>
 
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "mp_util.h"
+
+namespace {
+
+bool lastErrorMentions(const char* word) { return strstr(ncclGetLastError(nullptr), word) != nullptr; }
+
+#define EXPECT_ERROR(call, code, word)                                                                    \
+  do {                                                                                                    \
+    ncclResult_t r_ = (call);                                                                             \
+    RANK_EXPECT(r_ == (code), "%s returned %d, expected %d", #call, r_, code);                          \
+    RANK_EXPECT(lastErrorMentions(word), "%s: message '%s' lacks '%s'", #call, ncclGetLastError(nullptr), word); \
+  } while (0)
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+TEST(BadInput, ArgumentsAreChecked) {
+  EXPECT_RANKS_PASS(2, {}, 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    EXPECT_ERROR(ncclCommInitRank(nullptr, n, id, rank), ncclInvalidArgument, "NULL");
+    EXPECT_ERROR(ncclCommInitRank(&comm, 0, id, rank), ncclInvalidArgument, "nranks");
+    EXPECT_ERROR(ncclCommInitRank(&comm, n, id, n), ncclInvalidArgument, "rank");
+    EXPECT_ERROR(ncclGetUniqueId(nullptr), ncclInvalidArgument, "NULL");
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<float> buf(64, 1.0f);
+    float* b = buf.data();
+    EXPECT_ERROR(ncclAllReduce(nullptr, b, 5, ncclFloat32, ncclSum, comm, nullptr), ncclInvalidArgument, "sendbuff");
+    EXPECT_ERROR(ncclAllReduce(b, nullptr, 5, ncclFloat32, ncclSum, comm, nullptr), ncclInvalidArgument, "recvbuff");
+    EXPECT_ERROR(ncclAllReduce(b, b, 5, static_cast<ncclDataType_t>(42), ncclSum, comm, nullptr), ncclInvalidArgument, "data type");
+    EXPECT_ERROR(ncclAllReduce(b, b, 5, ncclFloat32, static_cast<ncclRedOp_t>(17), comm, nullptr), ncclInvalidArgument, "op");
+    EXPECT_ERROR(ncclAllReduce(b, b, SIZE_MAX / 2, ncclFloat32, ncclSum, comm, nullptr), ncclInvalidArgument, "overflow");
+    EXPECT_ERROR(ncclAllGather(b, b, SIZE_MAX / 8, ncclFloat64, comm, nullptr), ncclInvalidArgument, "overflow");
+    EXPECT_ERROR(ncclBroadcast(b, b, 5, ncclFloat32, -1, comm, nullptr), ncclInvalidArgument, "root");
+    EXPECT_ERROR(ncclReduce(b, b, 5, ncclFloat32, ncclSum, n, comm, nullptr), ncclInvalidArgument, "root");
+    EXPECT_ERROR(ncclSend(b, 5, ncclFloat32, n, comm, nullptr), ncclInvalidArgument, "peer");
+    EXPECT_ERROR(ncclRecv(b, 5, ncclFloat32, -3, comm, nullptr), ncclInvalidArgument, "peer");
+    EXPECT_ERROR(ncclAllReduce(b, b, 5, ncclFloat32, ncclSum, nullptr, nullptr), ncclInvalidArgument, "NULL");
+    EXPECT_ERROR(ncclCommCount(comm, nullptr), ncclInvalidArgument, "NULL");
+    EXPECT_ERROR(ncclGroupEnd(), ncclInvalidUsage, "ncclGroupStart");
+    // Null buffers are fine when nothing is moved.
+    RANK_NCCL(ncclAllReduce(nullptr, nullptr, 0, ncclFloat32, ncclSum, comm, nullptr));
+    // A PreMulSum op is tied to its type; destroyed ops and built-ins are refused.
+    float scalar = 2;
+    ncclRedOp_t op;
+    RANK_NCCL(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat32, ncclScalarHostImmediate, comm));
+    EXPECT_ERROR(ncclAllReduce(b, b, 5, ncclFloat64, op, comm, nullptr), ncclInvalidArgument, "PreMulSum");
+    RANK_NCCL(ncclRedOpDestroy(op, comm));
+    EXPECT_ERROR(ncclRedOpDestroy(op, comm), ncclInvalidArgument, "not created");
+    EXPECT_ERROR(ncclAllReduce(b, b, 5, ncclFloat32, op, comm, nullptr), ncclInvalidArgument, "op");
+    EXPECT_ERROR(ncclRedOpDestroy(ncclSum, comm), ncclInvalidArgument, "built-in");
+    // An invalid call inside a group fails the group, which runs nothing.
+    RANK_NCCL(ncclGroupStart());
+    ncclAllReduce(b, b, 5, ncclFloat32, ncclSum, comm, nullptr);
+    ncclAllReduce(b, b, 5, static_cast<ncclDataType_t>(-1), ncclSum, comm, nullptr);
+    EXPECT_ERROR(ncclGroupEnd(), ncclInvalidArgument, "data type");
+    // The communicator is still usable after argument errors.
+    RANK_NCCL(ncclAllReduce(b, b, 64, ncclFloat32, ncclSum, comm, nullptr));
+    RANK_EXPECT(b[63] == 2.0f, "sum after errors %g", b[63]);
+    RANK_NCCL(ncclCommDestroy(comm));
+    EXPECT_ERROR(ncclAllReduce(b, b, 5, ncclFloat32, ncclSum, comm, nullptr), ncclInvalidArgument, "destroyed");
+    EXPECT_ERROR(ncclCommDestroy(comm), ncclInvalidArgument, "destroyed");
+    return 0;
+  });
+}
+
+TEST(BadInput, GarbageUniqueIdIsRefused) {
+  EXPECT_RANKS_PASS(1, {}, 30, [](int, int, const ncclUniqueId&) {
+    ncclUniqueId garbage;
+    for (size_t i = 0; i < sizeof(garbage.internal); ++i) garbage.internal[i] = static_cast<char>(i * 37 + 11);
+    ncclComm_t comm = reinterpret_cast<ncclComm_t>(0x1);
+    EXPECT_ERROR(ncclCommInitRank(&comm, 2, garbage, 0), ncclInvalidArgument, "ncclUniqueId");
+    RANK_EXPECT(comm == nullptr, "comm set on failure");
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.magic = 0;
+    ncclUniqueId id;
+    RANK_NCCL(ncclGetUniqueId(&id));
+    EXPECT_ERROR(ncclCommInitRankConfig(&comm, 1, id, 0, &cfg), ncclInvalidArgument, "magic");
+    return 0;
+  });
+}
+
+TEST(BadInput, MissingRankTimesOut) {
+  EXPECT_RANKS_PASS(3, {{"HETCCL_TIMEOUT", "3"}}, 60, [](int rank, int n, const ncclUniqueId& id) {
+    if (rank == 2) return 0;  // never shows up
+    auto t0 = std::chrono::steady_clock::now();
+    ncclComm_t comm;
+    ncclResult_t r = ncclCommInitRank(&comm, n, id, rank);
+    RANK_EXPECT(r != ncclSuccess, "init without rank 2 succeeded");
+    RANK_EXPECT(secondsSince(t0) < 10, "took %.1f s", secondsSince(t0));
+    RANK_EXPECT(strlen(ncclGetLastError(nullptr)) > 0, "no message");
+    return 0;
+  });
+}
+
+TEST(BadInput, MismatchedCountsAndCollectivesAreErrors) {
+  EXPECT_RANKS_PASS(2, {{"HETCCL_TIMEOUT", "10"}}, 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t base;
+    RANK_NCCL(ncclCommInitRank(&base, n, id, rank));
+    for (int variant = 0; variant < 3; ++variant) {
+      ncclComm_t comm;  // a fresh communicator for each variant
+      RANK_NCCL(ncclCommSplit(base, 0, rank, &comm, nullptr));
+      std::vector<float> buf(1 << 20, 1.0f);
+      auto t0 = std::chrono::steady_clock::now();
+      ncclResult_t first, second;
+      if (variant == 0) {  // different counts, small (recursive doubling)
+        first = ncclAllReduce(buf.data(), buf.data(), rank ? 100 : 200, ncclFloat32, ncclSum, comm, nullptr);
+      } else if (variant == 1) {  // different counts, large (ring)
+        first = ncclAllReduce(buf.data(), buf.data(), rank ? 1 << 19 : 1 << 20, ncclFloat32, ncclSum, comm, nullptr);
+      } else {  // different collectives
+        first = rank ? ncclBroadcast(buf.data(), buf.data(), 1000, ncclFloat32, 1, comm, nullptr)
+                     : ncclAllReduce(buf.data(), buf.data(), 1000, ncclFloat32, ncclSum, comm, nullptr);
+      }
+      // A rank that only sent may not notice at once; its next call fails.
+      second = ncclAllReduce(buf.data(), buf.data(), 10, ncclFloat32, ncclSum, comm, nullptr);
+      RANK_EXPECT(first != ncclSuccess || second != ncclSuccess, "variant %d: mismatch went unnoticed", variant);
+      RANK_EXPECT(secondsSince(t0) < 12, "variant %d took %.1f s", variant, secondsSince(t0));
+      ncclCommAbort(comm);
+    }
+    RANK_NCCL(ncclCommDestroy(base));
+    return 0;
+  });
+}
+
+void deadRankDuringCollective(const mp::Env& env) {
+  EXPECT_RANKS_PASS(3, env, 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<float> buf(1 << 20, 1.0f);
+    RANK_NCCL(ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat32, ncclSum, comm, nullptr));
+    if (rank == 2) _exit(0);  // dies without a word
+    auto t0 = std::chrono::steady_clock::now();
+    ncclResult_t r = ncclSuccess;
+    for (int i = 0; i < 5 && r == ncclSuccess; ++i)
+      r = ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat32, ncclSum, comm, nullptr);
+    RANK_EXPECT(r != ncclSuccess, "collectives with a dead rank succeeded");
+    RANK_EXPECT(secondsSince(t0) < 8, "error took %.1f s (timeout is 20 s: the death should be seen sooner)", secondsSince(t0));
+    ncclResult_t async;
+    RANK_NCCL(ncclCommGetAsyncError(comm, &async));
+    RANK_EXPECT(async != ncclSuccess, "async error not set");
+    ncclCommAbort(comm);
+    return 0;
+  });
+}
+
+TEST(BadInput, DeadRankSharedMemory) { deadRankDuringCollective({{"HETCCL_TIMEOUT", "20"}}); }
+TEST(BadInput, DeadRankSockets) { deadRankDuringCollective({{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "socket"}}); }
+
+}  // namespace

@@ -110,9 +110,9 @@ TEST_P(Collectives, EveryCollectiveTypeOpCountAndPlacement) {
   const Variant& v = GetParam();
   const uint64_t seed = runSeed();
   fprintf(stderr, "seed %llu (HETCCL_TEST_SEED)\n", static_cast<unsigned long long>(seed));
-  EXPECT_TRUE(mp::runRanks(v.nranks, v.env, 500, [&](int rank, int n, const ncclUniqueId& id) {
+  EXPECT_RANKS_PASS(v.nranks, v.env, 500, [&](int rank, int n, const ncclUniqueId& id) {
     return runMatrix(rank, n, id, seed, v.large);
-  }));
+  });
 }
 
 // "large" crosses the small-message threshold (64 KiB) for every type, so

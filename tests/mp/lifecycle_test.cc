@@ -1,1 +1,321 @@
+// Communicator lifecycle on local host ranks: split, shrink, abort,
+// non-blocking init, one process driving several ranks, send/recv groups
+// in any order, configs of old layouts, registration and windows.
+#include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "hetccl.h"
+#include "mp_util.h"
+
+namespace {
+
+double sumOfRanks(const std::vector<int>& ranks) { return std::accumulate(ranks.begin(), ranks.end(), 0.0); }
+
+TEST(Lifecycle, SplitByColorWithKeysAndNoColor) {
+  EXPECT_RANKS_PASS(5, {}, 120, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm, child;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    // Ranks 0, 2 -> color 0 (rank 4 opts out); 1, 3 -> color 1. Keys reverse the order.
+    const int color = rank == 4 ? NCCL_SPLIT_NOCOLOR : rank % 2;
+    RANK_NCCL(ncclCommSplit(comm, color, -rank, &child, nullptr));
+    if (rank == 4) {
+      RANK_EXPECT(child == nullptr, "NOCOLOR rank got a communicator");
+    } else {
+      int cn = 0, cr = -1;
+      RANK_NCCL(ncclCommCount(child, &cn));
+      RANK_NCCL(ncclCommUserRank(child, &cr));
+      RANK_EXPECT(cn == 2, "child size %d", cn);
+      RANK_EXPECT(cr == (rank >= 2 ? 0 : 1), "rank %d has child rank %d", rank, cr);
+      double x = rank;
+      RANK_NCCL(ncclAllReduce(&x, &x, 1, ncclFloat64, ncclSum, child, nullptr));
+      RANK_EXPECT(x == (rank % 2 ? 4.0 : 2.0), "child sum %g", x);
+      // A split of the child: each rank alone.
+      ncclComm_t single;
+      RANK_NCCL(ncclCommSplit(child, cr, 0, &single, nullptr));
+      int sn = 0;
+      RANK_NCCL(ncclCommCount(single, &sn));
+      RANK_EXPECT(sn == 1, "grandchild size %d", sn);
+      RANK_NCCL(ncclCommDestroy(single));
+      RANK_NCCL(ncclCommDestroy(child));
+    }
+    // The parent still works after splitting.
+    double y = 1;
+    RANK_NCCL(ncclAllReduce(&y, &y, 1, ncclFloat64, ncclSum, comm, nullptr));
+    RANK_EXPECT(y == n, "parent sum %g", y);
+    RANK_NCCL(ncclCommFinalize(comm));
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
+TEST(Lifecycle, ShrinkAroundADeadRank) {
+  EXPECT_RANKS_PASS(4, {{"HETCCL_TIMEOUT", "20"}}, 120, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm, child;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<float> data(100000, 1.0f);
+    RANK_NCCL(ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat32, ncclSum, comm, nullptr));
+    if (rank == 2) _exit(0);  // dies without a word
+    auto t0 = std::chrono::steady_clock::now();
+    ncclResult_t r = ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat32, ncclSum, comm, nullptr);
+    double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    RANK_EXPECT(r != ncclSuccess, "all-reduce with a dead rank succeeded");
+    RANK_EXPECT(waited < 15, "error took %.1f s", waited);
+    ncclResult_t async = ncclSuccess;
+    RANK_NCCL(ncclCommGetAsyncError(comm, &async));
+    RANK_EXPECT(async != ncclSuccess, "async error not set after the failure");
+    int exclude[] = {2};
+    RANK_NCCL(ncclCommShrink(comm, exclude, 1, &child, nullptr, NCCL_SHRINK_ABORT));
+    int cn = 0, cr = -1;
+    RANK_NCCL(ncclCommCount(child, &cn));
+    RANK_NCCL(ncclCommUserRank(child, &cr));
+    RANK_EXPECT(cn == 3 && cr == (rank < 2 ? rank : rank - 1), "child %d of %d", cr, cn);
+    double x = rank;
+    RANK_NCCL(ncclAllReduce(&x, &x, 1, ncclFloat64, ncclSum, child, nullptr));
+    RANK_EXPECT(x == 0 + 1 + 3, "sum over survivors %g", x);
+    RANK_NCCL(ncclCommDestroy(child));
+    RANK_NCCL(ncclCommAbort(comm));
+    return 0;
+  });
+}
+
+TEST(Lifecycle, AbortUnblocksAWaitingCollective) {
+  EXPECT_RANKS_PASS(2, {{"HETCCL_TIMEOUT", "8"}}, 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    double x = 1;
+    if (rank == 0) {
+      // Rank 1 never joins this all-reduce: abort it from another thread.
+      ncclResult_t r = ncclSuccess;
+      auto t0 = std::chrono::steady_clock::now();
+      std::thread blocked([&] { r = ncclAllReduce(&x, &x, 1, ncclFloat64, ncclSum, comm, nullptr); });
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      RANK_NCCL(ncclCommAbort(comm));
+      blocked.join();
+      double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      RANK_EXPECT(r != ncclSuccess, "aborted all-reduce returned success");
+      RANK_EXPECT(waited < 4, "abort took %.1f s", waited);
+      r = ncclAllReduce(&x, &x, 1, ncclFloat64, ncclSum, comm, nullptr);
+      RANK_EXPECT(r == ncclInvalidArgument, "use after abort gave %d", r);
+      RANK_EXPECT(strstr(ncclGetLastError(nullptr), "aborted") != nullptr, "message: %s", ncclGetLastError(nullptr));
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(600));
+      auto t0 = std::chrono::steady_clock::now();
+      ncclResult_t r = ncclAllReduce(&x, &x, 1, ncclFloat64, ncclSum, comm, nullptr);
+      double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      RANK_EXPECT(r != ncclSuccess, "all-reduce with an aborted peer succeeded");
+      RANK_EXPECT(waited < 12, "error took %.1f s", waited);
+      ncclCommDestroy(comm);
+    }
+    return 0;
+  });
+}
+
+TEST(Lifecycle, NonBlockingInitAndSplit) {
+  EXPECT_RANKS_PASS(3, {}, 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclResult_t r = ncclCommInitRankConfig(&comm, n, id, rank, &config);
+    RANK_EXPECT(r == ncclInProgress || r == ncclSuccess, "non-blocking init returned %d", r);
+    ncclResult_t state = ncclInProgress;
+    bool sawProgress = false;
+    while (state == ncclInProgress) {
+      RANK_NCCL(ncclCommGetAsyncError(comm, &state));
+      sawProgress |= state == ncclInProgress;
+      std::this_thread::yield();
+    }
+    RANK_EXPECT(state == ncclSuccess, "init ended with %d", state);
+    RANK_EXPECT(r == ncclSuccess || sawProgress || true, "");
+    int v = rank + 1;
+    RANK_NCCL(ncclAllReduce(&v, &v, 1, ncclInt32, ncclSum, comm, nullptr));
+    RANK_EXPECT(v == 6, "sum %d", v);
+    ncclComm_t child;
+    r = ncclCommSplit(comm, 0, rank, &child, &config);
+    RANK_EXPECT(r == ncclSuccess || r == ncclInProgress, "split returned %d", r);
+    do RANK_NCCL(ncclCommGetAsyncError(child, &state)); while (state == ncclInProgress);
+    RANK_EXPECT(state == ncclSuccess, "split ended with %d", state);
+    RANK_NCCL(ncclAllReduce(&v, &v, 1, ncclInt32, ncclSum, child, nullptr));
+    RANK_EXPECT(v == 18, "child sum %d", v);
+    RANK_NCCL(ncclCommDestroy(child));
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
+// One process, four ranks: ncclCommInitAll, and ncclCommInitRank per rank
+// inside a group (nccl-tests' way); collectives for all ranks in one group.
+TEST(Lifecycle, OneThreadDrivesSeveralRanks) {
+  EXPECT_RANKS_PASS(1, {}, 60, [](int, int, const ncclUniqueId&) {
+    const int ndev = 4;
+    ncclComm_t comms[ndev];
+    for (int mode = 0; mode < 2; ++mode) {
+      if (mode == 0) {
+        RANK_NCCL(ncclCommInitAll(comms, ndev, nullptr));
+      } else {
+        ncclUniqueId id;
+        RANK_NCCL(ncclGetUniqueId(&id));
+        RANK_NCCL(ncclGroupStart());
+        for (int i = 0; i < ndev; ++i) RANK_NCCL(ncclCommInitRank(&comms[i], ndev, id, i));
+        RANK_NCCL(ncclGroupEnd());
+      }
+      std::vector<std::vector<float>> bufs(ndev, std::vector<float>(100000));
+      for (int i = 0; i < ndev; ++i) std::fill(bufs[i].begin(), bufs[i].end(), float(i + 1));
+      RANK_NCCL(ncclGroupStart());
+      for (int i = 0; i < ndev; ++i)
+        RANK_NCCL(ncclAllReduce(bufs[i].data(), bufs[i].data(), bufs[i].size(), ncclFloat32, ncclSum, comms[i], nullptr));
+      for (int i = 0; i < ndev; ++i)
+        RANK_NCCL(ncclBroadcast(bufs[i].data(), bufs[i].data(), 10, ncclFloat32, 2, comms[i], nullptr));
+      RANK_NCCL(ncclGroupEnd());
+      for (int i = 0; i < ndev; ++i) {
+        RANK_EXPECT(bufs[i][0] == 10 && bufs[i][99999] == 10, "mode %d rank %d got %g", mode, i, bufs[i][99999]);
+        int r = -1;
+        RANK_NCCL(ncclCommUserRank(comms[i], &r));
+        RANK_EXPECT(r == i, "rank %d", r);
+      }
+      for (int i = 0; i < ndev; ++i) RANK_NCCL(ncclCommDestroy(comms[i]));
+    }
+    return 0;
+  });
+}
+
+TEST(Lifecycle, InitRankScalable) {
+  EXPECT_RANKS_PASS(3, {}, 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclUniqueId ids[2] = {id, id};
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRankScalable(&comm, n, rank, 2, ids, nullptr));
+    int v = 1;
+    RANK_NCCL(ncclAllReduce(&v, &v, 1, ncclInt32, ncclSum, comm, nullptr));
+    RANK_EXPECT(v == n, "sum %d", v);
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
+// Every rank sends to and receives from every rank (itself included) in one
+// group, in its own random order, with sizes that differ per pair.
+TEST(Lifecycle, SendRecvGroupsInAnyOrder) {
+  const unsigned seed = std::random_device{}();
+  EXPECT_RANKS_PASS(4, {}, 120, [seed](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    auto countFor = [](int src, int dst) -> size_t { return (src == 1 && dst == 2) ? 0 : 1000 + 40000 * src + 17 * dst; };
+    std::mt19937 rng(seed + rank);
+    for (int round = 0; round < 3; ++round) {
+      std::vector<std::vector<int>> out(n), in(n);
+      for (int p = 0; p < n; ++p) {
+        out[p].resize(countFor(rank, p));
+        for (size_t i = 0; i < out[p].size(); ++i) out[p][i] = static_cast<int>(rank * 1000003 + p * 7919 + i + round);
+        in[p].assign(countFor(p, rank), -1);
+      }
+      std::vector<std::pair<bool, int>> order;
+      for (int p = 0; p < n; ++p) order.push_back({true, p}), order.push_back({false, p});
+      std::shuffle(order.begin(), order.end(), rng);
+      RANK_NCCL(ncclGroupStart());
+      for (auto [isSend, p] : order) {
+        if (isSend) RANK_NCCL(ncclSend(out[p].data(), out[p].size(), ncclInt32, p, comm, nullptr));
+        else RANK_NCCL(ncclRecv(in[p].data(), in[p].size(), ncclInt32, p, comm, nullptr));
+      }
+      RANK_NCCL(ncclGroupEnd());
+      for (int p = 0; p < n; ++p)
+        for (size_t i = 0; i < in[p].size(); ++i)
+          if (in[p][i] != static_cast<int>(p * 1000003 + rank * 7919 + i + round)) {
+            RANK_EXPECT(false, "round %d: from %d element %zu is %d", round, p, i, in[p][i]);
+            break;
+          }
+    }
+    // Outside a group, matching order: a plain exchange with the neighbours.
+    int token = rank, got = -1;
+    if (rank % 2 == 0) {
+      RANK_NCCL(ncclSend(&token, 1, ncclInt32, (rank + 1) % n, comm, nullptr));
+      RANK_NCCL(ncclRecv(&got, 1, ncclInt32, (rank - 1 + n) % n, comm, nullptr));
+    } else {
+      RANK_NCCL(ncclRecv(&got, 1, ncclInt32, (rank - 1 + n) % n, comm, nullptr));
+      RANK_NCCL(ncclSend(&token, 1, ncclInt32, (rank + 1) % n, comm, nullptr));
+    }
+    RANK_EXPECT(got == (rank - 1 + n) % n, "got %d", got);
+    // A group mixing a collective with send/recv.
+    double sum = rank;
+    int left = -1;
+    RANK_NCCL(ncclGroupStart());
+    RANK_NCCL(ncclSend(&token, 1, ncclInt32, (rank + 1) % n, comm, nullptr));
+    RANK_NCCL(ncclAllReduce(&sum, &sum, 1, ncclFloat64, ncclSum, comm, nullptr));
+    RANK_NCCL(ncclRecv(&left, 1, ncclInt32, (rank - 1 + n) % n, comm, nullptr));
+    RANK_NCCL(ncclGroupEnd());
+    RANK_EXPECT(sum == 6 && left == (rank - 1 + n) % n, "mixed group: sum %g left %d", sum, left);
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
+TEST(Lifecycle, OldConfigLayoutsAreAccepted) {
+  EXPECT_RANKS_PASS(2, {}, 60, [](int rank, int n, const ncclUniqueId& id) {
+    // A 2.14-era config: the struct ends after netName; garbage follows.
+    std::vector<unsigned char> buf(sizeof(ncclConfig_t), 0xff);
+    ncclConfig_t init = NCCL_CONFIG_INITIALIZER;
+    const size_t size214 = offsetof(ncclConfig_t, netName) + sizeof(const char*);
+    memcpy(buf.data(), &init, size214);
+    auto* cfg = reinterpret_cast<ncclConfig_t*>(buf.data());
+    cfg->size = size214;
+    cfg->version = NCCL_VERSION(2, 14, 3);
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRankConfig(&comm, n, id, rank, cfg));
+    int v = 1;
+    RANK_NCCL(ncclAllReduce(&v, &v, 1, ncclInt32, ncclSum, comm, nullptr));
+    RANK_EXPECT(v == 2, "sum %d", v);
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
+TEST(Lifecycle, RegistrationWindowsMemoryAndQueries) {
+  EXPECT_RANKS_PASS(2, {}, 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    void* mem = nullptr;
+    RANK_NCCL(ncclMemAlloc(&mem, 1 << 20));
+    RANK_EXPECT(mem != nullptr, "ncclMemAlloc gave NULL");
+    void* handle = nullptr;
+    RANK_NCCL(ncclCommRegister(comm, mem, 1 << 20, &handle));
+    float* f = static_cast<float*>(mem);
+    f[0] = 1.5f;
+    RANK_NCCL(ncclAllReduce(f, f, 1, ncclFloat32, ncclSum, comm, nullptr));
+    RANK_EXPECT(f[0] == 3.0f, "registered buffer all-reduce %g", f[0]);
+    RANK_NCCL(ncclCommDeregister(comm, handle));
+    RANK_EXPECT(ncclCommDeregister(comm, handle) == ncclInvalidArgument, "double deregister accepted");
+    ncclWindow_t win;
+    RANK_NCCL(ncclCommWindowRegister(comm, mem, 1 << 20, &win, NCCL_WIN_COLL_SYMMETRIC));
+    RANK_NCCL(ncclCommWindowDeregister(comm, win));
+    RANK_NCCL(ncclMemFree(mem));
+    RANK_EXPECT(ncclDevCommCreate(comm, nullptr, nullptr) == ncclInvalidUsage, "device API on host ranks");
+    RANK_EXPECT(strstr(ncclGetLastError(comm), "device") != nullptr, "message: %s", ncclGetLastError(comm));
+    int dev = 0;
+    RANK_NCCL(ncclCommCuDevice(comm, &dev));
+    RANK_EXPECT(dev == -1, "host rank device %d", dev);
+    int version = 0;
+    RANK_NCCL(ncclGetVersion(&version));
+    RANK_EXPECT(version == NCCL_VERSION_CODE, "version %d", version);
+    // Simulation runs nothing: rank 1 does not take part.
+    if (rank == 0) {
+      ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+      double x = 1;
+      RANK_NCCL(ncclGroupStart());
+      RANK_NCCL(ncclAllReduce(&x, &x, 1, ncclFloat64, ncclSum, comm, nullptr));
+      RANK_NCCL(ncclGroupSimulateEnd(&sim));
+      RANK_EXPECT(sim.estimatedTime > 0 && x == 1, "simulate: %g, x %g", sim.estimatedTime, x);
+    }
+    hetcclCommStats_t stats;
+    RANK_NCCL(hetcclCommGetStats(comm, &stats));
+    RANK_EXPECT(stats.collectives >= 1 && stats.bytesSent > 0, "stats %llu %llu", stats.collectives, stats.bytesSent);
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
+}  // namespace

@@ -60,3 +60,10 @@ inline ::testing::AssertionResult runRanks(int nranks, const Env& env, double ti
 }
 
 }  // namespace mp
+
+// Runs ranks (see runRanks) and reports which failed, without echoing the body.
+#define EXPECT_RANKS_PASS(...)                                    \
+  do {                                                            \
+    ::testing::AssertionResult ranks_ok_ = mp::runRanks(__VA_ARGS__); \
+    EXPECT_TRUE(ranks_ok_);                                       \
+  } while (0)
