@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what building and testing hetccl needs on Debian 12 / Ubuntu,
+# skipping what is already there. Extra packages can be named as arguments.
+set -euo pipefail
+packages=(cmake g++ ninja-build libgtest-dev pkg-config "$@")
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
