@@ -84,23 +84,27 @@ bool nameMatches(const std::string& filter, const char* name) {
 }  // namespace
 
 ncclResult_t findInterfaceAddress(SocketAddress* out, std::string* ifname) {
+  return findInterfaceAddress(params().socketIfname, params().socketFamily, out, ifname);
+}
+
+ncclResult_t findInterfaceAddress(const std::string& ifnameFilter, int family, SocketAddress* out,
+                                  std::string* ifname) {
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return fail(ncclSystemError, "getifaddrs failed: %s", strerror(errno));
-  const Params& p = params();
   const ifaddrs* best = nullptr;
   const ifaddrs* loopback = nullptr;
   for (const ifaddrs* i = list; i; i = i->ifa_next) {
     if (!i->ifa_addr || !(i->ifa_flags & IFF_UP)) continue;
     int fam = i->ifa_addr->sa_family;
     if (fam != AF_INET && fam != AF_INET6) continue;
-    if (p.socketFamily && fam != p.socketFamily) continue;
+    if (family && fam != family) continue;
     if (fam == AF_INET6) {
       auto* a6 = reinterpret_cast<const sockaddr_in6*>(i->ifa_addr);
       if (IN6_IS_ADDR_LINKLOCAL(&a6->sin6_addr)) continue;  // needs a scope id; skip
     }
-    if (!nameMatches(p.socketIfname, i->ifa_name)) continue;
+    if (!nameMatches(ifnameFilter, i->ifa_name)) continue;
     bool isLoop = (i->ifa_flags & IFF_LOOPBACK) != 0;
-    if (!p.socketIfname.empty() || !isLoop) {
+    if (!ifnameFilter.empty() || !isLoop) {
       best = i;
       break;
     }
@@ -109,7 +113,8 @@ ncclResult_t findInterfaceAddress(SocketAddress* out, std::string* ifname) {
   if (!best) best = loopback;
   if (!best) {
     freeifaddrs(list);
-    return fail(ncclSystemError, "no network interface matches NCCL_SOCKET_IFNAME='%s'", p.socketIfname.c_str());
+    return fail(ncclSystemError, "no network interface matches NCCL_SOCKET_IFNAME='%s'%s", ifnameFilter.c_str(),
+                family == AF_INET6 ? " with an IPv6 address" : family == AF_INET ? " with an IPv4 address" : "");
   }
   out->length = best->ifa_addr->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
   memcpy(&out->storage, best->ifa_addr, out->length);

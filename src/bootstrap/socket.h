@@ -29,6 +29,9 @@ struct SocketAddress {
 // matches NCCL_SOCKET_IFNAME ("eth", "^docker", "=eth0"), and NCCL_SOCKET_FAMILY;
 // by default a non-loopback interface, or loopback when there is no other.
 ncclResult_t findInterfaceAddress(SocketAddress* out, std::string* ifname);
+// The same with explicit settings (family 0 = any).
+ncclResult_t findInterfaceAddress(const std::string& ifnameFilter, int family, SocketAddress* out,
+                                  std::string* ifname);
 
 class Socket {
  public:

@@ -53,7 +53,7 @@ ncclResult_t Net::postSend(int peer, const void* data, size_t bytes, uint64_t ta
   r->size = bytes;
   r->tag = tag;
   bytesSent += bytes;
-  return c->post(r);
+  return c->isend(r);
 }
 
 ncclResult_t Net::postRecv(int peer, void* data, size_t bytes, uint64_t tag, RecvSink* sink, Request* r) {
@@ -65,7 +65,7 @@ ncclResult_t Net::postRecv(int peer, void* data, size_t bytes, uint64_t tag, Rec
   r->size = bytes;
   r->tag = tag;
   bytesReceived += bytes;
-  return c->post(r);
+  return c->irecv(r);
 }
 
 ncclResult_t Net::wait(Request* const* requests, size_t count, size_t mustComplete) {

@@ -156,7 +156,7 @@ class ShmSender : public Connection {
       : seg_(std::move(seg)), peer_(peer), cmaThreshold_(cmaThreshold) {}
   ~ShmSender() override { markGone(); }
 
-  ncclResult_t post(Request* r) override {
+  ncclResult_t isend(Request* r) override {
     r->connection = this;
     r->complete = false;
     r->progress = 0;
@@ -232,7 +232,7 @@ class ShmReceiver : public Connection {
   ShmReceiver(std::unique_ptr<Segment> seg, int peer) : seg_(std::move(seg)), peer_(peer) {}
   ~ShmReceiver() override { markGone(); }
 
-  ncclResult_t post(Request* r) override {
+  ncclResult_t irecv(Request* r) override {
     r->connection = this;
     r->complete = false;
     r->progress = 0;

@@ -32,14 +32,8 @@ class SocketConnection : public Connection {
     if (!sender_) bounce_.resize(kBounceBytes * sockets_.size());
   }
 
-  ncclResult_t post(Request* r) override {
-    r->connection = this;
-    r->complete = false;
-    r->phase = 0;
-    r->progress = 0;
-    queue_.push_back(r);
-    return ncclSuccess;
-  }
+  ncclResult_t isend(Request* r) override { return sender_ ? enqueue(r) : Connection::isend(r); }
+  ncclResult_t irecv(Request* r) override { return sender_ ? Connection::irecv(r) : enqueue(r); }
 
   ncclResult_t progress(bool* progressed) override {
     while (!queue_.empty()) {
@@ -54,6 +48,15 @@ class SocketConnection : public Connection {
   }
 
  private:
+  ncclResult_t enqueue(Request* r) {
+    r->connection = this;
+    r->complete = false;
+    r->phase = 0;
+    r->progress = 0;
+    queue_.push_back(r);
+    return ncclSuccess;
+  }
+
   // phase 0: header; phase 1: payload parts.
   ncclResult_t progressSend(Request* r, bool* moved) {
     if (r->phase == 0) {

@@ -1,6 +1,8 @@
 // The byte-mover interface every transport implements, shaped like NCCL's
-// net plugin: a transport connects (send side) and accepts (receive side)
-// per peer; connections take isend/irecv requests, test() drives them.
+// net plugin: listen (the communicator's listener, whose address every
+// rank publishes at init), connect (send side) and accept (receive side)
+// per peer, regMr/deregMr, isend/irecv on a connection, test to drive and
+// poll, close by destroying the connection (RAII).
 // Messages on one connection are matched in order; each carries a tag and
 // a size, and a receive whose tag or size differs fails (mismatched calls
 // across ranks become an error, never a silent wrong result).
@@ -41,14 +43,26 @@ struct Request {
 class Connection {
  public:
   virtual ~Connection() = default;
-  // Queues a request; test() completes them in order.
-  virtual ncclResult_t post(Request* request) = 0;
+  // Queue a message on a send connection / a receive on a receive
+  // connection; requests complete in the order they were queued.
+  virtual ncclResult_t isend(Request* request) { return unsupported(request); }
+  virtual ncclResult_t irecv(Request* request) { return unsupported(request); }
   // Drives queued requests; sets *progressed when anything moved.
   virtual ncclResult_t progress(bool* progressed) = 0;
+  // Drives, then reports whether `request` is complete.
+  ncclResult_t test(Request* request, bool* done) {
+    bool moved = false;
+    ncclResult_t r = progress(&moved);
+    *done = request->complete;
+    return r;
+  }
   // Cheap liveness check of the peer, called now and then while waiting.
   virtual ncclResult_t checkPeer() { return ncclSuccess; }
   // Tells the peer this side is gone (abort), so it fails fast.
   virtual void markGone() {}
+
+ private:
+  static ncclResult_t unsupported(Request*) { return ncclInternalError; }
 };
 
 class Transport {

@@ -1,6 +1,8 @@
 // Communicator lifecycle on local host ranks: split, shrink, abort,
 // non-blocking init, one process driving several ranks, send/recv groups
 // in any order, configs of old layouts, registration and windows.
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -313,6 +315,40 @@ TEST(Lifecycle, RegistrationWindowsMemoryAndQueries) {
     hetcclCommStats_t stats;
     RANK_NCCL(hetcclCommGetStats(comm, &stats));
     RANK_EXPECT(stats.collectives >= 1 && stats.bytesSent > 0, "stats %llu %llu", stats.collectives, stats.bytesSent);
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
+}  // namespace
+
+namespace {
+
+bool ipv6LoopbackWorks() {
+  int fd = socket(AF_INET6, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_loopback;
+  bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  close(fd);
+  return ok;
+}
+
+// The whole communicator (root, ring, data) over TCP on IPv6 loopback.
+TEST(Lifecycle, SocketsOverIpv6Loopback) {
+  if (!ipv6LoopbackWorks()) GTEST_SKIP() << "no IPv6 loopback on this machine";
+  mp::Env env{{"NCCL_SOCKET_IFNAME", "lo"}, {"NCCL_SOCKET_FAMILY", "AF_INET6"}, {"HETCCL_TRANSPORT", "socket"}};
+  EXPECT_RANKS_PASS(3, env, 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<double> x(200000, rank + 1.0), all(3 * 10);
+    RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat64, ncclSum, comm, nullptr));
+    RANK_EXPECT(x[0] == 6 && x.back() == 6, "sum %g", x.back());
+    double mine[10];
+    for (int i = 0; i < 10; ++i) mine[i] = rank * 10 + i;
+    RANK_NCCL(ncclAllGather(mine, all.data(), 10, ncclFloat64, comm, nullptr));
+    for (int i = 0; i < 30; ++i) RANK_EXPECT(all[i] == i, "gathered[%d] = %g", i, all[i]);
     RANK_NCCL(ncclCommDestroy(comm));
     return 0;
   });

@@ -79,3 +79,19 @@ TEST(Listener, V6LoopbackWorks) {
   ASSERT_EQ(server.recvAll(&y, sizeof(y), Deadline(5), nullptr), ncclSuccess);
   EXPECT_EQ(y, 42);
 }
+
+TEST(Interfaces, FilterAndFamilyAreHonoured) {
+  SocketAddress a;
+  std::string name;
+  ASSERT_EQ(findInterfaceAddress("lo", AF_INET, &a, &name), ncclSuccess);
+  EXPECT_EQ(name, "lo");
+  EXPECT_EQ(a.toString().rfind("127.", 0), 0u) << a.toString();
+  ASSERT_EQ(findInterfaceAddress("=lo", 0, &a, &name), ncclSuccess);
+  EXPECT_EQ(name, "lo");
+  if (findInterfaceAddress("^lo", 0, &a, &name) == ncclSuccess) EXPECT_NE(name, "lo");
+  if (findInterfaceAddress("lo", AF_INET6, &a, &name) == ncclSuccess) EXPECT_EQ(a.toString().rfind("[::1]", 0), 0u);
+  EXPECT_EQ(findInterfaceAddress("nosuchif", 0, &a, &name), ncclSystemError);
+  EXPECT_NE(std::string(lastError()).find("nosuchif"), std::string::npos);
+  // The default prefers a non-loopback interface when there is one.
+  ASSERT_EQ(findInterfaceAddress("", 0, &a, &name), ncclSuccess);
+}
