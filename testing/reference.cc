@@ -6,7 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "../src/kernels/host_numeric.h"
+#include "common/types.h"
+#include "kernels/host_numeric.h"
 
 namespace hetccl::testing {
 
@@ -172,20 +173,8 @@ bool collectiveRooted(Collective c) {
   return c == Collective::Broadcast || c == Collective::Reduce || c == Collective::Gather || c == Collective::Scatter;
 }
 
-size_t typeBytes(ncclDataType_t t) {
-  switch (t) {
-    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
-    case ncclFloat16: case ncclBfloat16: return 2;
-    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
-    default: return 8;
-  }
-}
-
-const char* typeLabel(ncclDataType_t t) {
-  static const char* const names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
-                                      "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
-  return t >= 0 && t < ncclNumTypes ? names[t] : "?";
-}
+size_t typeBytes(ncclDataType_t t) { return typeSize(t); }
+const char* typeLabel(ncclDataType_t t) { return typeName(t); }
 
 bool parseType(const std::string& name, ncclDataType_t* out) {
   for (int i = 0; i < ncclNumTypes; ++i) {

@@ -3,6 +3,7 @@
 // the slots; large ones are read by the receiver straight out of the
 // sender's memory with process_vm_readv (one copy instead of two) when the
 // kernel allows it, and copied through the slots otherwise.
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <atomic>
 #include <cstring>
 #include <deque>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,11 +63,34 @@ struct alignas(64) SegmentHeader {
 size_t slotStride(size_t slotBytes) { return sizeof(SlotHeader) + ((slotBytes + 63) & ~size_t(63)); }
 size_t segmentBytes(uint32_t slots, size_t slotBytes) { return sizeof(SegmentHeader) + slots * slotStride(slotBytes); }
 
-std::string segmentName(uint64_t secret, int from, int to) {
-  char name[96];
-  snprintf(name, sizeof(name), "/hetccl-%d-%016llx-%d-%d", static_cast<int>(getuid()),
-           static_cast<unsigned long long>(secret), from, to);
+// /hetccl-<uid>-<secret>-<from>-<to>-<creator pid>: the pid lets a later
+// process remove segments whose creator died before its peer attached.
+std::string segmentName(uint64_t secret, int from, int to, int creatorPid) {
+  char name[112];
+  snprintf(name, sizeof(name), "/hetccl-%d-%016llx-%d-%d-%d", static_cast<int>(getuid()),
+           static_cast<unsigned long long>(secret), from, to, creatorPid);
   return name;
+}
+
+// Once per process: unlink this user's segments left by dead processes.
+void removeStaleSegments() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    char prefix[32];
+    snprintf(prefix, sizeof(prefix), "hetccl-%d-", static_cast<int>(getuid()));
+    DIR* dir = opendir("/dev/shm");
+    if (!dir) return;
+    while (dirent* e = readdir(dir)) {
+      if (strncmp(e->d_name, prefix, strlen(prefix)) != 0) continue;
+      const char* dash = strrchr(e->d_name, '-');
+      int pid = dash ? atoi(dash + 1) : 0;
+      if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
+        shm_unlink((std::string("/") + e->d_name).c_str());
+        HETCCL_INFO("removed stale shared memory /dev/shm/%s (creator %d has exited)", e->d_name, pid);
+      }
+    }
+    closedir(dir);
+  });
 }
 
 // The mapping and, on the creating side, the name to unlink.
@@ -316,13 +341,13 @@ class ShmReceiver : public Connection {
 
 class ShmTransport : public Transport {
  public:
-  explicit ShmTransport(const TransportContext& ctx) : ctx_(ctx) {}
+  explicit ShmTransport(const TransportContext& ctx) : ctx_(ctx) { removeStaleSegments(); }
   const char* name() const override { return "shm"; }
 
   ncclResult_t connect(int peer, std::unique_ptr<Connection>* out) override {
     const Params& p = params();
     auto seg = std::make_unique<Segment>();
-    HETCCL_TRY(seg->create(segmentName(ctx_.secret, ctx_.rank, peer), static_cast<uint32_t>(p.shmSlots), p.shmSlotBytes));
+    HETCCL_TRY(seg->create(segmentName(ctx_.secret, ctx_.rank, peer, getpid()), static_cast<uint32_t>(p.shmSlots), p.shmSlotBytes));
     SegmentHeader* h = seg->header();
     h->slots = static_cast<uint32_t>(p.shmSlots);
     h->slotBytes = p.shmSlotBytes;
@@ -335,7 +360,7 @@ class ShmTransport : public Transport {
 
   ncclResult_t accept(int peer, std::unique_ptr<Connection>* out) override {
     auto seg = std::make_unique<Segment>();
-    HETCCL_TRY(seg->open(segmentName(ctx_.secret, peer, ctx_.rank), Deadline(ctx_.timeoutSeconds), ctx_.abort));
+    HETCCL_TRY(seg->open(segmentName(ctx_.secret, peer, ctx_.rank, (*ctx_.peers)[peer].pid), Deadline(ctx_.timeoutSeconds), ctx_.abort));
     SegmentHeader* h = seg->header();
     const Deadline deadline(ctx_.timeoutSeconds);
     while (!h->initialized.load(std::memory_order_acquire)) {
