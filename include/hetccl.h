@@ -36,8 +36,17 @@ typedef struct {
   unsigned long long bytesSent;      /* payload bytes handed to transports */
   unsigned long long bytesReceived;  /* payload bytes taken from transports */
   unsigned long long collectives;    /* collectives and p2p operations run */
+  unsigned long long bytesStaged;    /* bytes copied through staging by cross-domain plans (0 in a single domain) */
 } hetcclCommStats_t;
 ncclResult_t hetcclCommGetStats(ncclComm_t comm, hetcclCommStats_t* stats);
+
+/* The plan hetccl runs for `collective` ("all_reduce", "broadcast", ...,
+ * nccl-tests' names) with `count` elements of `datatype` on `comm`, in one
+ * line; NULL for an unknown collective. The same on every rank. */
+const char* hetcclCommDescribePlan(ncclComm_t comm, const char* collective, size_t count, ncclDataType_t datatype);
+
+/* The communicator's domains, e.g. "d0{0,2} d1{1,3}". */
+const char* hetcclCommDescribeDomains(ncclComm_t comm);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,8 @@
 // (RANK/WORLD_SIZE) and the rendezvous from NCCL_COMM_ID (or MASTER_ADDR
 // and MASTER_PORT+1 under torchrun); with none of these, one rank.
 #include <getopt.h>
+
+#include <algorithm>
 #include <unistd.h>
 
 #include <chrono>
@@ -37,7 +39,9 @@ struct Options {
   std::vector<ncclDataType_t> types{ncclFloat32};
   int root = 0;
   int localRanks = 0;
-  bool parallelInit = false;
+  int domains = 0;                       // --domains K: -N ranks in K contiguous domains
+  std::vector<std::string> domainList;   // --domain-list a,b,a,b: one domain name per local rank
+  bool showPlan = false;                 // --plan: print the plan for each row
 };
 
 size_t parseSize(const char* s) {
@@ -59,7 +63,10 @@ size_t parseSize(const char* s) {
           "  collectives: all_reduce broadcast reduce all_gather reduce_scatter alltoall gather scatter sendrecv\n"
           "  -b <min bytes> -e <max bytes> -f <factor> -i <step bytes> -n <iters> -w <warmup iters>\n"
           "  -c <0|1> check results   -o <sum|prod|max|min|avg|mulsum|all>   -d <type|all>   -r <root>\n"
-          "  -N <ranks> start this many local ranks (else mpirun/torchrun variables, else 1 rank)\n");
+          "  -N <ranks> start this many local ranks (else mpirun/torchrun variables, else 1 rank)\n"
+          "  --domains <K>          with -N: place the local ranks in K domains (contiguous blocks)\n"
+          "  --domain-list <a,b,..> with -N: the domain of each local rank, in rank order\n"
+          "  --plan                 print the plan hetccl runs for each collective and size\n");
   exit(2);
 }
 
@@ -78,8 +85,25 @@ Options parse(int argc, char** argv) {
   }
   optind = 2;
   int ch;
-  while ((ch = getopt(argc, argv, "b:e:f:i:n:w:c:o:d:r:N:t:g:m:z:G:")) != -1) {
+  static const option longOptions[] = {{"domains", required_argument, nullptr, 1},
+                                       {"domain-list", required_argument, nullptr, 2},
+                                       {"plan", no_argument, nullptr, 3},
+                                       {nullptr, 0, nullptr, 0}};
+  while ((ch = getopt_long(argc, argv, "b:e:f:i:n:w:c:o:d:r:N:t:g:m:z:G:", longOptions, nullptr)) != -1) {
     switch (ch) {
+      case 1: o.domains = atoi(optarg); break;
+      case 2: {
+        std::string l = optarg;
+        size_t at = 0;
+        while (at <= l.size()) {
+          size_t comma = l.find(',', at);
+          o.domainList.push_back(l.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+          if (comma == std::string::npos) break;
+          at = comma + 1;
+        }
+        break;
+      }
+      case 3: o.showPlan = true; break;
       case 'b': o.minBytes = parseSize(optarg); break;
       case 'e': o.maxBytes = parseSize(optarg); break;
       case 'f': o.factor = atof(optarg); break;
@@ -118,6 +142,10 @@ Options parse(int argc, char** argv) {
     }
   }
   if (o.iters < 1 || o.minBytes > o.maxBytes || (o.factor <= 1 && o.step == 0)) usage("bad size/iteration options");
+  if ((o.domains || !o.domainList.empty()) && o.localRanks <= 0) usage("--domains/--domain-list go with -N");
+  if (!o.domainList.empty() && static_cast<int>(o.domainList.size()) != o.localRanks)
+    usage("--domain-list needs one name per local rank");
+  if (o.domains < 0 || o.domains > std::max(1, o.localRanks)) usage("--domains must be between 1 and -N");
   return o;
 }
 
@@ -218,6 +246,7 @@ int runRank(const Options& o, int rank, int n, const ncclUniqueId& id) {
   int rows = 0;
   if (rank == 0) {
     printf("# hetccl-perf: %s, %d rank(s), %s\n", hetcclVersionString(), n, "host (CPU) ranks");
+    printf("# domains: %s\n", hetcclCommDescribeDomains(comm));
     printf("# iters %d, warmup %d, check %d, seed %llu\n", o.iters, o.warmup, o.check,
            static_cast<unsigned long long>(seed));
   }
@@ -295,6 +324,7 @@ int runRank(const Options& o, int rank, int n, const ncclUniqueId& id) {
             else
               printf(" %9.1f %8.2f %8.2f %6s\n", times[1], algbw(times[1]), algbw(times[1]) * factor,
                      o.check ? std::to_string(wrong[1]).c_str() : "N/A");
+            if (o.showPlan) printf("#   plan: %s\n", hetcclCommDescribePlan(comm, collectiveName(coll), k.count, type));
             fflush(stdout);
           }
           busSum += (times[0] > 0 ? totalBytes / times[0] / 1e3 : 0.0) * factor;
@@ -318,8 +348,13 @@ int runRank(const Options& o, int rank, int n, const ncclUniqueId& id) {
 int main(int argc, char** argv) {
   Options o = parse(argc, argv);
   if (o.localRanks > 0) {
+    auto placeInDomain = [&](int rank) {
+      if (!o.domainList.empty()) setenv("HETCCL_DOMAIN", o.domainList[rank].c_str(), 1);
+      else if (o.domains > 0) setenv("HETCCL_DOMAIN", ("d" + std::to_string(rank * o.domains / o.localRanks)).c_str(), 1);
+    };
     LaunchResult r = launchLocalRanks(
-        o.localRanks, [&](int rank, int n, const ncclUniqueId& id) { return runRank(o, rank, n, id); }, 3600);
+        o.localRanks, [&](int rank, int n, const ncclUniqueId& id) { return runRank(o, rank, n, id); }, 3600,
+        placeInDomain);
     if (!r.allPassed()) {
       for (size_t i = 0; i < r.exitCodes.size(); ++i)
         if (r.exitCodes[i]) fprintf(stderr, "hetccl-perf: rank %zu exited with %d\n", i, r.exitCodes[i]);

@@ -2,6 +2,7 @@
 #include "comm/communicator.h"
 #include "algorithms/op.h"
 #include "common/error.h"
+#include "plan/cross_domain.h"
 
 namespace hetccl {
 
@@ -36,6 +37,11 @@ uint64_t signature(const Op& op) {
 
 ncclResult_t runCollective(Communicator& c, const Op& op) {
   const uint64_t tag = mixHash(++c.collectiveSeq, signature(op));
+  if (!c.partition.single()) {
+    bool handled = false;
+    ncclResult_t r = runAcrossDomains(c, op, tag, &handled);
+    if (handled) return r;
+  }
   switch (op.kind) {
     case OpKind::AllReduce: return allReduce(c, op, tag);
     case OpKind::ReduceScatter: return reduceScatter(c, op, tag);
@@ -49,11 +55,11 @@ ncclResult_t runCollective(Communicator& c, const Op& op) {
   }
 }
 
-ncclResult_t runPointToPoint(Communicator& c, const std::vector<const Op*>& ops) {
+ncclResult_t runPointToPoint(Communicator& c, std::span<const Op* const> ops) {
   // Sends first: each creates its connection without waiting, so the
   // receives that follow find every peer's segment or socket in place.
-  std::vector<Request> requests(ops.size());
-  std::vector<Request*> list;
+  Request* requests = c.requestPool.take(ops.size());
+  std::vector<Request*>& list = c.requestPool.pending;
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < ops.size(); ++i) {
       const Op& op = *ops[i];

@@ -3,7 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <span>
 
 #include "common/types.h"
 
@@ -31,7 +31,7 @@ struct Op {
 ncclResult_t runCollective(Communicator& c, const Op& op);
 // Runs a batch of sends and receives of one communicator together, in any
 // order across ranks, without deadlock.
-ncclResult_t runPointToPoint(Communicator& c, const std::vector<const Op*>& ops);
+ncclResult_t runPointToPoint(Communicator& c, std::span<const Op* const> ops);
 
 // The algorithms, one file each (src/algorithms/*.cc). `tag` identifies
 // the call on every rank so that mismatched calls are detected.

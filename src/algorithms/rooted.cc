@@ -34,8 +34,9 @@ ncclResult_t broadcast(Communicator& c, const Op& op, uint64_t tag) {
   const int next = (c.rank + 1) % n, prev = (c.rank - 1 + n) % n;
   const bool last = pos == n - 1;
   const size_t chunk = chunkElements(c, op), chunks = chunkCount(op.count, chunk);
-  std::vector<Request> sends(chunks), recvs(chunks);
-  std::vector<Request*> pending;
+  Request* sends = c.requestPool.take(2 * chunks);
+  Request* recvs = sends + chunks;
+  std::vector<Request*>& pending = c.requestPool.pending;
   for (size_t k = 0; k < chunks; ++k) {
     const size_t b = std::min(op.count, k * chunk), e = std::min(op.count, b + chunk);
     if (pos != 0) {
@@ -67,8 +68,9 @@ ncclResult_t reduce(Communicator& c, const Op& op, uint64_t tag) {
   const int next = (c.rank + 1) % n, prev = (c.rank - 1 + n) % n;
   char* acc = isRoot ? static_cast<char*>(op.recvbuff) : c.scratch(op.count * es);
   const size_t chunk = chunkElements(c, op), chunks = chunkCount(op.count, chunk);
-  std::vector<Request> sends(chunks), recvs(chunks);
-  std::vector<Request*> pending;
+  Request* sends = c.requestPool.take(2 * chunks);
+  Request* recvs = sends + chunks;
+  std::vector<Request*>& pending = c.requestPool.pending;
   for (size_t k = 0; k < chunks; ++k) {
     const size_t b = std::min(op.count, k * chunk), e = std::min(op.count, b + chunk);
     if (first) {
@@ -95,8 +97,8 @@ ncclResult_t gather(Communicator& c, const Op& op, uint64_t tag) {
   if (c.rank != op.root) return c.net->send(op.root, op.sendbuff, bytes, tag);
   char* out = static_cast<char*>(op.recvbuff);
   if (op.sendbuff != out + c.rank * bytes) memmove(out + c.rank * bytes, op.sendbuff, bytes);
-  std::vector<Request> recvs(static_cast<size_t>(c.nranks));
-  std::vector<Request*> list;
+  Request* recvs = c.requestPool.take(static_cast<size_t>(c.nranks));
+  std::vector<Request*>& list = c.requestPool.pending;
   for (int p = 0; p < c.nranks; ++p) {
     if (p == c.rank) continue;
     HETCCL_TRY(c.net->postRecv(p, out + p * bytes, bytes, tag, nullptr, &recvs[p]));
@@ -109,8 +111,8 @@ ncclResult_t scatter(Communicator& c, const Op& op, uint64_t tag) {
   const size_t bytes = op.count * typeSize(op.type);
   if (c.rank != op.root) return c.net->recv(op.root, op.recvbuff, bytes, tag);
   const char* in = static_cast<const char*>(op.sendbuff);
-  std::vector<Request> sends(static_cast<size_t>(c.nranks));
-  std::vector<Request*> list;
+  Request* sends = c.requestPool.take(static_cast<size_t>(c.nranks));
+  std::vector<Request*>& list = c.requestPool.pending;
   for (int p = 0; p < c.nranks; ++p) {
     if (p == c.rank) continue;
     HETCCL_TRY(c.net->postSend(p, in + p * bytes, bytes, tag, &sends[p]));
@@ -131,8 +133,9 @@ ncclResult_t alltoAll(Communicator& c, const Op& op, uint64_t tag) {
     memcpy(copy, in, n * bytes);
     in = copy;
   }
-  std::vector<Request> sends(static_cast<size_t>(n)), recvs(static_cast<size_t>(n));
-  std::vector<Request*> list;
+  Request* sends = c.requestPool.take(2 * static_cast<size_t>(n));
+  Request* recvs = sends + n;
+  std::vector<Request*>& list = c.requestPool.pending;
   for (int s = 1; s < n; ++s) {
     const int p = (c.rank + s) % n;
     HETCCL_TRY(c.net->postSend(p, in + p * bytes, bytes, tag, &sends[p]));

@@ -8,6 +8,7 @@
 #include "api/group.h"
 #include "bootstrap/unique_id.h"
 #include "comm/init.h"
+#include "plan/cross_domain.h"
 #include "common/log.h"
 #include "common/params.h"
 
@@ -336,5 +337,36 @@ HETCCL_EXPORT ncclResult_t hetcclCommGetStats(ncclComm_t comm, hetcclCommStats_t
   stats->bytesSent = c->net->bytesSent.load();
   stats->bytesReceived = c->net->bytesReceived.load();
   stats->collectives = c->operations;
+  stats->bytesStaged = c->bytesStaged.load();
   return ncclSuccess;
+}
+
+HETCCL_EXPORT const char* hetcclCommDescribePlan(ncclComm_t comm, const char* collective, size_t count,
+                                                  ncclDataType_t datatype) {
+  Communicator* c = nullptr;
+  if (liveComm(comm, "hetcclCommDescribePlan", &c) != ncclSuccess || !collective || !validType(datatype)) return nullptr;
+  static const struct {
+    const char* name;
+    OpKind kind;
+  } kinds[] = {{"all_reduce", OpKind::AllReduce},   {"broadcast", OpKind::Broadcast}, {"reduce", OpKind::Reduce},
+               {"all_gather", OpKind::AllGather},   {"reduce_scatter", OpKind::ReduceScatter},
+               {"alltoall", OpKind::AlltoAll},      {"gather", OpKind::Gather},       {"scatter", OpKind::Scatter},
+               {"sendrecv", OpKind::Send}};
+  for (const auto& k : kinds) {
+    if (strcmp(k.name, collective) != 0) continue;
+    Op op;
+    op.kind = k.kind;
+    op.count = count;
+    op.type = datatype;
+    return planName(*c, op);
+  }
+  return nullptr;
+}
+
+HETCCL_EXPORT const char* hetcclCommDescribeDomains(ncclComm_t comm) {
+  Communicator* c = nullptr;
+  if (liveComm(comm, "hetcclCommDescribeDomains", &c) != ncclSuccess) return nullptr;
+  thread_local std::string text;
+  text = c->partition.describe();
+  return text.c_str();
 }

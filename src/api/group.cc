@@ -1,5 +1,6 @@
 #include "api/group.h"
 
+#include <span>
 #include <vector>
 
 #include "api/api_util.h"
@@ -22,22 +23,24 @@ thread_local GroupState tGroup;
 
 // Runs one communicator's share of a group: collectives in call order,
 // then all sends and receives together.
-ncclResult_t runOnComm(Communicator* c, const std::vector<const Op*>& ops) {
+ncclResult_t runOnComm(Communicator* c, std::span<const Op* const> ops) {
   std::lock_guard<std::mutex> lock(c->opMutex);
   if (c->abort.load()) return fail(ncclInvalidUsage, "communicator was aborted or revoked");
   ncclResult_t state = c->asyncError.load();
   if (state != ncclSuccess) return fail(state, "communicator is in an error state: %s", c->asyncErrorText.c_str());
-  std::vector<const Op*> p2p;
   ncclResult_t r = ncclSuccess;
+  bool anyP2p = false;
   for (const Op* op : ops) {
-    if (op->isPointToPoint()) {
-      p2p.push_back(op);
-      continue;
-    }
-    r = runCollective(*c, *op);
+    anyP2p |= op->isPointToPoint();
+    if (!op->isPointToPoint()) r = runCollective(*c, *op);
     if (r != ncclSuccess) break;
   }
-  if (r == ncclSuccess && !p2p.empty()) r = runPointToPoint(*c, p2p);
+  if (r == ncclSuccess && anyP2p) {
+    std::vector<const Op*> p2p;  // groups only
+    for (const Op* op : ops)
+      if (op->isPointToPoint()) p2p.push_back(op);
+    r = runPointToPoint(*c, p2p);
+  }
   c->operations += ops.size();
   if (r != ncclSuccess) {
     // The connections' message streams are now out of step: the
@@ -89,8 +92,8 @@ ncclResult_t enqueue(const Op& op) {
     tGroup.ops.push_back(op);
     return ncclSuccess;
   }
-  std::vector<Op> single{op};
-  return execute(single);
+  const Op* single = &op;  // outside a group: run now, nothing allocated
+  return runOnComm(op.comm, std::span<const Op* const>(&single, 1));
 }
 
 }  // namespace hetccl

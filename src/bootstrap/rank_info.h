@@ -22,6 +22,9 @@ struct RankInfo {
   int32_t device = -1;          // -1: host rank (CPU)
   uint8_t shmAllowed = 1;       // shared memory is used only if both ends allow it
   Tunables tunables;
+  char domain[32] = {};         // HETCCL_DOMAIN, or the library's name
+  char runtime[16] = {};        // "host" (CPU); "cuda"/"hip" to come
+  char library[32] = {};        // the collective library serving the rank's domain
   char hostname[64] = {};
 
   static RankInfo local(const SocketAddress& listenAddress, int device);

@@ -199,6 +199,9 @@ RankInfo RankInfo::local(const SocketAddress& listenAddress, int device) {
   info.device = device;
   info.shmAllowed = params().transport != TransportChoice::Socket;
   info.tunables = Tunables::fromParams();
+  snprintf(info.domain, sizeof(info.domain), "%s", params().domain.empty() ? "host" : params().domain.c_str());
+  snprintf(info.runtime, sizeof(info.runtime), "host");
+  snprintf(info.library, sizeof(info.library), "hetccl-native");
   gethostname(info.hostname, sizeof(info.hostname) - 1);
   // Same host = same hostname and the same boot (shared /dev/shm).
   std::string key = info.hostname;

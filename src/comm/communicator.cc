@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/params.h"
+#include "comm/init.h"
 
 namespace hetccl {
 
@@ -84,7 +85,22 @@ ncclResult_t Communicator::finishInit() {
   net = std::make_unique<Net>(ctx);
   sendSeq.assign(static_cast<size_t>(nranks), 0);
   recvSeq.assign(static_cast<size_t>(nranks), 0);
+  HETCCL_TRY(createDomains());
   if (rank == 0) printSummary();
+  return ncclSuccess;
+}
+
+ncclResult_t Communicator::createDomains() {
+  partition = Partition::fromRanks(peers);
+  if (partition.single()) return ncclSuccess;  // the communicator is its own backend: pass-through
+  const int d = partition.domainOf[rank];
+  domainComm = std::make_unique<Communicator>();
+  domainComm->config = config;
+  const uint64_t salt = std::hash<std::string>{}(partition.domains[d].name);
+  ncclResult_t r = initChild(this, domainComm.get(), partition.domains[d].members, partition.indexInDomain[rank], salt);
+  ++childCounter;
+  HETCCL_TRY(r);
+  backend = makeNativeBackend(*domainComm);
   return ncclSuccess;
 }
 
@@ -99,6 +115,11 @@ ncclResult_t Communicator::waitReady() {
 char* Communicator::scratch(size_t bytes) {
   if (scratch_.size() < bytes) scratch_.resize(bytes);
   return scratch_.data();
+}
+
+char* Communicator::staging(size_t bytes) {
+  if (staging_.size() < bytes) staging_.resize(bytes);
+  return staging_.data();
 }
 
 void Communicator::setFatal(ncclResult_t error) {
@@ -116,10 +137,21 @@ void Communicator::printSummary() const {
     for (uint64_t h : seen) found |= h == p.hostHash;
     if (!found) { seen.push_back(p.hostHash); ++hosts; }
   }
-  HETCCL_INFO("comm %p%s%s: %d ranks on %d host(s), all host (CPU) ranks, native algorithms; transports: %s",
+  HETCCL_INFO("comm %p%s%s: %d ranks on %d host(s), %zu domain(s); transports: %s",
               static_cast<const void*>(this), config.name.empty() ? "" : " ", config.name.c_str(), nranks, hosts,
+              partition.domains.size(),
               nranks > 1 ? (hosts > 1 ? "shm within a host, socket between hosts" : net->transportName(1))
                          : "none (single rank)");
+  for (const Domain& d : partition.domains) {
+    std::string members;
+    for (int m : d.members) members += (members.empty() ? "" : ",") + std::to_string(m);
+    HETCCL_INFO("  domain %s: ranks {%s}, runtime %s, backend %s%s", d.name.c_str(), members.c_str(),
+                peers[d.members[0]].runtime, d.backend.c_str(),
+                partition.single() ? " (pass-through: every call goes straight to it)" : "");
+  }
+  if (!partition.single())
+    HETCCL_INFO("  between domains: %s, plans in src/plan (hetccl-perf --plan prints them)",
+                hosts > 1 ? "shm within a host, socket between hosts" : net->transportName(partition.domains[1].members[0]));
 }
 
 }  // namespace hetccl

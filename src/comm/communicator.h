@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "backend/backend.h"
 #include "bootstrap/rank_info.h"
+#include "comm/domains.h"
 #include "common/types.h"
 #include "nccl.h"
 #include "transport/net.h"
@@ -54,6 +56,19 @@ class Worker {
   std::thread thread_;
 };
 
+// Request storage reused by every operation's algorithm (grows, never
+// shrinks), so collectives allocate nothing once warmed up.
+struct RequestPool {
+  std::vector<Request> requests;
+  std::vector<Request*> pending;
+  // n requests (their contents are reset when posted) and an empty list.
+  Request* take(size_t n) {
+    if (requests.size() < n) requests.resize(n);
+    pending.clear();
+    return requests.data();
+  }
+};
+
 class Communicator {
  public:
   Communicator() = default;
@@ -80,20 +95,28 @@ class Communicator {
   std::vector<uint64_t> sendSeq, recvSeq;  // per peer, for send/recv tags
   std::vector<std::optional<PreMulSumOp>> preMulSumOps;
   std::unique_ptr<Worker> worker;
+  RequestPool requestPool;
+  Partition partition;                        // the same on every rank
+  std::unique_ptr<Communicator> domainComm;   // my domain's ranks (several domains only)
+  std::unique_ptr<Backend> backend;           // my domain's library (several domains only)
+  std::atomic<unsigned long long> bytesStaged{0};  // copied through staging by cross-domain plans
   unsigned long long operations = 0;
 
   // Completes the connection setup once peers/listener/ring are in place.
   ncclResult_t finishInit();
   // Waits for a non-blocking init to finish; returns its result.
   ncclResult_t waitReady();
-  // A buffer for algorithm temporaries: grows, never shrinks, kept per comm.
+  // Buffers for temporaries: grow, never shrink, kept per comm. Scratch
+  // serves algorithms and plans; staging, the plans' exchange slots.
   char* scratch(size_t bytes);
+  char* staging(size_t bytes);
   // Records a fatal error: later calls fail fast, peers are told.
   void setFatal(ncclResult_t error);
   void printSummary() const;
 
  private:
-  std::vector<char> scratch_;
+  ncclResult_t createDomains();
+  std::vector<char> scratch_, staging_;
 };
 
 }  // namespace hetccl

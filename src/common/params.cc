@@ -60,6 +60,7 @@ Params load() {
   p.smallAllReduceBytes = static_cast<size_t>(envLong("HETCCL_SMALL_ALLREDUCE_BYTES", p.smallAllReduceBytes, 0));
   p.pipelineChunkBytes = static_cast<size_t>(envLong("HETCCL_CHUNK_BYTES", p.pipelineChunkBytes, 4096));
   if (const char* v = env("HETCCL_DEVICE")) p.device = v;
+  if (const char* v = env("HETCCL_DOMAIN")) p.domain = std::string(v).substr(0, 31);
   return p;
 }
 

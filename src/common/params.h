@@ -27,6 +27,7 @@ struct Params {
   size_t smallAllReduceBytes = 64 << 10;  // HETCCL_SMALL_ALLREDUCE_BYTES
   size_t pipelineChunkBytes = 512 << 10;  // HETCCL_CHUNK_BYTES (broadcast/reduce pipelines)
   std::string device;                 // HETCCL_DEVICE ("host" for CPU ranks)
+  std::string domain;                 // HETCCL_DOMAIN: put this rank in the named domain
 };
 
 const Params& params();

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,24 +40,40 @@ inline int& failures() {
     if (r_ != ncclSuccess) return 1;                                                         \
   } while (0)
 
-// Runs `body` on `nranks` local processes with `env` set in each before it
-// starts; passes when every rank exits 0 within `timeout` seconds.
-inline ::testing::AssertionResult runRanks(int nranks, const Env& env, double timeout,
-                                           const hetccl::testing::RankBody& body) {
+using EnvForRank = std::function<Env(int rank)>;
+
+// Runs `body` on `nranks` local processes with envFor(rank) set in each
+// before it starts; passes when every rank exits 0 within `timeout` seconds.
+inline ::testing::AssertionResult runRanksEach(int nranks, const EnvForRank& envFor, double timeout,
+                                               const hetccl::testing::RankBody& body) {
   auto result = hetccl::testing::launchLocalRanks(
       nranks,
       [&](int rank, int n, const ncclUniqueId& id) {
         int code = body(rank, n, id);
         return code != 0 ? code : (failures() ? 1 : 0);
       },
-      timeout, [&](int) {
-        for (const auto& kv : env) setenv(kv.first.c_str(), kv.second.c_str(), 1);
+      timeout, [&](int rank) {
+        for (const auto& kv : envFor(rank)) setenv(kv.first.c_str(), kv.second.c_str(), 1);
       });
   if (result.allPassed()) return ::testing::AssertionSuccess();
   auto failure = ::testing::AssertionFailure();
   if (result.timedOut) failure << "timed out after " << timeout << " s; ";
   for (size_t r = 0; r < result.exitCodes.size(); ++r) failure << "rank " << r << " exit " << result.exitCodes[r] << "; ";
   return failure;
+}
+
+inline ::testing::AssertionResult runRanks(int nranks, const Env& env, double timeout,
+                                           const hetccl::testing::RankBody& body) {
+  return runRanksEach(nranks, [&](int) { return env; }, timeout, body);
+}
+
+// Environment that puts rank r in domain names[r] (HETCCL_DOMAIN), plus `extra`.
+inline EnvForRank domainLayout(std::vector<std::string> names, Env extra = {}) {
+  return [names, extra](int rank) {
+    Env env = extra;
+    env.push_back({"HETCCL_DOMAIN", names[static_cast<size_t>(rank)]});
+    return env;
+  };
 }
 
 }  // namespace mp
@@ -66,4 +83,11 @@ inline ::testing::AssertionResult runRanks(int nranks, const Env& env, double ti
   do {                                                            \
     ::testing::AssertionResult ranks_ok_ = mp::runRanks(__VA_ARGS__); \
     EXPECT_TRUE(ranks_ok_);                                       \
+  } while (0)
+
+// The same with a per-rank environment (mp::EnvForRank).
+#define EXPECT_RANKS_PASS_EACH(...)                                   \
+  do {                                                                \
+    ::testing::AssertionResult ranks_ok_ = mp::runRanksEach(__VA_ARGS__); \
+    EXPECT_TRUE(ranks_ok_);                                           \
   } while (0)

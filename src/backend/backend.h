@@ -1,0 +1,36 @@
+// A domain's collective library, behind one interface: NCCL-style
+// collectives over the domain's own ranks (roots are domain ranks). The
+// native backend runs hetccl's algorithms; NCCL and RCCL backends (loaded
+// at run time) are the GPU issue's.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "common/types.h"
+
+namespace hetccl {
+
+class Communicator;
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  virtual std::string version() const = 0;
+  virtual int rank() const = 0;
+  virtual int nranks() const = 0;
+  virtual bool canReduce(ncclDataType_t type, RedKind kind) const = 0;
+
+  virtual ncclResult_t allReduce(const void* send, void* recv, size_t count, const Reduction& red) = 0;
+  virtual ncclResult_t reduceScatter(const void* send, void* recv, size_t recvcount, const Reduction& red) = 0;
+  virtual ncclResult_t allGather(const void* send, void* recv, size_t sendcount, ncclDataType_t type) = 0;
+  virtual ncclResult_t broadcast(const void* send, void* recv, size_t count, ncclDataType_t type, int root) = 0;
+  virtual ncclResult_t reduce(const void* send, void* recv, size_t count, const Reduction& red, int root) = 0;
+};
+
+// hetccl's own algorithms over `domain` (a communicator of the domain's ranks).
+std::unique_ptr<Backend> makeNativeBackend(Communicator& domain);
+
+}  // namespace hetccl

@@ -1,0 +1,32 @@
+#include "comm/domains.h"
+
+namespace hetccl {
+
+Partition Partition::fromRanks(const std::vector<RankInfo>& ranks) {
+  Partition p;
+  p.domainOf.assign(ranks.size(), -1);
+  p.indexInDomain.assign(ranks.size(), -1);
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const std::string name = ranks[r].domain;
+    size_t d = 0;
+    while (d < p.domains.size() && p.domains[d].name != name) ++d;
+    if (d == p.domains.size()) p.domains.push_back(Domain{name, ranks[r].library, {}});
+    p.domainOf[r] = static_cast<int>(d);
+    p.indexInDomain[r] = static_cast<int>(p.domains[d].members.size());
+    p.domains[d].members.push_back(static_cast<int>(r));
+  }
+  return p;
+}
+
+std::string Partition::describe() const {
+  std::string s;
+  for (const Domain& d : domains) {
+    if (!s.empty()) s += " ";
+    s += d.name + "{";
+    for (size_t i = 0; i < d.members.size(); ++i) s += (i ? "," : "") + std::to_string(d.members[i]);
+    s += "}";
+  }
+  return s;
+}
+
+}  // namespace hetccl

@@ -1,0 +1,32 @@
+// Vendor domains: ranks grouped by the collective library that serves them
+// (or by HETCCL_DOMAIN). Every rank derives the same partition from the
+// exchanged RankInfo table; members need not be contiguous, domains need
+// not be of equal size, and there may be any number of them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bootstrap/rank_info.h"
+
+namespace hetccl {
+
+struct Domain {
+  std::string name;
+  std::string backend;     // the domain's collective library
+  std::vector<int> members;  // global ranks, ascending
+};
+
+struct Partition {
+  std::vector<Domain> domains;   // ordered by their lowest member
+  std::vector<int> domainOf;     // global rank -> domain index
+  std::vector<int> indexInDomain;  // global rank -> position among its domain's members
+
+  static Partition fromRanks(const std::vector<RankInfo>& ranks);
+  bool single() const { return domains.size() <= 1; }
+  // Global rank of member `index` of domain `d`.
+  int member(size_t d, int index) const { return domains[d].members[static_cast<size_t>(index)]; }
+  std::string describe() const;  // "host0{0,2,4} host1{1,3,5}"
+};
+
+}  // namespace hetccl

@@ -1,0 +1,279 @@
+#include "plan/cross_domain.h"
+
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "backend/backend.h"
+#include "comm/communicator.h"
+#include "common/error.h"
+#include "kernels/host_reduce.h"
+
+namespace hetccl {
+
+namespace {
+
+// The pieces every plan uses.
+struct Ctx {
+  Communicator& c;
+  const Partition& p;
+  const int domains;
+  const int mine;          // my domain
+  Backend& backend;        // my domain's library
+  const uint64_t tag;
+
+  Ctx(Communicator& comm, uint64_t t)
+      : c(comm), p(comm.partition), domains(static_cast<int>(comm.partition.domains.size())),
+        mine(comm.partition.domainOf[comm.rank]), backend(*comm.backend), tag(t) {}
+
+  int size(int d) const { return static_cast<int>(p.domains[d].members.size()); }
+  int leader(int d) const { return p.member(static_cast<size_t>(d), 0); }
+  bool isLeader() const { return p.indexInDomain[c.rank] == 0; }
+};
+
+// Reduces the partial results that `holders` (one global rank per domain,
+// me among them) hold for the same `count` elements; all holders end with
+// the same bits in `data`: partials are combined in domain order.
+ncclResult_t combineAmongHolders(Ctx& x, const std::vector<int>& holders, char* data, size_t count,
+                                 const Reduction& merge) {
+  const size_t bytes = count * typeSize(merge.type);
+  char* slots = x.c.staging(static_cast<size_t>(x.domains + 1) * bytes);
+  Request* reqs = x.c.requestPool.take(2 * static_cast<size_t>(x.domains));
+  std::vector<Request*>& list = x.c.requestPool.pending;
+  for (int d = 0; d < x.domains; ++d) {
+    if (d == x.mine) continue;
+    HETCCL_TRY(x.c.net->postSend(holders[d], data, bytes, x.tag, &reqs[d]));
+    list.push_back(&reqs[d]);
+  }
+  for (int d = 0; d < x.domains; ++d) {
+    if (d == x.mine) continue;
+    HETCCL_TRY(x.c.net->postRecv(holders[d], slots + d * bytes, bytes, x.tag, nullptr, &reqs[x.domains + d]));
+    list.push_back(&reqs[x.domains + d]);
+  }
+  HETCCL_TRY(x.c.net->wait(list.data(), list.size()));
+  x.c.bytesStaged += (x.domains - 1) * bytes;
+  auto partial = [&](int d) -> const char* { return d == x.mine ? data : slots + d * bytes; };
+  if (x.domains == 2) {  // a op b == b op a: both holders get the same bits
+    reduceInto(merge, data, partial(1 - x.mine), data, count);
+    return ncclSuccess;
+  }
+  char* acc = slots + x.domains * bytes;
+  reduceInto(merge, acc, partial(0), partial(1), count);
+  for (int d = 2; d < x.domains; ++d) reduceInto(merge, acc, acc, partial(d), count);
+  memcpy(data, acc, bytes);
+  return ncclSuccess;
+}
+
+// Few round trips: reduce to each domain's leader, leaders combine, each
+// leader broadcasts inside its domain. Works on [offset, offset + count).
+ncclResult_t allReduceByLeaders(Ctx& x, const Op& op, size_t offset, size_t count) {
+  const size_t es = typeSize(op.type);
+  const char* send = static_cast<const char*>(op.sendbuff) + offset * es;
+  char* recv = static_cast<char*>(op.recvbuff) + offset * es;
+  Reduction intra = op.red;
+  intra.average = false;
+  HETCCL_TRY(x.backend.reduce(send, recv, count, intra, 0));
+  if (x.isLeader()) {
+    std::vector<int> leaders(x.domains);
+    for (int d = 0; d < x.domains; ++d) leaders[d] = x.leader(d);
+    HETCCL_TRY(combineAmongHolders(x, leaders, recv, count, op.red.merging()));
+    finishAverage(op.red, recv, count, x.c.nranks);
+  }
+  return x.backend.broadcast(recv, recv, count, op.type, 0);
+}
+
+// Bandwidth: reduce-scatter inside each domain, combine each piece among
+// the ranks holding it in the other domains (every rank's links carry a
+// share), all-gather inside each domain. The part of the buffer that does
+// not split evenly over every domain (fewer elements than the least common
+// multiple of the domain sizes) goes by leaders.
+ncclResult_t allReduceHierarchical(Ctx& x, const Op& op) {
+  const size_t es = typeSize(op.type);
+  size_t lcm = 1;
+  for (int d = 0; d < x.domains; ++d) lcm = std::lcm(lcm, static_cast<size_t>(x.size(d)));
+  const size_t main = op.count - op.count % lcm;
+  if (main > 0) {
+    const int s = x.size(x.mine), i = x.p.indexInDomain[x.c.rank];
+    const size_t q = main / s;
+    char* recv = static_cast<char*>(op.recvbuff);
+    Reduction intra = op.red;
+    intra.average = false;
+    HETCCL_TRY(x.backend.reduceScatter(op.sendbuff, recv + i * q * es, q, intra));
+    // My block [i*q, (i+1)*q) meets the other domains' blocks in segments;
+    // each segment has one holder per domain. Chunks bound the staging.
+    const size_t chunk = std::max<size_t>(1, x.c.tunables.pipelineChunkBytes * 2 / es);
+    size_t a = i * q;
+    const size_t end = (i + 1) * q;
+    std::vector<int> holders(x.domains);
+    while (a < end) {
+      size_t b = end;
+      for (int d = 0; d < x.domains; ++d) {
+        const size_t qd = main / x.size(d);
+        holders[d] = x.p.member(d, static_cast<int>(a / qd));
+        b = std::min(b, (a / qd + 1) * qd);
+      }
+      for (size_t c0 = a; c0 < b; c0 += chunk) {
+        const size_t n = std::min(chunk, b - c0);
+        HETCCL_TRY(combineAmongHolders(x, holders, recv + c0 * es, n, op.red.merging()));
+        finishAverage(op.red, recv + c0 * es, n, x.c.nranks);
+      }
+      a = b;
+    }
+    HETCCL_TRY(x.backend.allGather(recv + i * q * es, recv, q, op.type));
+  }
+  if (main < op.count) return allReduceByLeaders(x, op, main, op.count - main);
+  return ncclSuccess;
+}
+
+ncclResult_t allReducePlan(Ctx& x, const Op& op) {
+  const size_t bytes = op.count * typeSize(op.type);
+  if (bytes <= x.c.tunables.smallAllReduceBytes) return allReduceByLeaders(x, op, 0, op.count);
+  return allReduceHierarchical(x, op);
+}
+
+// Reduce-scatter: the all-reduce plan into a staging buffer, then this
+// rank's block. (A plan without the final all-gather would move less.)
+ncclResult_t reduceScatterPlan(Ctx& x, const Op& op) {
+  const size_t es = typeSize(op.type);
+  const size_t total = op.count * x.c.nranks;
+  char* full = x.c.scratch(total * es);
+  Op whole = op;
+  whole.kind = OpKind::AllReduce;
+  whole.count = total;
+  whole.recvbuff = full;
+  HETCCL_TRY(allReducePlan(x, whole));
+  memmove(op.recvbuff, full + x.c.rank * op.count * es, op.count * es);
+  x.c.bytesStaged += total * es;
+  return ncclSuccess;
+}
+
+// All-gather: inside each domain, then leaders swap their domains' blocks,
+// then each leader broadcasts the other domains' blocks inside its domain.
+ncclResult_t allGatherPlan(Ctx& x, const Op& op) {
+  const size_t es = typeSize(op.type), block = op.count * es;
+  // Staging holds the blocks in domain order: domain 0's members, then 1's...
+  std::vector<size_t> offset(x.domains + 1, 0);
+  for (int d = 0; d < x.domains; ++d) offset[d + 1] = offset[d] + x.size(d) * block;
+  char* full = x.c.scratch(offset[x.domains]);
+  HETCCL_TRY(x.backend.allGather(op.sendbuff, full + offset[x.mine], op.count, op.type));
+  if (x.isLeader()) {
+    Request* reqs = x.c.requestPool.take(2 * static_cast<size_t>(x.domains));
+    std::vector<Request*>& list = x.c.requestPool.pending;
+    for (int d = 0; d < x.domains; ++d) {
+      if (d == x.mine) continue;
+      HETCCL_TRY(x.c.net->postSend(x.leader(d), full + offset[x.mine], offset[x.mine + 1] - offset[x.mine], x.tag, &reqs[d]));
+      list.push_back(&reqs[d]);
+    }
+    for (int d = 0; d < x.domains; ++d) {
+      if (d == x.mine) continue;
+      HETCCL_TRY(x.c.net->postRecv(x.leader(d), full + offset[d], offset[d + 1] - offset[d], x.tag, nullptr, &reqs[x.domains + d]));
+      list.push_back(&reqs[x.domains + d]);
+    }
+    HETCCL_TRY(x.c.net->wait(list.data(), list.size()));
+  }
+  for (int d = 0; d < x.domains; ++d) {
+    if (d == x.mine) continue;
+    HETCCL_TRY(x.backend.broadcast(full + offset[d], full + offset[d], x.size(d) * op.count, op.type, 0));
+  }
+  char* out = static_cast<char*>(op.recvbuff);
+  for (int g = 0; g < x.c.nranks; ++g) {
+    const char* src = full + offset[x.p.domainOf[g]] + x.p.indexInDomain[g] * block;
+    if (out + g * block != src) memmove(out + g * block, src, block);
+  }
+  x.c.bytesStaged += offset[x.domains];
+  return ncclSuccess;
+}
+
+// Broadcast: the root sends to each other domain's leader, then every
+// domain broadcasts inside itself (from the root in the root's domain).
+ncclResult_t broadcastPlan(Ctx& x, const Op& op) {
+  const size_t bytes = op.count * typeSize(op.type);
+  const int rootDomain = x.p.domainOf[op.root];
+  if (x.c.rank == op.root) {
+    Request* reqs = x.c.requestPool.take(static_cast<size_t>(x.domains));
+    std::vector<Request*>& list = x.c.requestPool.pending;
+    for (int d = 0; d < x.domains; ++d) {
+      if (d == rootDomain) continue;
+      HETCCL_TRY(x.c.net->postSend(x.leader(d), op.sendbuff, bytes, x.tag, &reqs[d]));
+      list.push_back(&reqs[d]);
+    }
+    HETCCL_TRY(x.c.net->wait(list.data(), list.size()));
+  } else if (x.mine != rootDomain && x.isLeader()) {
+    HETCCL_TRY(x.c.net->recv(op.root, op.recvbuff, bytes, x.tag));
+  }
+  const bool rootHere = x.mine == rootDomain;
+  const int localRoot = rootHere ? x.p.indexInDomain[op.root] : 0;
+  const void* src = x.c.rank == op.root ? op.sendbuff : op.recvbuff;
+  return x.backend.broadcast(src, op.recvbuff, op.count, op.type, localRoot);
+}
+
+// Reduce: each domain reduces to its leader (the root, in the root's
+// domain); the other leaders send their partials to the root, which
+// combines them in domain order.
+ncclResult_t reducePlan(Ctx& x, const Op& op) {
+  const size_t es = typeSize(op.type), bytes = op.count * es;
+  const int rootDomain = x.p.domainOf[op.root];
+  const bool rootHere = x.mine == rootDomain;
+  const int localRoot = rootHere ? x.p.indexInDomain[op.root] : 0;
+  const bool isLocalRoot = x.p.indexInDomain[x.c.rank] == localRoot;
+  Reduction intra = op.red;
+  intra.average = false;
+  char* partial = x.c.rank == op.root ? static_cast<char*>(op.recvbuff) : x.c.scratch(bytes);
+  HETCCL_TRY(x.backend.reduce(op.sendbuff, partial, op.count, intra, localRoot));
+  if (!isLocalRoot) return ncclSuccess;
+  if (x.c.rank != op.root) return x.c.net->send(op.root, partial, bytes, x.tag);
+  std::vector<int> holders(x.domains);
+  for (int d = 0; d < x.domains; ++d) holders[d] = d == x.mine ? op.root : x.leader(d);
+  // Only the root combines: receive the others' partials, reduce in domain order.
+  char* slots = x.c.staging(static_cast<size_t>(x.domains + 1) * bytes);
+  Request* reqs = x.c.requestPool.take(static_cast<size_t>(x.domains));
+  std::vector<Request*>& list = x.c.requestPool.pending;
+  for (int d = 0; d < x.domains; ++d) {
+    if (d == x.mine) continue;
+    HETCCL_TRY(x.c.net->postRecv(holders[d], slots + d * bytes, bytes, x.tag, nullptr, &reqs[d]));
+    list.push_back(&reqs[d]);
+  }
+  HETCCL_TRY(x.c.net->wait(list.data(), list.size()));
+  x.c.bytesStaged += (x.domains - 1) * bytes;
+  const Reduction merge = op.red.merging();
+  char* acc = slots + x.domains * bytes;
+  auto part = [&](int d) -> const char* { return d == x.mine ? partial : slots + d * bytes; };
+  reduceInto(merge, acc, part(0), part(1), op.count);
+  for (int d = 2; d < x.domains; ++d) reduceInto(merge, acc, acc, part(d), op.count);
+  memcpy(op.recvbuff, acc, bytes);
+  finishAverage(op.red, op.recvbuff, op.count, x.c.nranks);
+  return ncclSuccess;
+}
+
+}  // namespace
+
+ncclResult_t runAcrossDomains(Communicator& c, const Op& op, uint64_t tag, bool* handled) {
+  *handled = true;
+  Ctx x(c, tag);
+  switch (op.kind) {
+    case OpKind::AllReduce: return allReducePlan(x, op);
+    case OpKind::ReduceScatter: return reduceScatterPlan(x, op);
+    case OpKind::AllGather: return allGatherPlan(x, op);
+    case OpKind::Broadcast: return broadcastPlan(x, op);
+    case OpKind::Reduce: return reducePlan(x, op);
+    default: *handled = false; return ncclSuccess;
+  }
+}
+
+const char* planName(const Communicator& c, const Op& op) {
+  if (c.partition.single()) return "single domain: the domain's backend runs the collective as is";
+  const size_t bytes = op.count * typeSize(op.type);
+  switch (op.kind) {
+    case OpKind::AllReduce:
+      return bytes <= c.tunables.smallAllReduceBytes
+                 ? "leaders: domain reduce -> leaders combine -> domain broadcast"
+                 : "hierarchical: domain reduce-scatter -> holders combine per segment -> domain all-gather (+ leaders for the uneven tail)";
+    case OpKind::ReduceScatter: return "all-reduce plan into staging, keep own block";
+    case OpKind::AllGather: return "domain all-gather -> leaders swap domain blocks -> domain broadcasts";
+    case OpKind::Broadcast: return "root -> other domains' leaders -> domain broadcasts";
+    case OpKind::Reduce: return "domain reduce to leaders -> root combines";
+    default: return "direct: point-to-point over the inter-domain transports";
+  }
+}
+
+}  // namespace hetccl

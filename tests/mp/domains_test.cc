@@ -1,0 +1,101 @@
+// Communicators of several domains (HETCCL_DOMAIN) on host ranks: the full
+// collective matrix in mixed layouts (contiguous, interleaved, unequal,
+// three domains, one rank per domain), pass-through of single-domain
+// communicators (nothing staged), the plans chosen, and a rank dying
+// mid-collective in a mixed job.
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "hetccl.h"
+#include "matrix.h"
+
+namespace {
+
+struct Layout {
+  const char* name;
+  std::vector<std::string> domains;  // per rank
+};
+
+void PrintTo(const Layout& l, std::ostream* os) { *os << l.name; }
+
+class DomainLayouts : public ::testing::TestWithParam<Layout> {};
+
+TEST_P(DomainLayouts, EveryCollectiveTypeOpCountAndPlacement) {
+  const Layout& l = GetParam();
+  const uint64_t seed = hetccl::testing::runSeed();
+  fprintf(stderr, "seed %llu (HETCCL_TEST_SEED)\n", static_cast<unsigned long long>(seed));
+  EXPECT_RANKS_PASS_EACH(static_cast<int>(l.domains.size()), mp::domainLayout(l.domains), 500,
+                    [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    HostRanks, DomainLayouts,
+    ::testing::Values(Layout{"two_of_two", {"a", "a", "b", "b"}},
+                      Layout{"interleaved_three_and_three", {"a", "b", "a", "b", "a", "b"}},
+                      Layout{"one_and_three", {"a", "b", "b", "b"}},
+                      Layout{"two_five_one", {"a", "b", "a", "b", "b", "b", "b", "c"}},
+                      Layout{"four_of_one", {"a", "b", "c", "d"}}),
+    [](const ::testing::TestParamInfo<Layout>& info) { return std::string(info.param.name); });
+
+// A single-domain communicator hands every call to its backend as is: no
+// staging. A mixed one stages, and reports its domains and plans.
+TEST(Domains, PassThroughAndPlans) {
+  EXPECT_RANKS_PASS(4, mp::Env{}, 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<float> x(1 << 20, 1.0f);
+    RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr));
+    RANK_NCCL(ncclAllGather(x.data(), x.data(), x.size() / 4, ncclFloat32, comm, nullptr));
+    hetcclCommStats_t stats;
+    RANK_NCCL(hetcclCommGetStats(comm, &stats));
+    RANK_EXPECT(stats.bytesStaged == 0, "single domain staged %llu bytes", stats.bytesStaged);
+    RANK_EXPECT(std::string(hetcclCommDescribeDomains(comm)) == "host{0,1,2,3}", "%s", hetcclCommDescribeDomains(comm));
+    RANK_EXPECT(std::string(hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32)).find("single domain") == 0,
+                "%s", hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32));
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+  EXPECT_RANKS_PASS_EACH(4, mp::domainLayout({"a", "b", "a", "b"}), 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    RANK_EXPECT(std::string(hetcclCommDescribeDomains(comm)) == "a{0,2} b{1,3}", "%s", hetcclCommDescribeDomains(comm));
+    RANK_EXPECT(std::string(hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32)).find("hierarchical") == 0,
+                "%s", hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32));
+    RANK_EXPECT(std::string(hetcclCommDescribePlan(comm, "all_reduce", 16, ncclFloat32)).find("leaders") == 0,
+                "%s", hetcclCommDescribePlan(comm, "all_reduce", 16, ncclFloat32));
+    RANK_EXPECT(hetcclCommDescribePlan(comm, "no_such_collective", 16, ncclFloat32) == nullptr, "unknown collective");
+    std::vector<float> x(1 << 20, 1.0f);
+    RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr));
+    RANK_EXPECT(x[0] == 4 && x.back() == 4, "sum %g", x.back());
+    hetcclCommStats_t stats;
+    RANK_NCCL(hetcclCommGetStats(comm, &stats));
+    RANK_EXPECT(stats.bytesStaged > 0, "a mixed all-reduce staged nothing");
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
+TEST(Domains, DeadRankInAMixedJob) {
+  EXPECT_RANKS_PASS_EACH(4, mp::domainLayout({"a", "b", "a", "b"}, {{"HETCCL_TIMEOUT", "20"}}), 60,
+                    [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<float> x(1 << 20, 1.0f);
+    RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr));
+    if (rank == 3) _exit(0);
+    auto t0 = std::chrono::steady_clock::now();
+    ncclResult_t r = ncclSuccess;
+    for (int i = 0; i < 5 && r == ncclSuccess; ++i)
+      r = ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr);
+    double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    RANK_EXPECT(r != ncclSuccess, "collectives with a dead rank succeeded");
+    RANK_EXPECT(waited < 15, "error took %.1f s", waited);
+    ncclCommAbort(comm);
+    return 0;
+  });
+}
+
+}  // namespace

@@ -1,0 +1,100 @@
+// The collective matrix every rank runs: each collective x type x op x
+// count (0, 1, odd, large) x in/out-of-place, checked against the
+// float64/exact reference on fresh random data (seed printed by the test).
+#pragma once
+
+#include <cstring>
+#include <vector>
+
+#include "mp_util.h"
+#include "reference.h"
+
+namespace mp {
+
+using namespace hetccl::testing;
+
+inline ncclResult_t launch(ncclComm_t comm, const Case& k, ncclRedOp_t op, int rank, char* send, char* recv, bool inPlace) {
+  const size_t cb = k.count * typeBytes(k.type);
+  const int n = k.nranks;
+  void* r = inPlace ? send : recv;
+  switch (k.coll) {
+    case Collective::AllReduce: return ncclAllReduce(send, r, k.count, k.type, op, comm, nullptr);
+    case Collective::Broadcast: return ncclBroadcast(send, r, k.count, k.type, k.root, comm, nullptr);
+    case Collective::Reduce: return ncclReduce(send, r, k.count, k.type, op, k.root, comm, nullptr);
+    case Collective::AllGather: return ncclAllGather(inPlace ? send + rank * cb : send, r, k.count, k.type, comm, nullptr);
+    case Collective::ReduceScatter:
+      return ncclReduceScatter(send, inPlace ? send + rank * cb : recv, k.count, k.type, op, comm, nullptr);
+    case Collective::AlltoAll: return ncclAlltoAll(send, r, k.count, k.type, comm, nullptr);
+    case Collective::Gather: return ncclGather(inPlace ? send + rank * cb : send, r, k.count, k.type, k.root, comm, nullptr);
+    case Collective::Scatter: return ncclScatter(send, inPlace ? send + rank * cb : recv, k.count, k.type, k.root, comm, nullptr);
+    case Collective::SendRecv:
+      ncclGroupStart();
+      ncclRecv(recv, k.count, k.type, (rank - 1 + n) % n, comm, nullptr);
+      ncclSend(send, k.count, k.type, (rank + 1) % n, comm, nullptr);
+      return ncclGroupEnd();
+  }
+  return ncclInternalError;
+}
+
+inline int runMatrix(int rank, int n, const ncclUniqueId& id, uint64_t seed, size_t large) {
+  ncclComm_t comm;
+  RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+  const size_t counts[] = {0, 1, 1027, large};
+  std::vector<char> send, recv;
+  uint64_t call = 0;
+  for (int c = 0; c <= static_cast<int>(Collective::SendRecv); ++c) {
+    const auto coll = static_cast<Collective>(c);
+    for (int t = 0; t < ncclNumTypes; ++t) {
+      const auto type = static_cast<ncclDataType_t>(t);
+      std::vector<int> ops = collectiveReduces(coll) ? std::vector<int>{ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg, kPreMulSum}
+                                                     : std::vector<int>{ncclSum};
+      for (int opv : ops) {
+        for (size_t count : counts) {
+          for (int inPlace = 0; inPlace < (coll == Collective::SendRecv ? 1 : 2); ++inPlace) {
+            ++call;
+            Case k;
+            k.coll = coll;
+            k.type = type;
+            k.op = opv;
+            k.count = count;
+            k.nranks = n;
+            k.root = static_cast<int>(call % n);
+            k.seed = seed ^ (call * 0x9e3779b97f4a7c15ull);
+            const size_t es = typeBytes(type);
+            send.assign(std::max<size_t>(1, sendElements(coll, count, n) * es + recvElements(coll, count, n) * es), 0);
+            recv.assign(std::max<size_t>(1, recvElements(coll, count, n) * es), 0);
+            char* input = send.data();
+            if (inPlace && (coll == Collective::AllGather || coll == Collective::Gather)) input += rank * count * es;
+            fillInput(k, rank, input);
+            poison(type, recv.data(), recvElements(coll, count, n));
+            ncclRedOp_t op = static_cast<ncclRedOp_t>(opv);
+            if (opv == kPreMulSum) {
+              // Alternate the scalar's residence: host immediate or (host ranks) "device" memory.
+              static char scalar[8];
+              writeScalar(type, preMulScalar(k, rank), scalar);
+              RANK_NCCL(ncclRedOpCreatePreMulSum(&op, scalar, type, call % 2 ? ncclScalarDevice : ncclScalarHostImmediate, comm));
+            }
+            ncclResult_t r = launch(comm, k, op, rank, send.data(), recv.data(), inPlace);
+            RANK_EXPECT(r == ncclSuccess, "%s %s %s count %zu: %s", collectiveName(coll), typeLabel(type), opLabel(opv),
+                        count, ncclGetLastError(comm));
+            if (r != ncclSuccess) return 1;
+            const char* result = recv.data();
+            if (inPlace) {
+              result = send.data();
+              if (coll == Collective::ReduceScatter || coll == Collective::Scatter) result += rank * count * es;
+            }
+            std::string err;
+            size_t wrong = countWrong(k, rank, result, &err);
+            RANK_EXPECT(wrong == 0, "%s (%zu wrong, %s, seed %llu)", err.c_str(), wrong, inPlace ? "in-place" : "out-of-place",
+                        static_cast<unsigned long long>(seed));
+            if (opv == kPreMulSum) RANK_NCCL(ncclRedOpDestroy(op, comm));
+          }
+        }
+      }
+    }
+  }
+  RANK_NCCL(ncclCommDestroy(comm));
+  return 0;
+}
+
+}  // namespace mp
