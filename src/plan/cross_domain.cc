@@ -7,6 +7,7 @@
 #include "backend/backend.h"
 #include "comm/communicator.h"
 #include "common/error.h"
+#include "algorithms/reduce_sink.h"
 #include "kernels/host_reduce.h"
 
 namespace hetccl {
@@ -32,36 +33,60 @@ struct Ctx {
 };
 
 // Reduces the partial results that `holders` (one global rank per domain,
-// me among them) hold for the same `count` elements; all holders end with
-// the same bits in `data`: partials are combined in domain order.
+// me among them) hold for the same `count` elements, and applies ncclAvg's
+// division; all holders end with the same bits in `data`. Like a
+// reduce-scatter + all-gather among the holders: holder k combines part k
+// of the elements (so each element is computed once), then the parts are
+// swapped. With two domains the partner's part is reduced straight out of
+// the transport; with more, partials are combined in domain order.
 ncclResult_t combineAmongHolders(Ctx& x, const std::vector<int>& holders, char* data, size_t count,
-                                 const Reduction& merge) {
-  const size_t bytes = count * typeSize(merge.type);
-  char* slots = x.c.staging(static_cast<size_t>(x.domains + 1) * bytes);
-  Request* reqs = x.c.requestPool.take(2 * static_cast<size_t>(x.domains));
+                                 const Reduction& red) {
+  const size_t es = typeSize(red.type);
+  const Reduction merge = red.merging();
+  const int D = x.domains, me = x.mine;
+  auto begin = [&](int k) { return blockBegin(count, D, k); };
+  const size_t mineBegin = begin(me), mineCount = begin(me + 1) - mineBegin;
+  char* myPart = data + mineBegin * es;
+  char* slots = D > 2 ? x.c.staging(static_cast<size_t>(D + 1) * mineCount * es) : nullptr;
+  Request* reqs = x.c.requestPool.take(2 * static_cast<size_t>(D));
   std::vector<Request*>& list = x.c.requestPool.pending;
-  for (int d = 0; d < x.domains; ++d) {
-    if (d == x.mine) continue;
-    HETCCL_TRY(x.c.net->postSend(holders[d], data, bytes, x.tag, &reqs[d]));
+  ReduceSink sink(merge, myPart, myPart);
+  // 1. Everyone's partial of my part comes to me; mine of theirs goes to them.
+  for (int d = 0; d < D; ++d) {
+    if (d == me) continue;
+    HETCCL_TRY(x.c.net->postSend(holders[d], data + begin(d) * es, (begin(d + 1) - begin(d)) * es, x.tag, &reqs[d]));
     list.push_back(&reqs[d]);
   }
-  for (int d = 0; d < x.domains; ++d) {
-    if (d == x.mine) continue;
-    HETCCL_TRY(x.c.net->postRecv(holders[d], slots + d * bytes, bytes, x.tag, nullptr, &reqs[x.domains + d]));
-    list.push_back(&reqs[x.domains + d]);
+  for (int d = 0; d < D; ++d) {
+    if (d == me) continue;
+    char* into = D > 2 ? slots + d * mineCount * es : myPart;
+    HETCCL_TRY(x.c.net->postRecv(holders[d], into, mineCount * es, x.tag, D > 2 ? nullptr : &sink, &reqs[D + d]));
+    list.push_back(&reqs[D + d]);
   }
   HETCCL_TRY(x.c.net->wait(list.data(), list.size()));
-  x.c.bytesStaged += (x.domains - 1) * bytes;
-  auto partial = [&](int d) -> const char* { return d == x.mine ? data : slots + d * bytes; };
-  if (x.domains == 2) {  // a op b == b op a: both holders get the same bits
-    reduceInto(merge, data, partial(1 - x.mine), data, count);
-    return ncclSuccess;
+  if (D > 2) {
+    auto partial = [&](int d) -> const char* { return d == me ? myPart : slots + d * mineCount * es; };
+    char* acc = slots + D * mineCount * es;
+    reduceInto(merge, acc, partial(0), partial(1), mineCount);
+    for (int d = 2; d < D; ++d) reduceInto(merge, acc, acc, partial(d), mineCount);
+    memcpy(myPart, acc, mineCount * es);
+    x.c.bytesStaged += (D - 1) * mineCount * es;
   }
-  char* acc = slots + x.domains * bytes;
-  reduceInto(merge, acc, partial(0), partial(1), count);
-  for (int d = 2; d < x.domains; ++d) reduceInto(merge, acc, acc, partial(d), count);
-  memcpy(data, acc, bytes);
-  return ncclSuccess;
+  finishAverage(red, myPart, mineCount, x.c.nranks);
+  // 2. Swap the finished parts.
+  list.clear();
+  for (int d = 0; d < D; ++d) {
+    if (d == me) continue;
+    HETCCL_TRY(x.c.net->postSend(holders[d], myPart, mineCount * es, x.tag, &reqs[d]));
+    list.push_back(&reqs[d]);
+  }
+  for (int d = 0; d < D; ++d) {
+    if (d == me) continue;
+    HETCCL_TRY(x.c.net->postRecv(holders[d], data + begin(d) * es, (begin(d + 1) - begin(d)) * es, x.tag, nullptr,
+                                 &reqs[D + d]));
+    list.push_back(&reqs[D + d]);
+  }
+  return x.c.net->wait(list.data(), list.size());
 }
 
 // Few round trips: reduce to each domain's leader, leaders combine, each
@@ -76,8 +101,7 @@ ncclResult_t allReduceByLeaders(Ctx& x, const Op& op, size_t offset, size_t coun
   if (x.isLeader()) {
     std::vector<int> leaders(x.domains);
     for (int d = 0; d < x.domains; ++d) leaders[d] = x.leader(d);
-    HETCCL_TRY(combineAmongHolders(x, leaders, recv, count, op.red.merging()));
-    finishAverage(op.red, recv, count, x.c.nranks);
+    HETCCL_TRY(combineAmongHolders(x, leaders, recv, count, op.red));
   }
   return x.backend.broadcast(recv, recv, count, op.type, 0);
 }
@@ -114,8 +138,7 @@ ncclResult_t allReduceHierarchical(Ctx& x, const Op& op) {
       }
       for (size_t c0 = a; c0 < b; c0 += chunk) {
         const size_t n = std::min(chunk, b - c0);
-        HETCCL_TRY(combineAmongHolders(x, holders, recv + c0 * es, n, op.red.merging()));
-        finishAverage(op.red, recv + c0 * es, n, x.c.nranks);
+        HETCCL_TRY(combineAmongHolders(x, holders, recv + c0 * es, n, op.red));
       }
       a = b;
     }

@@ -72,7 +72,11 @@ TEST(Domains, PassThroughAndPlans) {
     RANK_EXPECT(x[0] == 4 && x.back() == 4, "sum %g", x.back());
     hetcclCommStats_t stats;
     RANK_NCCL(hetcclCommGetStats(comm, &stats));
-    RANK_EXPECT(stats.bytesStaged > 0, "a mixed all-reduce staged nothing");
+    RANK_EXPECT(stats.bytesStaged == 0, "two-domain all-reduce staged %llu bytes (it reduces from the transport)",
+                stats.bytesStaged);
+    RANK_NCCL(ncclAllGather(x.data(), x.data(), x.size() / 4, ncclFloat32, comm, nullptr));
+    RANK_NCCL(hetcclCommGetStats(comm, &stats));
+    RANK_EXPECT(stats.bytesStaged > 0, "a mixed all-gather staged nothing");
     RANK_NCCL(ncclCommDestroy(comm));
     return 0;
   });
