@@ -74,6 +74,9 @@ ncclResult_t submit(const char* fn, Op op, ncclComm_t comm, ncclRedOp_t redop, b
   if (reduces) {
     r = resolveReduction(c, redop, op.type, fn, &op.red);
     if (r != ncclSuccess) return bad(r);
+    if (const Domain* d = c->partition.domainUnableToReduce(op.type))
+      return bad(fail(ncclInvalidArgument, "%s: domain '%s' (library %s) cannot reduce %s", fn, d->name.c_str(),
+                      d->backend.c_str(), typeName(op.type)));
   } else {
     op.red.type = op.type;
   }

@@ -21,7 +21,6 @@ class Backend {
   virtual std::string version() const = 0;
   virtual int rank() const = 0;
   virtual int nranks() const = 0;
-  virtual bool canReduce(ncclDataType_t type, RedKind kind) const = 0;
 
   virtual ncclResult_t allReduce(const void* send, void* recv, size_t count, const Reduction& red) = 0;
   virtual ncclResult_t reduceScatter(const void* send, void* recv, size_t recvcount, const Reduction& red) = 0;

@@ -25,6 +25,7 @@ struct RankInfo {
   char domain[32] = {};         // HETCCL_DOMAIN, or the library's name
   char runtime[16] = {};        // "host" (CPU); "cuda"/"hip" to come
   char library[32] = {};        // the collective library serving the rank's domain
+  uint32_t reducibleTypes = 0;  // bit t: the library can reduce ncclDataType_t t
   char hostname[64] = {};
 
   static RankInfo local(const SocketAddress& listenAddress, int device);

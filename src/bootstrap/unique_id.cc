@@ -202,6 +202,7 @@ RankInfo RankInfo::local(const SocketAddress& listenAddress, int device) {
   snprintf(info.domain, sizeof(info.domain), "%s", params().domain.empty() ? "host" : params().domain.c_str());
   snprintf(info.runtime, sizeof(info.runtime), "host");
   snprintf(info.library, sizeof(info.library), "hetccl-native");
+  info.reducibleTypes = params().reducibleTypes;
   gethostname(info.hostname, sizeof(info.hostname) - 1);
   // Same host = same hostname and the same boot (shared /dev/shm).
   std::string key = info.hostname;

@@ -10,12 +10,24 @@ Partition Partition::fromRanks(const std::vector<RankInfo>& ranks) {
     const std::string name = ranks[r].domain;
     size_t d = 0;
     while (d < p.domains.size() && p.domains[d].name != name) ++d;
-    if (d == p.domains.size()) p.domains.push_back(Domain{name, ranks[r].library, {}});
+    if (d == p.domains.size()) {
+      Domain domain;
+      domain.name = name;
+      domain.backend = ranks[r].library;
+      p.domains.push_back(domain);
+    }
+    p.domains[d].reducibleTypes &= ranks[r].reducibleTypes;
     p.domainOf[r] = static_cast<int>(d);
     p.indexInDomain[r] = static_cast<int>(p.domains[d].members.size());
     p.domains[d].members.push_back(static_cast<int>(r));
   }
   return p;
+}
+
+const Domain* Partition::domainUnableToReduce(ncclDataType_t type) const {
+  for (const Domain& d : domains)
+    if (!(d.reducibleTypes & (1u << type))) return &d;
+  return nullptr;
 }
 
 std::string Partition::describe() const {

@@ -14,6 +14,7 @@ namespace hetccl {
 struct Domain {
   std::string name;
   std::string backend;     // the domain's collective library
+  uint32_t reducibleTypes = ~0u;  // types every member's library can reduce
   std::vector<int> members;  // global ranks, ascending
 };
 
@@ -27,6 +28,8 @@ struct Partition {
   // Global rank of member `index` of domain `d`.
   int member(size_t d, int index) const { return domains[d].members[static_cast<size_t>(index)]; }
   std::string describe() const;  // "host0{0,2,4} host1{1,3,5}"
+  // The first domain that cannot reduce `type`, or nullptr.
+  const Domain* domainUnableToReduce(ncclDataType_t type) const;
 };
 
 }  // namespace hetccl

@@ -28,6 +28,7 @@ struct Params {
   size_t pipelineChunkBytes = 512 << 10;  // HETCCL_CHUNK_BYTES (broadcast/reduce pipelines)
   std::string device;                 // HETCCL_DEVICE ("host" for CPU ranks)
   std::string domain;                 // HETCCL_DOMAIN: put this rank in the named domain
+  uint32_t reducibleTypes = 0xfff;    // HETCCL_REDUCE_TYPES: types the native library may reduce
 };
 
 const Params& params();

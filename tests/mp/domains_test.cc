@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,31 @@ TEST(Domains, PassThroughAndPlans) {
     RANK_NCCL(ncclAllGather(x.data(), x.data(), x.size() / 4, ncclFloat32, comm, nullptr));
     RANK_NCCL(hetcclCommGetStats(comm, &stats));
     RANK_EXPECT(stats.bytesStaged > 0, "a mixed all-gather staged nothing");
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
+// A type one domain's library cannot reduce is refused on every rank, with
+// the domain named; the others still work.
+TEST(Domains, TypeADomainCannotReduceIsRefused) {
+  auto env = [](int rank) {
+    mp::Env e{{"HETCCL_DOMAIN", rank % 2 ? "b" : "a"}};
+    if (rank % 2) e.push_back({"HETCCL_REDUCE_TYPES", "float,double"});
+    return e;
+  };
+  EXPECT_RANKS_PASS_EACH(4, env, 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<_Float16> h(100, static_cast<_Float16>(1));
+    ncclResult_t r = ncclAllReduce(h.data(), h.data(), h.size(), ncclFloat16, ncclSum, comm, nullptr);
+    RANK_EXPECT(r == ncclInvalidArgument, "half all-reduce gave %d", r);
+    RANK_EXPECT(strstr(ncclGetLastError(comm), "domain 'b'") != nullptr, "message: %s", ncclGetLastError(comm));
+    // Moving halves without reducing them is fine; so is reducing floats.
+    RANK_NCCL(ncclBroadcast(h.data(), h.data(), h.size(), ncclFloat16, 0, comm, nullptr));
+    std::vector<float> f(100, 1.0f);
+    RANK_NCCL(ncclAllReduce(f.data(), f.data(), f.size(), ncclFloat32, ncclSum, comm, nullptr));
+    RANK_EXPECT(f[99] == 4.0f, "float sum %g", f[99]);
     RANK_NCCL(ncclCommDestroy(comm));
     return 0;
   });
