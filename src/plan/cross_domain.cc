@@ -90,83 +90,125 @@ ncclResult_t combineAmongHolders(Ctx& x, const std::vector<int>& holders, char* 
 }
 
 // Few round trips: reduce to each domain's leader, leaders combine, each
-// leader broadcasts inside its domain. Works on [offset, offset + count).
-ncclResult_t allReduceByLeaders(Ctx& x, const Op& op, size_t offset, size_t count) {
-  const size_t es = typeSize(op.type);
-  const char* send = static_cast<const char*>(op.sendbuff) + offset * es;
-  char* recv = static_cast<char*>(op.recvbuff) + offset * es;
-  Reduction intra = op.red;
+// leader broadcasts inside its domain.
+ncclResult_t allReduceByLeaders(Ctx& x, const Reduction& red, const char* send, char* recv, size_t count) {
+  Reduction intra = red;
   intra.average = false;
   HETCCL_TRY(x.backend.reduce(send, recv, count, intra, 0));
   if (x.isLeader()) {
     std::vector<int> leaders(x.domains);
     for (int d = 0; d < x.domains; ++d) leaders[d] = x.leader(d);
-    HETCCL_TRY(combineAmongHolders(x, leaders, recv, count, op.red));
+    HETCCL_TRY(combineAmongHolders(x, leaders, recv, count, red));
   }
-  return x.backend.broadcast(recv, recv, count, op.type, 0);
+  return x.backend.broadcast(recv, recv, count, red.type, 0);
 }
 
-// Bandwidth: reduce-scatter inside each domain, combine each piece among
-// the ranks holding it in the other domains (every rank's links carry a
-// share), all-gather inside each domain. The part of the buffer that does
-// not split evenly over every domain (fewer elements than the least common
-// multiple of the domain sizes) goes by leaders.
-ncclResult_t allReduceHierarchical(Ctx& x, const Op& op) {
-  const size_t es = typeSize(op.type);
+// How much of `count` splits evenly over every domain (a multiple of the
+// least common multiple of the domain sizes); the rest goes by leaders.
+size_t evenPart(const Ctx& x, size_t count) {
   size_t lcm = 1;
   for (int d = 0; d < x.domains; ++d) lcm = std::lcm(lcm, static_cast<size_t>(x.size(d)));
-  const size_t main = op.count - op.count % lcm;
-  if (main > 0) {
-    const int s = x.size(x.mine), i = x.p.indexInDomain[x.c.rank];
-    const size_t q = main / s;
-    char* recv = static_cast<char*>(op.recvbuff);
-    Reduction intra = op.red;
-    intra.average = false;
-    HETCCL_TRY(x.backend.reduceScatter(op.sendbuff, recv + i * q * es, q, intra));
-    // My block [i*q, (i+1)*q) meets the other domains' blocks in segments;
-    // each segment has one holder per domain. Chunks bound the staging.
-    const size_t chunk = std::max<size_t>(1, x.c.tunables.pipelineChunkBytes * 2 / es);
-    size_t a = i * q;
-    const size_t end = (i + 1) * q;
-    std::vector<int> holders(x.domains);
-    while (a < end) {
-      size_t b = end;
-      for (int d = 0; d < x.domains; ++d) {
-        const size_t qd = main / x.size(d);
-        holders[d] = x.p.member(d, static_cast<int>(a / qd));
-        b = std::min(b, (a / qd + 1) * qd);
-      }
-      for (size_t c0 = a; c0 < b; c0 += chunk) {
-        const size_t n = std::min(chunk, b - c0);
-        HETCCL_TRY(combineAmongHolders(x, holders, recv + c0 * es, n, op.red));
-      }
-      a = b;
+  return count - count % lcm;
+}
+
+// Reduce-scatter inside the domain: this rank gets block [i*q, (i+1)*q) of
+// [0, main) reduced over its domain; then each segment of that block is
+// combined with the ranks holding it in the other domains (every rank's
+// links carry a share). `block` ends with the final values.
+ncclResult_t reduceScatterAcrossDomains(Ctx& x, const void* send, char* block, size_t main, const Reduction& red) {
+  const size_t es = typeSize(red.type);
+  const int s = x.size(x.mine), i = x.p.indexInDomain[x.c.rank];
+  const size_t q = main / s;
+  Reduction intra = red;
+  intra.average = false;
+  HETCCL_TRY(x.backend.reduceScatter(send, block, q, intra));
+  const size_t chunk = std::max<size_t>(1, x.c.tunables.pipelineChunkBytes * 2 / es);
+  const size_t first = i * q, end = (i + 1) * q;
+  std::vector<int> holders(x.domains);
+  for (size_t a = first; a < end;) {
+    size_t b = end;
+    for (int d = 0; d < x.domains; ++d) {
+      const size_t qd = main / x.size(d);
+      holders[d] = x.p.member(d, static_cast<int>(a / qd));
+      b = std::min(b, (a / qd + 1) * qd);
     }
-    HETCCL_TRY(x.backend.allGather(recv + i * q * es, recv, q, op.type));
+    for (size_t c0 = a; c0 < b; c0 += chunk)
+      HETCCL_TRY(combineAmongHolders(x, holders, block + (c0 - first) * es, std::min(chunk, b - c0), red));
+    a = b;
   }
-  if (main < op.count) return allReduceByLeaders(x, op, main, op.count - main);
+  return ncclSuccess;
+}
+
+// All-reduce, large: the above, then all-gather inside each domain.
+ncclResult_t allReduceHierarchical(Ctx& x, const Op& op) {
+  const size_t es = typeSize(op.type);
+  const size_t main = evenPart(x, op.count);
+  const char* send = static_cast<const char*>(op.sendbuff);
+  char* recv = static_cast<char*>(op.recvbuff);
+  if (main > 0) {
+    const size_t q = main / x.size(x.mine);
+    char* block = recv + x.p.indexInDomain[x.c.rank] * q * es;
+    HETCCL_TRY(reduceScatterAcrossDomains(x, send, block, main, op.red));
+    HETCCL_TRY(x.backend.allGather(block, recv, q, op.type));
+  }
+  if (main < op.count) return allReduceByLeaders(x, op.red, send + main * es, recv + main * es, op.count - main);
   return ncclSuccess;
 }
 
 ncclResult_t allReducePlan(Ctx& x, const Op& op) {
   const size_t bytes = op.count * typeSize(op.type);
-  if (bytes <= x.c.tunables.smallAllReduceBytes) return allReduceByLeaders(x, op, 0, op.count);
+  if (bytes <= x.c.tunables.smallAllReduceBytes)
+    return allReduceByLeaders(x, op.red, static_cast<const char*>(op.sendbuff), static_cast<char*>(op.recvbuff), op.count);
   return allReduceHierarchical(x, op);
 }
 
-// Reduce-scatter: the all-reduce plan into a staging buffer, then this
-// rank's block. (A plan without the final all-gather would move less.)
+// Reduce-scatter: like the large all-reduce up to the combine; then, inside
+// each domain, every rank hands the owners in its domain the parts of its
+// block they own (each element's final value moves once more, at most).
 ncclResult_t reduceScatterPlan(Ctx& x, const Op& op) {
-  const size_t es = typeSize(op.type);
-  const size_t total = op.count * x.c.nranks;
-  char* full = x.c.scratch(total * es);
-  Op whole = op;
-  whole.kind = OpKind::AllReduce;
-  whole.count = total;
-  whole.recvbuff = full;
-  HETCCL_TRY(allReducePlan(x, whole));
-  memmove(op.recvbuff, full + x.c.rank * op.count * es, op.count * es);
-  x.c.bytesStaged += total * es;
+  const size_t es = typeSize(op.type), rc = op.count;
+  const size_t total = rc * x.c.nranks;
+  const size_t main = total * es <= x.c.tunables.smallAllReduceBytes ? 0 : evenPart(x, total);
+  const int s = x.size(x.mine), i = x.p.indexInDomain[x.c.rank], me = x.c.rank;
+  const size_t q = main / s;
+  char* block = x.c.scratch((q + (total - main)) * es);
+  char* tail = block + q * es;
+  char* recv = static_cast<char*>(op.recvbuff);
+  const char* send = static_cast<const char*>(op.sendbuff);
+  // Everything that reads the input comes first: in place, this rank's
+  // output is part of its input.
+  if (main > 0) HETCCL_TRY(reduceScatterAcrossDomains(x, send, block, main, op.red));
+  if (main < total) HETCCL_TRY(allReduceByLeaders(x, op.red, send + main * es, tail, total - main));
+  if (main > 0) {
+    Request* reqs = x.c.requestPool.take(2 * static_cast<size_t>(s));
+    std::vector<Request*>& list = x.c.requestPool.pending;
+    for (int j = 0; j < s; ++j) {  // my block's overlap with member j's output
+      const int g = x.p.member(x.mine, j);
+      const size_t lo = std::max(i * q, g * rc), hi = std::min((i + 1) * q, (g + 1) * rc);
+      if (lo >= hi) continue;
+      if (g == me) {
+        memcpy(recv + (lo - g * rc) * es, block + (lo - i * q) * es, (hi - lo) * es);
+      } else {
+        HETCCL_TRY(x.c.net->postSend(g, block + (lo - i * q) * es, (hi - lo) * es, x.tag, &reqs[j]));
+        list.push_back(&reqs[j]);
+      }
+    }
+    for (int j = 0; j < s; ++j) {  // member j's block's overlap with my output
+      if (j == i) continue;
+      const size_t lo = std::max(j * q, me * rc), hi = std::min((j + 1) * q, (me + 1) * rc);
+      if (lo >= hi) continue;
+      HETCCL_TRY(x.c.net->postRecv(x.p.member(x.mine, j), recv + (lo - me * rc) * es, (hi - lo) * es, x.tag, nullptr,
+                                   &reqs[s + j]));
+      list.push_back(&reqs[s + j]);
+    }
+    HETCCL_TRY(x.c.net->wait(list.data(), list.size()));
+    x.c.bytesStaged += q * es;
+  }
+  if (main < total) {
+    const size_t lo = std::max(main, me * rc), hi = (me + 1) * rc;
+    if (lo < hi) memmove(recv + (lo - me * rc) * es, tail + (lo - main) * es, (hi - lo) * es);
+    x.c.bytesStaged += (total - main) * es;
+  }
   return ncclSuccess;
 }
 
@@ -291,7 +333,10 @@ const char* planName(const Communicator& c, const Op& op) {
       return bytes <= c.tunables.smallAllReduceBytes
                  ? "leaders: domain reduce -> leaders combine -> domain broadcast"
                  : "hierarchical: domain reduce-scatter -> holders combine per segment -> domain all-gather (+ leaders for the uneven tail)";
-    case OpKind::ReduceScatter: return "all-reduce plan into staging, keep own block";
+    case OpKind::ReduceScatter:
+      return op.count * c.nranks * typeSize(op.type) <= c.tunables.smallAllReduceBytes
+                 ? "leaders: all-reduce by leaders into staging, keep own block"
+                 : "hierarchical: domain reduce-scatter -> holders combine per segment -> owners collect inside their domain";
     case OpKind::AllGather: return "domain all-gather -> leaders swap domain blocks -> domain broadcasts";
     case OpKind::Broadcast: return "root -> other domains' leaders -> domain broadcasts";
     case OpKind::Reduce: return "domain reduce to leaders -> root combines";
