@@ -166,19 +166,19 @@ ncclResult_t startRootAt(const DecodedId& id) {
 }
 
 ncclResult_t rendezvousWithRoot(const DecodedId& id, int rank, int nranks, const RankInfo& mine,
-                                std::vector<RankInfo>* all) {
+                                std::vector<RankInfo>* all, const AbortFlag* abort) {
   const Deadline deadline(params().timeoutSeconds);
   Socket s;
-  HETCCL_TRY(Socket::connect(id.root, deadline, nullptr, &s));
+  HETCCL_TRY(Socket::connect(id.root, deadline, abort, &s));
   RootHello h{};
   h.magic = kRootMagic;
   h.rank = rank;
   h.nranks = nranks;
   h.secret = id.secret;
   h.info = mine;
-  HETCCL_TRY(s.sendAll(&h, sizeof(h), deadline, nullptr));
+  HETCCL_TRY(s.sendAll(&h, sizeof(h), deadline, abort));
   all->resize(nranks);
-  ncclResult_t r = s.recvAll(all->data(), nranks * sizeof(RankInfo), deadline, nullptr);
+  ncclResult_t r = s.recvAll(all->data(), nranks * sizeof(RankInfo), deadline, abort);
   if (r != ncclSuccess)
     return fail(r, "rank %d: no rank table from the bootstrap root at %s: %s", rank, id.root.toString().c_str(),
                 "a rank is missing, the id is stale, or ranks disagree on nranks/rank");

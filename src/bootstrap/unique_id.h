@@ -23,8 +23,9 @@ ncclResult_t decodeUniqueId(const ncclUniqueId& id, DecodedId* out);
 ncclResult_t startRootAt(const DecodedId& id);
 
 // Sends this rank's info to the root; receives everyone's.
+// Gives up when `abort` is set (ncclCommAbort during a non-blocking init).
 ncclResult_t rendezvousWithRoot(const DecodedId& id, int rank, int nranks, const RankInfo& mine,
-                                std::vector<RankInfo>* all);
+                                std::vector<RankInfo>* all, const AbortFlag* abort);
 
 uint64_t randomU64();
 uint64_t mixHash(uint64_t a, uint64_t b);

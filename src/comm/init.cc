@@ -22,7 +22,7 @@ ncclResult_t initFromId(Communicator* comm, int nranks, const ncclUniqueId& id, 
   comm->secret = decoded.secret;
   HETCCL_TRY(comm->listener.open(decoded.secret));
   RankInfo mine = RankInfo::local(comm->listener.address(), device);
-  HETCCL_TRY(rendezvousWithRoot(decoded, rank, nranks, mine, &comm->peers));
+  HETCCL_TRY(rendezvousWithRoot(decoded, rank, nranks, mine, &comm->peers, &comm->abort));
   std::vector<SocketAddress> addresses;
   std::vector<int> members;
   for (int r = 0; r < nranks; ++r) {

@@ -151,6 +151,25 @@ TEST(Lifecycle, NonBlockingInitAndSplit) {
   });
 }
 
+// Aborting a communicator whose non-blocking init waits for a rank that
+// never comes returns at once, not after the timeout.
+TEST(Lifecycle, AbortDuringNonBlockingInit) {
+  EXPECT_RANKS_PASS(2, {{"HETCCL_TIMEOUT", "60"}}, 30, [](int rank, int n, const ncclUniqueId& id) {
+    if (rank == 1) return 0;  // never joins
+    ncclComm_t comm;
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclResult_t r = ncclCommInitRankConfig(&comm, n, id, rank, &config);
+    RANK_EXPECT(r == ncclInProgress, "non-blocking init returned %d", r);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    auto t0 = std::chrono::steady_clock::now();
+    RANK_NCCL(ncclCommAbort(comm));
+    double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    RANK_EXPECT(waited < 3, "abort took %.1f s", waited);
+    return 0;
+  });
+}
+
 // One process, four ranks: ncclCommInitAll, and ncclCommInitRank per rank
 // inside a group (nccl-tests' way); collectives for all ranks in one group.
 TEST(Lifecycle, OneThreadDrivesSeveralRanks) {

@@ -95,3 +95,30 @@ TEST(Interfaces, FilterAndFamilyAreHonoured) {
   // The default prefers a non-loopback interface when there is one.
   ASSERT_EQ(findInterfaceAddress("", 0, &a, &name), ncclSuccess);
 }
+
+// The root serves only ranks that present the id's secret: an intruder with
+// a forged id is refused (and times out), the real rank gets its table.
+TEST(Root, RefusesAForgedSecret) {
+  ncclUniqueId id;
+  ASSERT_EQ(createUniqueId(&id), ncclSuccess);
+  DecodedId real;
+  ASSERT_EQ(decodeUniqueId(id, &real), ncclSuccess);
+  DecodedId forged = real;
+  forged.secret ^= 0x1;
+  SocketAddress any;
+  ASSERT_EQ(findInterfaceAddress(&any, nullptr), ncclSuccess);
+  RankInfo mine = RankInfo::local(any, -1);
+  std::vector<RankInfo> table;
+  AbortFlag stop{false};
+  std::thread intruder([&] {
+    std::vector<RankInfo> stolen;
+    // Aborted after a moment: the root never answers a forged hello.
+    EXPECT_NE(rendezvousWithRoot(forged, 0, 1, mine, &stolen, &stop), ncclSuccess);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(rendezvousWithRoot(real, 0, 1, mine, &table, nullptr), ncclSuccess);
+  ASSERT_EQ(table.size(), 1u);
+  EXPECT_EQ(table[0].pid, mine.pid);
+  stop = true;
+  intruder.join();
+}
