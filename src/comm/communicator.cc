@@ -101,6 +101,7 @@ ncclResult_t Communicator::createDomains() {
   ++childCounter;
   HETCCL_TRY(r);
   backend = makeNativeBackend(*domainComm);
+  proxy = std::make_unique<Proxy>();
   return ncclSuccess;
 }
 

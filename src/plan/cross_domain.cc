@@ -9,10 +9,13 @@
 #include "common/error.h"
 #include "algorithms/reduce_sink.h"
 #include "kernels/host_reduce.h"
+#include "proxy/proxy.h"
 
 namespace hetccl {
 
 namespace {
+
+constexpr int kMaxDomains = 64;
 
 // The pieces every plan uses.
 struct Ctx {
@@ -39,7 +42,7 @@ struct Ctx {
 // of the elements (so each element is computed once), then the parts are
 // swapped. With two domains the partner's part is reduced straight out of
 // the transport; with more, partials are combined in domain order.
-ncclResult_t combineAmongHolders(Ctx& x, const std::vector<int>& holders, char* data, size_t count,
+ncclResult_t combineAmongHolders(Ctx& x, const int* holders, char* data, size_t count,
                                  const Reduction& red) {
   const size_t es = typeSize(red.type);
   const Reduction merge = red.merging();
@@ -96,7 +99,7 @@ ncclResult_t allReduceByLeaders(Ctx& x, const Reduction& red, const char* send, 
   intra.average = false;
   HETCCL_TRY(x.backend.reduce(send, recv, count, intra, 0));
   if (x.isLeader()) {
-    std::vector<int> leaders(x.domains);
+    int leaders[kMaxDomains];
     for (int d = 0; d < x.domains; ++d) leaders[d] = x.leader(d);
     HETCCL_TRY(combineAmongHolders(x, leaders, recv, count, red));
   }
@@ -111,20 +114,15 @@ size_t evenPart(const Ctx& x, size_t count) {
   return count - count % lcm;
 }
 
-// Reduce-scatter inside the domain: this rank gets block [i*q, (i+1)*q) of
-// [0, main) reduced over its domain; then each segment of that block is
-// combined with the ranks holding it in the other domains (every rank's
-// links carry a share). `block` ends with the final values.
-ncclResult_t reduceScatterAcrossDomains(Ctx& x, const void* send, char* block, size_t main, const Reduction& red) {
+// Combines this rank's block [i*q, (i+1)*q) of [0, main), already reduced
+// over its domain, with the ranks holding the same elements in the other
+// domains: the block meets the other domains' blocks in segments, each
+// with one holder per domain (every rank's links carry a share).
+ncclResult_t combineBlock(Ctx& x, char* block, size_t main, const Reduction& red) {
   const size_t es = typeSize(red.type);
-  const int s = x.size(x.mine), i = x.p.indexInDomain[x.c.rank];
-  const size_t q = main / s;
-  Reduction intra = red;
-  intra.average = false;
-  HETCCL_TRY(x.backend.reduceScatter(send, block, q, intra));
+  const size_t q = main / x.size(x.mine), first = x.p.indexInDomain[x.c.rank] * q, end = first + q;
   const size_t chunk = std::max<size_t>(1, x.c.tunables.pipelineChunkBytes * 2 / es);
-  const size_t first = i * q, end = (i + 1) * q;
-  std::vector<int> holders(x.domains);
+  int holders[kMaxDomains];
   for (size_t a = first; a < end;) {
     size_t b = end;
     for (int d = 0; d < x.domains; ++d) {
@@ -139,18 +137,71 @@ ncclResult_t reduceScatterAcrossDomains(Ctx& x, const void* send, char* block, s
   return ncclSuccess;
 }
 
-// All-reduce, large: the above, then all-gather inside each domain.
+// Domain reduce-scatter of [0, main) into this rank's block, then combine.
+ncclResult_t reduceScatterAcrossDomains(Ctx& x, const void* send, char* block, size_t main, const Reduction& red) {
+  Reduction intra = red;
+  intra.average = false;
+  HETCCL_TRY(x.backend.reduceScatter(send, block, main / x.size(x.mine), intra));
+  return combineBlock(x, block, main, red);
+}
+
+// A combine handed to the communicator's progress thread.
+struct CombineJob {
+  Ctx* x;
+  char* block;
+  size_t main;
+  Reduction red;
+  static ncclResult_t run(void* self) {
+    auto* j = static_cast<CombineJob*>(self);
+    return combineBlock(*j->x, j->block, j->main, j->red);
+  }
+};
+
+// All-reduce, large: in pieces of a few MiB, pipelined. For each piece the
+// calling thread runs the domain reduce-scatter, the progress thread
+// combines it with the other domains while the calling thread goes on to
+// the next piece's reduce-scatter, then the calling thread runs the piece's
+// domain all-gather.
 ncclResult_t allReduceHierarchical(Ctx& x, const Op& op) {
   const size_t es = typeSize(op.type);
   const size_t main = evenPart(x, op.count);
   const char* send = static_cast<const char*>(op.sendbuff);
   char* recv = static_cast<char*>(op.recvbuff);
-  if (main > 0) {
-    const size_t q = main / x.size(x.mine);
-    char* block = recv + x.p.indexInDomain[x.c.rank] * q * es;
-    HETCCL_TRY(reduceScatterAcrossDomains(x, send, block, main, op.red));
-    HETCCL_TRY(x.backend.allGather(block, recv, q, op.type));
+  const int s = x.size(x.mine), i = x.p.indexInDomain[x.c.rank];
+  // Piece length: a multiple of every domain size, about 4 pipeline chunks.
+  size_t unit = 1;
+  for (int d = 0; d < x.domains; ++d) unit = std::lcm(unit, static_cast<size_t>(x.size(d)));
+  const size_t piece = std::max(unit, (x.c.tunables.pipelineChunkBytes * 4 / es) / unit * unit);
+  Reduction intra = op.red;
+  intra.average = false;
+  CombineJob jobs[2];
+  uint64_t tickets[2] = {0, 0};
+  size_t pending = 0;  // pieces posted but not yet all-gathered (0, 1)
+  size_t prevStart = 0, prevLen = 0;
+  ncclResult_t r = ncclSuccess;
+  for (size_t start = 0; start < main && r == ncclSuccess; start += piece) {
+    const size_t len = std::min(piece, main - start), q = len / s;
+    char* block = recv + (start + i * q) * es;
+    r = x.backend.reduceScatter(send + start * es, block, q, intra);
+    if (r != ncclSuccess) break;
+    const size_t slot = (start / piece) % 2;
+    jobs[slot] = CombineJob{&x, block, len, op.red};
+    tickets[slot] = x.c.proxy->post(Proxy::Task{&CombineJob::run, &jobs[slot]});
+    if (pending) {
+      r = x.c.proxy->wait(tickets[1 - slot]);
+      if (r == ncclSuccess)
+        r = x.backend.allGather(recv + (prevStart + i * (prevLen / s)) * es, recv + prevStart * es, prevLen / s, op.type);
+    }
+    pending = 1;
+    prevStart = start;
+    prevLen = len;
   }
+  // Let the progress thread finish before anything it uses goes away.
+  ncclResult_t drained = x.c.proxy->drain();
+  if (r == ncclSuccess) r = drained;
+  if (r == ncclSuccess && pending)
+    r = x.backend.allGather(recv + (prevStart + i * (prevLen / s)) * es, recv + prevStart * es, prevLen / s, op.type);
+  HETCCL_TRY(r);
   if (main < op.count) return allReduceByLeaders(x, op.red, send + main * es, recv + main * es, op.count - main);
   return ncclSuccess;
 }
@@ -287,7 +338,7 @@ ncclResult_t reducePlan(Ctx& x, const Op& op) {
   HETCCL_TRY(x.backend.reduce(op.sendbuff, partial, op.count, intra, localRoot));
   if (!isLocalRoot) return ncclSuccess;
   if (x.c.rank != op.root) return x.c.net->send(op.root, partial, bytes, x.tag);
-  std::vector<int> holders(x.domains);
+  int holders[kMaxDomains];
   for (int d = 0; d < x.domains; ++d) holders[d] = d == x.mine ? op.root : x.leader(d);
   // Only the root combines: receive the others' partials, reduce in domain order.
   char* slots = x.c.staging(static_cast<size_t>(x.domains + 1) * bytes);
@@ -314,6 +365,8 @@ ncclResult_t reducePlan(Ctx& x, const Op& op) {
 
 ncclResult_t runAcrossDomains(Communicator& c, const Op& op, uint64_t tag, bool* handled) {
   *handled = true;
+  if (c.partition.domains.size() > static_cast<size_t>(kMaxDomains))
+    return fail(ncclInvalidUsage, "%zu domains: at most %d are supported", c.partition.domains.size(), kMaxDomains);
   Ctx x(c, tag);
   switch (op.kind) {
     case OpKind::AllReduce: return allReducePlan(x, op);

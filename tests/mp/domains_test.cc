@@ -18,6 +18,7 @@ namespace {
 struct Layout {
   const char* name;
   std::vector<std::string> domains;  // per rank
+  mp::Env extra;
 };
 
 void PrintTo(const Layout& l, std::ostream* os) { *os << l.name; }
@@ -28,7 +29,7 @@ TEST_P(DomainLayouts, EveryCollectiveTypeOpCountAndPlacement) {
   const Layout& l = GetParam();
   const uint64_t seed = hetccl::testing::runSeed();
   fprintf(stderr, "seed %llu (HETCCL_TEST_SEED)\n", static_cast<unsigned long long>(seed));
-  EXPECT_RANKS_PASS_EACH(static_cast<int>(l.domains.size()), mp::domainLayout(l.domains), 500,
+  EXPECT_RANKS_PASS_EACH(static_cast<int>(l.domains.size()), mp::domainLayout(l.domains, l.extra), 500,
                     [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
 }
 
@@ -38,7 +39,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Layout{"interleaved_three_and_three", {"a", "b", "a", "b", "a", "b"}},
                       Layout{"one_and_three", {"a", "b", "b", "b"}},
                       Layout{"two_five_one", {"a", "b", "a", "b", "b", "b", "b", "c"}},
-                      Layout{"four_of_one", {"a", "b", "c", "d"}}),
+                      Layout{"four_of_one", {"a", "b", "c", "d"}},
+                      // Many pipeline pieces per all-reduce, three domains.
+                      Layout{"pieces_three_domains", {"a", "b", "c", "a", "b"}, {{"HETCCL_CHUNK_BYTES", "4096"}}}),
     [](const ::testing::TestParamInfo<Layout>& info) { return std::string(info.param.name); });
 
 // A single-domain communicator hands every call to its backend as is: no
