@@ -263,40 +263,74 @@ ncclResult_t reduceScatterPlan(Ctx& x, const Op& op) {
   return ncclSuccess;
 }
 
-// All-gather: inside each domain, then leaders swap their domains' blocks,
-// then each leader broadcasts the other domains' blocks inside its domain.
+// Copies `length` bytes starting at byte `at` of domain d's blob (its
+// members' blocks in member order) to their places in the output.
+void placeBlobBytes(Ctx& x, int d, size_t at, const char* src, size_t length, size_t block, char* out) {
+  while (length > 0) {
+    const size_t member = at / block, within = at % block, n = std::min(length, block - within);
+    memcpy(out + x.p.member(d, static_cast<int>(member)) * block + within, src, n);
+    at += n;
+    src += n;
+    length -= n;
+  }
+}
+
+// All-gather: (1) inside each domain; (2) each domain's blob goes to every
+// other domain in as many parts as that domain has ranks, part j to its
+// member j, sent by the members of the blob's domain in turn, so every
+// rank's links carry a share; (3) inside each domain, the parts its
+// members received are all-gathered (padded to equal size).
 ncclResult_t allGatherPlan(Ctx& x, const Op& op) {
-  const size_t es = typeSize(op.type), block = op.count * es;
-  // Staging holds the blocks in domain order: domain 0's members, then 1's...
-  std::vector<size_t> offset(x.domains + 1, 0);
-  for (int d = 0; d < x.domains; ++d) offset[d + 1] = offset[d] + x.size(d) * block;
-  char* full = x.c.scratch(offset[x.domains]);
-  HETCCL_TRY(x.backend.allGather(op.sendbuff, full + offset[x.mine], op.count, op.type));
-  if (x.isLeader()) {
-    Request* reqs = x.c.requestPool.take(2 * static_cast<size_t>(x.domains));
-    std::vector<Request*>& list = x.c.requestPool.pending;
-    for (int d = 0; d < x.domains; ++d) {
-      if (d == x.mine) continue;
-      HETCCL_TRY(x.c.net->postSend(x.leader(d), full + offset[x.mine], offset[x.mine + 1] - offset[x.mine], x.tag, &reqs[d]));
-      list.push_back(&reqs[d]);
-    }
-    for (int d = 0; d < x.domains; ++d) {
-      if (d == x.mine) continue;
-      HETCCL_TRY(x.c.net->postRecv(x.leader(d), full + offset[d], offset[d + 1] - offset[d], x.tag, nullptr, &reqs[x.domains + d]));
-      list.push_back(&reqs[x.domains + d]);
-    }
-    HETCCL_TRY(x.c.net->wait(list.data(), list.size()));
-  }
+  const size_t block = op.count * typeSize(op.type);
+  const int s = x.size(x.mine), i = x.p.indexInDomain[x.c.rank];
+  auto blobBytes = [&](int d) { return static_cast<size_t>(x.size(d)) * block; };
+  auto partBegin = [&](int d, int parts, int j) { return blobBytes(d) * static_cast<size_t>(j) / static_cast<size_t>(parts); };
+  // Staging: my domain's blob, then my contribution (my part of each other
+  // domain's blob, each padded to ceil(blob / s)), then everyone's.
+  size_t contribution = 0, padded[kMaxDomains];
   for (int d = 0; d < x.domains; ++d) {
+    padded[d] = d == x.mine ? 0 : (blobBytes(d) + s - 1) / s;
+    contribution += padded[d];
+  }
+  char* mine = x.c.scratch(blobBytes(x.mine) + contribution * (1 + s));
+  char* contrib = mine + blobBytes(x.mine);
+  char* gathered = contrib + contribution;
+  HETCCL_TRY(x.backend.allGather(op.sendbuff, mine, op.count, op.type));
+  Request* reqs = x.c.requestPool.take(static_cast<size_t>(x.c.nranks) + static_cast<size_t>(x.domains));
+  std::vector<Request*>& list = x.c.requestPool.pending;
+  size_t nreq = 0;
+  for (int d = 0; d < x.domains; ++d) {  // my turns sending my domain's blob to domain d
     if (d == x.mine) continue;
-    HETCCL_TRY(x.backend.broadcast(full + offset[d], full + offset[d], x.size(d) * op.count, op.type, 0));
+    for (int j = i; j < x.size(d); j += s) {
+      const size_t b = partBegin(x.mine, x.size(d), j), e = partBegin(x.mine, x.size(d), j + 1);
+      HETCCL_TRY(x.c.net->postSend(x.p.member(d, j), mine + b, e - b, x.tag, &reqs[nreq]));
+      list.push_back(&reqs[nreq++]);
+    }
   }
+  size_t at = 0;
+  for (int d = 0; d < x.domains; ++d) {  // my part of domain d's blob
+    if (d == x.mine) continue;
+    const size_t b = partBegin(d, s, i), e = partBegin(d, s, i + 1);
+    HETCCL_TRY(x.c.net->postRecv(x.p.member(d, i % x.size(d)), contrib + at, e - b, x.tag, nullptr, &reqs[nreq]));
+    list.push_back(&reqs[nreq++]);
+    at += padded[d];
+  }
+  HETCCL_TRY(x.c.net->wait(list.data(), list.size()));
+  if (contribution > 0) HETCCL_TRY(x.backend.allGather(contrib, gathered, contribution, ncclInt8));
   char* out = static_cast<char*>(op.recvbuff);
-  for (int g = 0; g < x.c.nranks; ++g) {
-    const char* src = full + offset[x.p.domainOf[g]] + x.p.indexInDomain[g] * block;
-    if (out + g * block != src) memmove(out + g * block, src, block);
+  // In place, my block already sits at its place in the output, and the
+  // whole of my domain's blob is now in staging.
+  placeBlobBytes(x, x.mine, 0, mine, blobBytes(x.mine), block, out);
+  for (int j = 0; j < s; ++j) {
+    size_t off = 0;
+    for (int d = 0; d < x.domains; ++d) {
+      if (d == x.mine) continue;
+      const size_t b = partBegin(d, s, j), e = partBegin(d, s, j + 1);
+      placeBlobBytes(x, d, b, gathered + j * contribution + off, e - b, block, out);
+      off += padded[d];
+    }
   }
-  x.c.bytesStaged += offset[x.domains];
+  x.c.bytesStaged += blobBytes(x.mine) + contribution * (1 + s);
   return ncclSuccess;
 }
 
@@ -390,7 +424,8 @@ const char* planName(const Communicator& c, const Op& op) {
       return op.count * c.nranks * typeSize(op.type) <= c.tunables.smallAllReduceBytes
                  ? "leaders: all-reduce by leaders into staging, keep own block"
                  : "hierarchical: domain reduce-scatter -> holders combine per segment -> owners collect inside their domain";
-    case OpKind::AllGather: return "domain all-gather -> leaders swap domain blocks -> domain broadcasts";
+    case OpKind::AllGather:
+      return "domain all-gather -> each domain's blocks to every other domain in parts, one per rank -> domain all-gather of the parts";
     case OpKind::Broadcast: return "root -> other domains' leaders -> domain broadcasts";
     case OpKind::Reduce: return "domain reduce to leaders -> root combines";
     default: return "direct: point-to-point over the inter-domain transports";
