@@ -201,16 +201,7 @@ bool parseOp(const std::string& name, int* out) {
   return true;
 }
 
-const char* opLabel(int op) {
-  switch (op) {
-    case ncclSum: return "sum";
-    case ncclProd: return "prod";
-    case ncclMax: return "max";
-    case ncclMin: return "min";
-    case ncclAvg: return "avg";
-    default: return "mulsum";
-  }
-}
+const char* opLabel(int op) { return op == kPreMulSum ? "mulsum" : opName(static_cast<ncclRedOp_t>(op)); }
 
 bool isIntegerType(ncclDataType_t t) { return t <= ncclUint64; }
 

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <strings.h>
 
+#include "common/types.h"
+
 namespace hetccl {
 
 namespace {
@@ -63,15 +65,13 @@ Params load() {
   if (const char* v = env("HETCCL_DOMAIN")) p.domain = std::string(v).substr(0, 31);
   if (const char* v = env("HETCCL_REDUCE_TYPES")) {
     // A comma-separated list of nccl-tests type names (float, half, bfloat16, ...).
-    static const char* const names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
-                                        "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
     p.reducibleTypes = 0;
     std::string list = v;
     for (size_t at = 0; at <= list.size();) {
       size_t comma = list.find(',', at);
       std::string item = list.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-      for (int t = 0; t < 12; ++t)
-        if (item == names[t]) p.reducibleTypes |= 1u << t;
+      for (int t = 0; t < ncclNumTypes; ++t)
+        if (item == typeName(static_cast<ncclDataType_t>(t))) p.reducibleTypes |= 1u << t;
       if (comma == std::string::npos) break;
       at = comma + 1;
     }

@@ -18,8 +18,6 @@ const char* typeName(ncclDataType_t type) {
   return validType(type) ? names[type] : "invalid";
 }
 
-bool isFloatType(ncclDataType_t type) { return type >= ncclFloat16 && type < ncclNumTypes; }
-
 const char* opName(ncclRedOp_t op) {
   switch (op) {
     case ncclSum: return "sum";

@@ -10,7 +10,6 @@ namespace hetccl {
 
 size_t typeSize(ncclDataType_t type);  // 0 for an invalid type
 const char* typeName(ncclDataType_t type);
-bool isFloatType(ncclDataType_t type);
 inline bool validType(ncclDataType_t type) { return type >= 0 && type < ncclNumTypes; }
 
 enum class RedKind : uint8_t { Sum, Prod, Max, Min, PreMulSum };
