@@ -334,9 +334,9 @@ ncclResult_t allGatherPlan(Ctx& x, const Op& op) {
   return ncclSuccess;
 }
 
-// Broadcast: the root sends to each other domain's leader, then every
-// domain broadcasts inside itself (from the root in the root's domain).
-ncclResult_t broadcastPlan(Ctx& x, const Op& op) {
+// Broadcast, small: the root sends to each other domain's leader, then
+// every domain broadcasts inside itself (from the root in the root's domain).
+ncclResult_t broadcastByLeaders(Ctx& x, const Op& op) {
   const size_t bytes = op.count * typeSize(op.type);
   const int rootDomain = x.p.domainOf[op.root];
   if (x.c.rank == op.root) {
@@ -355,6 +355,47 @@ ncclResult_t broadcastPlan(Ctx& x, const Op& op) {
   const int localRoot = rootHere ? x.p.indexInDomain[op.root] : 0;
   const void* src = x.c.rank == op.root ? op.sendbuff : op.recvbuff;
   return x.backend.broadcast(src, op.recvbuff, op.count, op.type, localRoot);
+}
+
+// Broadcast, large: the root's domain broadcasts first; then every other
+// domain gets the buffer in as many parts as it has ranks (part j to its
+// member j, sent by the root domain's members in turn) and all-gathers the
+// parts (padded to equal size), so every rank's links carry a share.
+ncclResult_t broadcastSpread(Ctx& x, const Op& op) {
+  const size_t bytes = op.count * typeSize(op.type);
+  const int rootDomain = x.p.domainOf[op.root];
+  char* out = static_cast<char*>(op.recvbuff);
+  auto partBegin = [&](int parts, int j) { return bytes * static_cast<size_t>(j) / static_cast<size_t>(parts); };
+  if (x.mine == rootDomain) {
+    HETCCL_TRY(x.backend.broadcast(op.sendbuff, out, op.count, op.type, x.p.indexInDomain[op.root]));
+    const int s = x.size(x.mine), i = x.p.indexInDomain[x.c.rank];
+    Request* reqs = x.c.requestPool.take(static_cast<size_t>(x.c.nranks));
+    std::vector<Request*>& list = x.c.requestPool.pending;
+    size_t n = 0;
+    for (int d = 0; d < x.domains; ++d) {
+      if (d == rootDomain) continue;
+      for (int j = i; j < x.size(d); j += s) {
+        const size_t b = partBegin(x.size(d), j), e = partBegin(x.size(d), j + 1);
+        HETCCL_TRY(x.c.net->postSend(x.p.member(d, j), out + b, e - b, x.tag, &reqs[n]));
+        list.push_back(&reqs[n++]);
+      }
+    }
+    return x.c.net->wait(list.data(), list.size());
+  }
+  const int s = x.size(x.mine), i = x.p.indexInDomain[x.c.rank], senders = x.size(rootDomain);
+  const size_t padded = (bytes + s - 1) / s;
+  char* part = x.c.scratch(padded * (1 + s));
+  char* gathered = part + padded;
+  HETCCL_TRY(x.c.net->recv(x.p.member(rootDomain, i % senders), part, partBegin(s, i + 1) - partBegin(s, i), x.tag));
+  HETCCL_TRY(x.backend.allGather(part, gathered, padded, ncclInt8));
+  for (int j = 0; j < s; ++j) memcpy(out + partBegin(s, j), gathered + j * padded, partBegin(s, j + 1) - partBegin(s, j));
+  x.c.bytesStaged += padded * (1 + s);
+  return ncclSuccess;
+}
+
+ncclResult_t broadcastPlan(Ctx& x, const Op& op) {
+  if (op.count * typeSize(op.type) <= x.c.tunables.smallAllReduceBytes) return broadcastByLeaders(x, op);
+  return broadcastSpread(x, op);
 }
 
 // Reduce: each domain reduces to its leader (the root, in the root's
@@ -426,7 +467,10 @@ const char* planName(const Communicator& c, const Op& op) {
                  : "hierarchical: domain reduce-scatter -> holders combine per segment -> owners collect inside their domain";
     case OpKind::AllGather:
       return "domain all-gather -> each domain's blocks to every other domain in parts, one per rank -> domain all-gather of the parts";
-    case OpKind::Broadcast: return "root -> other domains' leaders -> domain broadcasts";
+    case OpKind::Broadcast:
+      return bytes <= c.tunables.smallAllReduceBytes
+                 ? "leaders: root -> other domains' leaders -> domain broadcasts"
+                 : "spread: root's domain broadcast -> every other domain gets one part per rank -> domain all-gather of the parts";
     case OpKind::Reduce: return "domain reduce to leaders -> root combines";
     default: return "direct: point-to-point over the inter-domain transports";
   }
