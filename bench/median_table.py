@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""Side-by-side table of two benchmark outputs, repeated runs each.
+
+usage: median_table.py TITLE DIR REPEATS NAME_A PREFIX_A COLUMN_A NAME_B PREFIX_B COLUMN_B
+
+Reads DIR/PREFIX.1 .. DIR/PREFIX.REPEATS for both sides; a row is a line
+whose first field is the size in bytes, COLUMN (0-based) its busbw. Prints
+the median of each side per size, the ratio B/A, and the lowest ratio from
+16 MiB up.
+"""
+import pathlib
+import statistics
+import sys
+
+
+def rows(path, column):
+    table = {}
+    for line in path.read_text().splitlines():
+        fields = line.split()
+        if fields and not line.startswith('#') and fields[0].isdigit():
+            table[int(fields[0])] = float(fields[column])
+    return table
+
+
+def main():
+    title, folder, repeats = sys.argv[1], pathlib.Path(sys.argv[2]), int(sys.argv[3])
+    name_a, prefix_a, col_a, name_b, prefix_b, col_b = sys.argv[4:10]
+    a = [rows(folder / f"{prefix_a}.{i}", int(col_a)) for i in range(1, repeats + 1)]
+    b = [rows(folder / f"{prefix_b}.{i}", int(col_b)) for i in range(1, repeats + 1)]
+    print(f"# {title}, median of {repeats} alternating runs; busbw in GB/s")
+    print(f"# {'bytes':>10} {name_a:>10} {name_b:>10} {'ratio':>6}")
+    worst = None
+    for size in sorted(a[0]):
+        ma = statistics.median(r[size] for r in a)
+        mb = statistics.median(r[size] for r in b)
+        ratio = mb / ma if ma else float('inf')
+        if size >= 16 << 20:
+            worst = ratio if worst is None else min(worst, ratio)
+        print(f"  {size:>10} {ma:10.2f} {mb:10.2f} {ratio:6.2f}")
+    if worst is not None:
+        print(f"# lowest ratio ({name_b} / {name_a}) from 16 MiB up: {worst:.2f}")
+
+
+if __name__ == '__main__':
+    main()
