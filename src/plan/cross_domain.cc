@@ -106,13 +106,16 @@ ncclResult_t allReduceByLeaders(Ctx& x, const Reduction& red, const char* send, 
   return x.backend.broadcast(recv, recv, count, red.type, 0);
 }
 
-// How much of `count` splits evenly over every domain (a multiple of the
-// least common multiple of the domain sizes); the rest goes by leaders.
-size_t evenPart(const Ctx& x, size_t count) {
+// The least common multiple of the domain sizes: a length that splits
+// evenly over every domain.
+size_t domainSizesLcm(const Ctx& x) {
   size_t lcm = 1;
   for (int d = 0; d < x.domains; ++d) lcm = std::lcm(lcm, static_cast<size_t>(x.size(d)));
-  return count - count % lcm;
+  return lcm;
 }
+
+// How much of `count` splits evenly over every domain; the rest goes by leaders.
+size_t evenPart(const Ctx& x, size_t count) { return count - count % domainSizesLcm(x); }
 
 // Combines this rank's block [i*q, (i+1)*q) of [0, main), already reduced
 // over its domain, with the ranks holding the same elements in the other
@@ -169,14 +172,17 @@ ncclResult_t allReduceHierarchical(Ctx& x, const Op& op) {
   char* recv = static_cast<char*>(op.recvbuff);
   const int s = x.size(x.mine), i = x.p.indexInDomain[x.c.rank];
   // Piece length: a multiple of every domain size, about 4 pipeline chunks.
-  size_t unit = 1;
-  for (int d = 0; d < x.domains; ++d) unit = std::lcm(unit, static_cast<size_t>(x.size(d)));
+  const size_t unit = domainSizesLcm(x);
   const size_t piece = std::max(unit, (x.c.tunables.pipelineChunkBytes * 4 / es) / unit * unit);
   Reduction intra = op.red;
   intra.average = false;
+  auto gatherPiece = [&](size_t start, size_t len) {
+    const size_t q = len / s;
+    return x.backend.allGather(recv + (start + i * q) * es, recv + start * es, q, op.type);
+  };
   CombineJob jobs[2];
   uint64_t tickets[2] = {0, 0};
-  size_t pending = 0;  // pieces posted but not yet all-gathered (0, 1)
+  bool havePrev = false;  // a piece combined (or combining) but not yet all-gathered
   size_t prevStart = 0, prevLen = 0;
   ncclResult_t r = ncclSuccess;
   for (size_t start = 0; start < main && r == ncclSuccess; start += piece) {
@@ -187,20 +193,18 @@ ncclResult_t allReduceHierarchical(Ctx& x, const Op& op) {
     const size_t slot = (start / piece) % 2;
     jobs[slot] = CombineJob{&x, block, len, op.red};
     tickets[slot] = x.c.proxy->post(Proxy::Task{&CombineJob::run, &jobs[slot]});
-    if (pending) {
+    if (havePrev) {
       r = x.c.proxy->wait(tickets[1 - slot]);
-      if (r == ncclSuccess)
-        r = x.backend.allGather(recv + (prevStart + i * (prevLen / s)) * es, recv + prevStart * es, prevLen / s, op.type);
+      if (r == ncclSuccess) r = gatherPiece(prevStart, prevLen);
     }
-    pending = 1;
+    havePrev = true;
     prevStart = start;
     prevLen = len;
   }
   // Let the progress thread finish before anything it uses goes away.
   ncclResult_t drained = x.c.proxy->drain();
   if (r == ncclSuccess) r = drained;
-  if (r == ncclSuccess && pending)
-    r = x.backend.allGather(recv + (prevStart + i * (prevLen / s)) * es, recv + prevStart * es, prevLen / s, op.type);
+  if (r == ncclSuccess && havePrev) r = gatherPiece(prevStart, prevLen);
   HETCCL_TRY(r);
   if (main < op.count) return allReduceByLeaders(x, op.red, send + main * es, recv + main * es, op.count - main);
   return ncclSuccess;
