@@ -37,6 +37,7 @@ typedef struct {
   unsigned long long bytesReceived;  /* payload bytes taken from transports */
   unsigned long long collectives;    /* collectives and p2p operations run */
   unsigned long long bytesStaged;    /* bytes copied through staging by cross-domain plans (0 in a single domain) */
+  unsigned long long plansDerived;   /* cross-domain plans derived (once per collective shape: kind, count, type) */
 } hetcclCommStats_t;
 ncclResult_t hetcclCommGetStats(ncclComm_t comm, hetcclCommStats_t* stats);
 

@@ -338,6 +338,7 @@ HETCCL_EXPORT ncclResult_t hetcclCommGetStats(ncclComm_t comm, hetcclCommStats_t
   stats->bytesReceived = c->net->bytesReceived.load();
   stats->collectives = c->operations;
   stats->bytesStaged = c->bytesStaged.load();
+  stats->plansDerived = c->plans.derived();
   return ncclSuccess;
 }
 

@@ -17,6 +17,7 @@
 #include "backend/backend.h"
 #include "bootstrap/rank_info.h"
 #include "comm/domains.h"
+#include "plan/plan.h"
 #include "proxy/proxy.h"
 #include "common/types.h"
 #include "nccl.h"
@@ -101,6 +102,7 @@ class Communicator {
   std::unique_ptr<Communicator> domainComm;   // my domain's ranks (several domains only)
   std::unique_ptr<Backend> backend;           // my domain's library (several domains only)
   std::unique_ptr<Proxy> proxy;               // inter-domain steps (several domains only)
+  PlanCache plans;                            // cross-domain plans by shape
   std::atomic<unsigned long long> bytesStaged{0};  // copied through staging by cross-domain plans
   unsigned long long operations = 0;
 

@@ -41,7 +41,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Layout{"two_five_one", {"a", "b", "a", "b", "b", "b", "b", "c"}},
                       Layout{"four_of_one", {"a", "b", "c", "d"}},
                       // Many pipeline pieces per all-reduce, three domains.
-                      Layout{"pieces_three_domains", {"a", "b", "c", "a", "b"}, {{"HETCCL_CHUNK_BYTES", "4096"}}}),
+                      Layout{"pieces_three_domains", {"a", "b", "c", "a", "b"}, {{"HETCCL_CHUNK_BYTES", "4096"}}},
+                      // Many pieces with two domains (reduced straight out of the transport).
+                      Layout{"pieces_two_domains", {"a", "b", "b", "a"}, {{"HETCCL_CHUNK_BYTES", "4096"}}}),
     [](const ::testing::TestParamInfo<Layout>& info) { return std::string(info.param.name); });
 
 // A single-domain communicator hands every call to its backend as is: no
@@ -78,6 +80,13 @@ TEST(Domains, PassThroughAndPlans) {
     RANK_NCCL(hetcclCommGetStats(comm, &stats));
     RANK_EXPECT(stats.bytesStaged == 0, "two-domain all-reduce staged %llu bytes (it reduces from the transport)",
                 stats.bytesStaged);
+    // Plans are kept per shape: repeating a call derives nothing new.
+    RANK_EXPECT(stats.plansDerived == 1, "%llu plans derived for one shape", stats.plansDerived);
+    for (int repeat = 0; repeat < 3; ++repeat)
+      RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr));
+    RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size() / 2, ncclFloat32, ncclSum, comm, nullptr));
+    RANK_NCCL(hetcclCommGetStats(comm, &stats));
+    RANK_EXPECT(stats.plansDerived == 2, "%llu plans derived for two shapes", stats.plansDerived);
     RANK_NCCL(ncclAllGather(x.data(), x.data(), x.size() / 4, ncclFloat32, comm, nullptr));
     RANK_NCCL(hetcclCommGetStats(comm, &stats));
     RANK_EXPECT(stats.bytesStaged > 0, "a mixed all-gather staged nothing");

@@ -1,0 +1,59 @@
+// What a multi-domain communicator runs for one collective: the strategy
+// and its sizes. Every rank derives the same plan from facts all ranks
+// share (the partition, rank 0's tunables, the call's arguments), never
+// from timing, and keeps it per shape, so a repeated call reuses it.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+
+#include "algorithms/op.h"
+
+namespace hetccl {
+
+enum class Strategy : uint8_t {
+  SingleDomain,  // the domain's backend runs the call as is
+  Direct,        // point-to-point over the transports (every byte crosses once either way)
+  Leaders,       // few round trips through one rank per domain
+  Hierarchical,  // domain reduce-scatter, combine spread over all ranks, domain finish
+  Spread,        // inter-domain traffic in parts, one per receiving rank
+};
+
+struct Plan {
+  Strategy strategy = Strategy::Direct;
+  size_t evenCount = 0;  // elements that split evenly over every domain (the rest goes by leaders)
+  size_t piece = 0;      // pipeline piece: elements (reductions) or bytes per block (gathers, broadcast)
+  size_t pieces = 0;     // number of pieces
+};
+
+// The plan for `op` on `c` (pure; the same on every rank).
+Plan derivePlan(const Communicator& c, OpKind kind, size_t count, ncclDataType_t type);
+// One line saying what the plan does (for logs, hetccl-perf --plan).
+const char* describePlan(OpKind kind, const Plan& plan);
+
+// Plans by shape (kind, count, type). Bounded: cleared when full.
+class PlanCache {
+ public:
+  const Plan& get(const Communicator& c, const Op& op);
+  unsigned long long derived() const { return derived_.load(); }
+
+ private:
+  struct Key {
+    OpKind kind;
+    ncclDataType_t type;
+    size_t count;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<size_t>()(k.count * 131 + static_cast<size_t>(k.kind) * 31 + static_cast<size_t>(k.type));
+    }
+  };
+  static constexpr size_t kCapacity = 4096;
+  std::unordered_map<Key, Plan, KeyHash> plans_;
+  std::atomic<unsigned long long> derived_{0};
+};
+
+}  // namespace hetccl
