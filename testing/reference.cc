@@ -7,7 +7,8 @@
 #include <cstring>
 
 #include "common/types.h"
-#include "kernels/host_numeric.h"
+#include "kernels/formats.h"
+#include "minifloat_oracle.h"
 
 namespace hetccl::testing {
 
@@ -27,8 +28,8 @@ double roundTo(ncclDataType_t t, double v) {
     case ncclFloat16: return static_cast<double>(static_cast<_Float16>(static_cast<float>(v)));
     case ncclFloat32: return static_cast<double>(static_cast<float>(v));
     case ncclBfloat16: return bf16ToFloat(floatToBf16(static_cast<float>(v)));
-    case ncclFloat8e4m3: return fp8E4M3ToFloat(floatToFp8E4M3(static_cast<float>(v)));
-    case ncclFloat8e5m2: return fp8E5M2ToFloat(floatToFp8E5M2(static_cast<float>(v)));
+    case ncclFloat8e4m3: return oracleFp8E4M3ToFloat(oracleFloatToFp8E4M3(static_cast<float>(v)));
+    case ncclFloat8e5m2: return oracleFp8E5M2ToFloat(oracleFloatToFp8E5M2(static_cast<float>(v)));
     default: return v;
   }
 }
@@ -45,8 +46,8 @@ double load(ncclDataType_t t, const void* p, size_t i) {
     case ncclFloat32: return static_cast<const float*>(p)[i];
     case ncclFloat64: return static_cast<const double*>(p)[i];
     case ncclBfloat16: return bf16ToFloat(static_cast<const uint16_t*>(p)[i]);
-    case ncclFloat8e4m3: return fp8E4M3ToFloat(static_cast<const uint8_t*>(p)[i]);
-    case ncclFloat8e5m2: return fp8E5M2ToFloat(static_cast<const uint8_t*>(p)[i]);
+    case ncclFloat8e4m3: return oracleFp8E4M3ToFloat(static_cast<const uint8_t*>(p)[i]);
+    case ncclFloat8e5m2: return oracleFp8E5M2ToFloat(static_cast<const uint8_t*>(p)[i]);
     default: return 0;
   }
 }
@@ -63,8 +64,8 @@ void store(ncclDataType_t t, void* p, size_t i, double v) {
     case ncclFloat32: static_cast<float*>(p)[i] = static_cast<float>(v); break;
     case ncclFloat64: static_cast<double*>(p)[i] = v; break;
     case ncclBfloat16: static_cast<uint16_t*>(p)[i] = floatToBf16(static_cast<float>(v)); break;
-    case ncclFloat8e4m3: static_cast<uint8_t*>(p)[i] = floatToFp8E4M3(static_cast<float>(v)); break;
-    case ncclFloat8e5m2: static_cast<uint8_t*>(p)[i] = floatToFp8E5M2(static_cast<float>(v)); break;
+    case ncclFloat8e4m3: static_cast<uint8_t*>(p)[i] = oracleFloatToFp8E4M3(static_cast<float>(v)); break;
+    case ncclFloat8e5m2: static_cast<uint8_t*>(p)[i] = oracleFloatToFp8E5M2(static_cast<float>(v)); break;
     default: break;
   }
 }

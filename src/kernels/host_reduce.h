@@ -1,10 +1,6 @@
-// Reduction math for host ranks: one template per operation, instantiated
-// for every NCCL type into a lookup table (no per-element dispatch).
-//
-// Low-precision types (half, bfloat16, fp8) are widened to float for each
-// pairwise step and rounded back to the storage type after it, as a GPU
-// reduction kernel does; float64 reduces in double, integers in their own
-// width with wrap-around on overflow.
+// Reductions on host memory: the per-element math of reduce_math.h (the
+// same the GPU kernels compile), instantiated for every NCCL type and op
+// into a lookup table (no per-element dispatch).
 #pragma once
 
 #include <cstddef>

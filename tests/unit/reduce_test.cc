@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/host_numeric.h"
+#include "kernels/formats.h"
 #include "kernels/host_reduce.h"
 #include "reference.h"
 

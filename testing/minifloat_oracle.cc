@@ -1,11 +1,15 @@
-#include "kernels/host_numeric.h"
+// An independent, slow, obviously-correct model of the OCP fp8 formats
+// (frexp/ldexp arithmetic, no bit tricks): the reference the tests hold
+// the library's bit-level conversions (src/kernels/formats.h) against.
+#include "minifloat_oracle.h"
 
 #include <array>
 #include <cmath>
 
-namespace hetccl {
+namespace hetccl::testing {
 
 namespace {
+
 
 struct MiniFloat {
   int manBits;
@@ -69,9 +73,9 @@ const std::array<float, 256> kE5M2Table = table(kE5M2);
 
 }  // namespace
 
-float fp8E4M3ToFloat(uint8_t b) { return kE4M3Table[b]; }
-float fp8E5M2ToFloat(uint8_t b) { return kE5M2Table[b]; }
-uint8_t floatToFp8E4M3(float f) { return encode(kE4M3, f); }
-uint8_t floatToFp8E5M2(float f) { return encode(kE5M2, f); }
+float oracleFp8E4M3ToFloat(uint8_t b) { return kE4M3Table[b]; }
+float oracleFp8E5M2ToFloat(uint8_t b) { return kE5M2Table[b]; }
+uint8_t oracleFloatToFp8E4M3(float f) { return encode(kE4M3, f); }
+uint8_t oracleFloatToFp8E5M2(float f) { return encode(kE5M2, f); }
 
-}  // namespace hetccl
+}  // namespace hetccl::testing
