@@ -254,6 +254,7 @@ double preMulScalar(const Case& k, int rank) {
 }
 
 void writeScalar(ncclDataType_t t, double v, void* out) { store(t, out, 0, v); }
+double readScalar(ncclDataType_t t, const void* buffer, size_t i) { return load(t, buffer, i); }
 
 void fillInput(const Case& k, int rank, void* buffer) {
   const size_t n = sendElements(k.coll, k.count, k.nranks);

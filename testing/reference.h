@@ -48,6 +48,8 @@ double inputValue(const Case& k, int rank, size_t i);
 // The PreMulSum scalar rank r uses (representable in the type).
 double preMulScalar(const Case& k, int rank);
 void writeScalar(ncclDataType_t t, double v, void* out);
+// Element i of a buffer of type t, as a double.
+double readScalar(ncclDataType_t t, const void* buffer, size_t i);
 
 void fillInput(const Case& k, int rank, void* buffer);
 // Fills with a value that no correct result has at that place.

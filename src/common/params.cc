@@ -62,6 +62,9 @@ Params load() {
   p.smallAllReduceBytes = static_cast<size_t>(envLong("HETCCL_SMALL_ALLREDUCE_BYTES", p.smallAllReduceBytes, 0));
   p.pipelineChunkBytes = static_cast<size_t>(envLong("HETCCL_CHUNK_BYTES", p.pipelineChunkBytes, 4096));
   if (const char* v = env("HETCCL_DEVICE")) p.device = v;
+  if (const char* v = env("HETCCL_CUDART_LIB")) p.cudaRuntimeLib = v;
+  if (const char* v = env("HETCCL_CUDA_LIB")) p.cudaDriverLib = v;
+  if (const char* v = env("HETCCL_HIP_LIB")) p.hipRuntimeLib = v;
   if (const char* v = env("HETCCL_DOMAIN")) p.domain = std::string(v).substr(0, 31);
   if (const char* v = env("HETCCL_REDUCE_TYPES")) {
     // A comma-separated list of nccl-tests type names (float, half, bfloat16, ...).

@@ -27,6 +27,9 @@ struct Params {
   size_t smallAllReduceBytes = 64 << 10;  // HETCCL_SMALL_ALLREDUCE_BYTES
   size_t pipelineChunkBytes = 512 << 10;  // HETCCL_CHUNK_BYTES (broadcast/reduce pipelines)
   std::string device;                 // HETCCL_DEVICE ("host" for CPU ranks)
+  std::string cudaRuntimeLib;         // HETCCL_CUDART_LIB: libcudart to load
+  std::string cudaDriverLib;          // HETCCL_CUDA_LIB: libcuda to load
+  std::string hipRuntimeLib;          // HETCCL_HIP_LIB: libamdhip64 to load
   std::string domain;                 // HETCCL_DOMAIN: put this rank in the named domain
   uint32_t reducibleTypes = 0xfff;    // HETCCL_REDUCE_TYPES: types the native library may reduce
 };

@@ -1,0 +1,98 @@
+#include "kernels/device_kernels.h"
+
+#include <algorithm>
+#include <string>
+
+#include "common/error.h"
+#include "kernels/kernel_images.h"
+
+namespace hetccl {
+
+namespace {
+
+// Kernel name suffixes, indexed by ncclDataType_t and RedKind (see device_kernels.cu).
+const char* const kTypeSuffix[ncclNumTypes] = {"i8", "u8", "i32", "u32", "i64", "u64",
+                                               "f16", "f32", "f64", "bf16", "e4m3", "e5m2"};
+const char* const kOpSuffix[5] = {"sum", "prod", "max", "min", "premulsum"};
+// The floating types casts convert between, in the kernels' order.
+const ncclDataType_t kCastType[] = {ncclFloat16, ncclFloat32, ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
+
+int castIndex(ncclDataType_t t) {
+  for (int i = 0; i < 6; ++i)
+    if (kCastType[i] == t) return i;
+  return -1;
+}
+
+constexpr unsigned kThreads = 512;
+constexpr size_t kMaxBlocks = 4096;
+
+}  // namespace
+
+ncclResult_t DeviceKernels::load(Runtime& runtime, std::unique_ptr<DeviceKernels>* out) {
+  const KernelImage image = kernelImageFor(runtime.name());
+  if (!image.data)
+    return fail(ncclInvalidUsage, "this libhetccl.so was built without %s kernels (its compiler was missing at build time)",
+                runtime.name());
+  std::unique_ptr<DeviceKernels> k(new DeviceKernels(runtime));
+  HETCCL_TRY(runtime.loadModule(image.data, &k->module_));
+  HETCCL_TRY(k->bind());
+  *out = std::move(k);
+  return ncclSuccess;
+}
+
+DeviceKernels::~DeviceKernels() {
+  if (module_) runtime_.unloadModule(module_);
+}
+
+ncclResult_t DeviceKernels::bind() {
+  for (int t = 0; t < ncclNumTypes; ++t) {
+    const std::string type = kTypeSuffix[t];
+    for (int op = 0; op < 5; ++op)
+      HETCCL_TRY(runtime_.getFunction(module_, ("hetccl_reduce_" + type + "_" + kOpSuffix[op]).c_str(), &reduce_[t][op]));
+    HETCCL_TRY(runtime_.getFunction(module_, ("hetccl_prepare_" + type).c_str(), &prepare_[t]));
+    HETCCL_TRY(runtime_.getFunction(module_, ("hetccl_average_" + type).c_str(), &average_[t]));
+  }
+  for (int f = 0; f < kCastTypes; ++f)
+    for (int t = 0; t < kCastTypes; ++t) {
+      const std::string name = std::string("hetccl_cast_") + kTypeSuffix[kCastType[f]] + "_" + kTypeSuffix[kCastType[t]];
+      HETCCL_TRY(runtime_.getFunction(module_, name.c_str(), &cast_[f][t]));
+    }
+  return ncclSuccess;
+}
+
+ncclResult_t DeviceKernels::run(Function f, size_t n, void** args, Stream s) {
+  if (n == 0) return ncclSuccess;
+  const size_t blocks = std::min(kMaxBlocks, (n + kThreads - 1) / kThreads);
+  return runtime_.launch(f, static_cast<unsigned>(blocks), kThreads, args, s);
+}
+
+ncclResult_t DeviceKernels::reduce(const Reduction& r, void* dst, const void* incoming, const void* local, size_t n,
+                                   Stream s) {
+  uint64_t count = n, scalar = r.scalar;
+  void* args[] = {&dst, &incoming, &local, &count, &scalar};
+  return run(reduce_[r.type][static_cast<int>(r.kind)], n, args, s);
+}
+
+ncclResult_t DeviceKernels::prepare(const Reduction& r, void* dst, const void* local, size_t n, Stream s) {
+  if (r.kind != RedKind::PreMulSum) return dst == local ? ncclSuccess : runtime_.copyAsync(dst, local, n * typeSize(r.type), s);
+  uint64_t count = n, scalar = r.scalar;
+  void* args[] = {&dst, &local, &count, &scalar};
+  return run(prepare_[r.type], n, args, s);
+}
+
+ncclResult_t DeviceKernels::average(ncclDataType_t type, void* data, size_t n, int nranks, Stream s) {
+  uint64_t count = n;
+  void* args[] = {&data, &count, &nranks};
+  return run(average_[type], n, args, s);
+}
+
+ncclResult_t DeviceKernels::cast(ncclDataType_t from, ncclDataType_t to, void* dst, const void* src, size_t n, Stream s) {
+  const int f = castIndex(from), t = castIndex(to);
+  if (f < 0 || t < 0)
+    return fail(ncclInvalidArgument, "no cast kernel from %s to %s (floating types only)", typeName(from), typeName(to));
+  uint64_t count = n;
+  void* args[] = {&dst, &src, &count};
+  return run(cast_[f][t], n, args, s);
+}
+
+}  // namespace hetccl

@@ -1,0 +1,44 @@
+// The GPU kernels of one device, loaded from the embedded image for its
+// runtime, and launched on a stream: reductions (every type and op),
+// PreMulSum's scaling, ncclAvg's division, and casts between floating types.
+#pragma once
+
+#include <memory>
+
+#include "common/types.h"
+#include "runtime/runtime.h"
+
+namespace hetccl {
+
+class DeviceKernels {
+ public:
+  // Loads the kernels on the runtime's current device.
+  static ncclResult_t load(Runtime& runtime, std::unique_ptr<DeviceKernels>* out);
+  ~DeviceKernels();
+  DeviceKernels(const DeviceKernels&) = delete;
+  DeviceKernels& operator=(const DeviceKernels&) = delete;
+
+  // dst = incoming (op) pre(local); dst may alias either input.
+  ncclResult_t reduce(const Reduction& r, void* dst, const void* incoming, const void* local, size_t n, Stream s);
+  // dst = pre(local): PreMulSum's scaling of a rank's own input.
+  ncclResult_t prepare(const Reduction& r, void* dst, const void* local, size_t n, Stream s);
+  // data /= nranks, for ncclAvg.
+  ncclResult_t average(ncclDataType_t type, void* data, size_t n, int nranks, Stream s);
+  // dst = src converted; both floating types (half, float, double, bf16, fp8).
+  ncclResult_t cast(ncclDataType_t from, ncclDataType_t to, void* dst, const void* src, size_t n, Stream s);
+
+ private:
+  explicit DeviceKernels(Runtime& runtime) : runtime_(runtime) {}
+  ncclResult_t bind();
+  ncclResult_t run(Function f, size_t n, void** args, Stream s);
+
+  static constexpr int kCastTypes = 6;
+  Runtime& runtime_;
+  Module module_ = nullptr;
+  Function reduce_[ncclNumTypes][5] = {};
+  Function prepare_[ncclNumTypes] = {};
+  Function average_[ncclNumTypes] = {};
+  Function cast_[kCastTypes][kCastTypes] = {};
+};
+
+}  // namespace hetccl

@@ -1,0 +1,89 @@
+// The device operations hetccl needs, behind one interface with an
+// instance per kind of device: the host CPU, CUDA and HIP. The GPU
+// runtimes are loaded with dlopen on first use (src/runtime/
+// vendor_runtime.cc), so libhetccl.so starts on any machine and the same
+// binary serves NVIDIA, AMD and CPU ranks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "nccl.h"
+
+namespace hetccl {
+
+enum class MemoryKind : uint8_t { Host, Pinned, Device, Managed };
+const char* memoryKindName(MemoryKind kind);
+
+// Vendor handles, opaque here (cudaStream_t, hipEvent_t, CUfunction ...).
+using Stream = void*;
+using Event = void*;
+using Module = void*;
+using Function = void*;
+
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+  virtual const char* name() const = 0;    // "host", "cuda", "hip"
+  virtual const char* vendor() const = 0;  // "cpu", "nvidia", "amd"
+  virtual bool hasDevices() const = 0;     // false for the host
+  virtual std::string version() const = 0;
+
+  // Devices.
+  virtual ncclResult_t deviceCount(int* count) = 0;
+  virtual ncclResult_t currentDevice(int* device) = 0;
+  virtual ncclResult_t setDevice(int device) = 0;
+  virtual ncclResult_t pciBusId(int device, std::string* id) = 0;
+  // Where `p` lives; *device is -1 for host memory.
+  virtual ncclResult_t memoryKind(const void* p, MemoryKind* kind, int* device) = 0;
+
+  // Memory. Pinned memory is host memory mapped into the device's space.
+  virtual ncclResult_t allocDevice(void** p, size_t bytes) = 0;
+  virtual ncclResult_t freeDevice(void* p) = 0;
+  virtual ncclResult_t allocPinned(void** p, size_t bytes) = 0;
+  virtual ncclResult_t freePinned(void* p) = 0;
+  virtual ncclResult_t registerHost(void* p, size_t bytes) = 0;
+  virtual ncclResult_t unregisterHost(void* p) = 0;
+  virtual ncclResult_t devicePointerOf(void* pinned, void** devicePointer) = 0;
+
+  // Streams and events. A null stream is the device's default stream.
+  virtual ncclResult_t createStream(Stream* s) = 0;
+  virtual ncclResult_t destroyStream(Stream s) = 0;
+  virtual ncclResult_t synchronize(Stream s) = 0;
+  virtual ncclResult_t streamDevice(Stream s, int* device) = 0;  // -1 if the runtime cannot tell
+  virtual ncclResult_t createEvent(Event* e) = 0;
+  virtual ncclResult_t destroyEvent(Event e) = 0;
+  virtual ncclResult_t recordEvent(Event e, Stream s) = 0;
+  virtual ncclResult_t eventDone(Event e, bool* done) = 0;
+  virtual ncclResult_t waitEvent(Stream s, Event e) = 0;
+  // The stream waits until the 32-bit word at `flag` (pinned memory) is
+  // >= value; or writes value there once earlier work is done.
+  virtual ncclResult_t waitFlag(Stream s, volatile uint32_t* flag, uint32_t value) = 0;
+  virtual ncclResult_t writeFlag(Stream s, volatile uint32_t* flag, uint32_t value) = 0;
+
+  // Copies (any direction, by unified addressing) and memset.
+  virtual ncclResult_t copyAsync(void* dst, const void* src, size_t bytes, Stream s) = 0;
+  virtual ncclResult_t memsetAsync(void* dst, int value, size_t bytes, Stream s) = 0;
+
+  // Kernels from a module image (fatbin, code object).
+  virtual ncclResult_t loadModule(const void* image, Module* m) = 0;
+  virtual ncclResult_t unloadModule(Module m) = 0;
+  virtual ncclResult_t getFunction(Module m, const char* name, Function* f) = 0;
+  virtual ncclResult_t launch(Function f, unsigned blocks, unsigned threads, void** args, Stream s) = 0;
+
+  // A dma-buf file descriptor for device memory (for RDMA registration).
+  virtual ncclResult_t exportDmabuf(void* p, size_t bytes, int* fd, uint64_t* offset) = 0;
+};
+
+// The host CPU: plain memory, synchronous "streams".
+Runtime& hostRuntime();
+// CUDA (libcudart + libcuda) and HIP (libamdhip64), loaded on first use;
+// nullptr when the library is missing or has no device. *why says why.
+Runtime* cudaRuntime(std::string* why = nullptr);
+Runtime* hipRuntime(std::string* why = nullptr);
+// This process's runtime: the host if HETCCL_DEVICE=host, else CUDA if it
+// has a device, else HIP if it has one, else the host.
+Runtime& processRuntime();
+
+}  // namespace hetccl

@@ -1,0 +1,392 @@
+// CUDA and HIP behind the Runtime interface. HIP mirrors CUDA's API, so
+// one class serves both: a table names each entry point per vendor and the
+// library it lives in, and the runtime binds them with dlsym at load.
+// Nothing here is linked against a GPU library.
+#include <dlfcn.h>
+
+#include <cstddef>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/params.h"
+#include "runtime/dynamic_library.h"
+#include "runtime/runtime.h"
+
+namespace hetccl {
+
+namespace {
+
+// The entry points, typed as both vendors declare them (handles as void*,
+// error codes as int: 0 is success in both).
+struct Api {
+  int (*getDeviceCount)(int*);
+  int (*getDevice)(int*);
+  int (*setDevice)(int);
+  int (*deviceGetPCIBusId)(char*, int, int);
+  int (*pointerGetAttributes)(void*, const void*);
+  int (*malloc)(void**, size_t);
+  int (*free)(void*);
+  int (*hostAlloc)(void**, size_t, unsigned);
+  int (*freeHost)(void*);
+  int (*hostRegister)(void*, size_t, unsigned);
+  int (*hostUnregister)(void*);
+  int (*hostGetDevicePointer)(void**, void*, unsigned);
+  int (*streamCreateWithFlags)(void**, unsigned);
+  int (*streamDestroy)(void*);
+  int (*streamSynchronize)(void*);
+  int (*streamGetDevice)(void*, int*);
+  int (*eventCreateWithFlags)(void**, unsigned);
+  int (*eventDestroy)(void*);
+  int (*eventRecord)(void*, void*);
+  int (*eventQuery)(void*);
+  int (*streamWaitEvent)(void*, void*, unsigned);
+  int (*memcpyAsync)(void*, const void*, size_t, int, void*);
+  int (*memsetAsync)(void*, int, size_t, void*);
+  const char* (*getErrorString)(int);
+  int (*runtimeGetVersion)(int*);
+  int (*moduleLoadData)(void**, const void*);
+  int (*moduleUnload)(void*);
+  int (*moduleGetFunction)(void**, void*, const char*);
+  int (*launchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,
+                      void**);
+  // Where the vendors' signatures differ, one slot each.
+  int (*cuStreamWaitValue32)(void*, unsigned long long, uint32_t, unsigned);
+  int (*cuStreamWriteValue32)(void*, unsigned long long, uint32_t, unsigned);
+  int (*hipStreamWaitValue32)(void*, void*, uint32_t, unsigned, uint32_t);
+  int (*hipStreamWriteValue32)(void*, void*, uint32_t, unsigned);
+  int (*cuMemGetHandleForAddressRange)(void*, unsigned long long, size_t, int, unsigned long long);
+  int (*hsaExportDmabuf)(const void*, size_t, int*, uint64_t*);
+};
+
+enum class Lib : uint8_t { None, Runtime, Driver, Hsa };
+
+struct Binding {
+  size_t slot;  // offset in Api
+  Lib cudaLib;
+  const char* cudaName;
+  Lib hipLib;
+  const char* hipName;
+  bool required;
+};
+
+#define SLOT(member) offsetof(Api, member)
+constexpr Lib R = Lib::Runtime, D = Lib::Driver, H = Lib::Hsa, N = Lib::None;
+
+const Binding kBindings[] = {
+    {SLOT(getDeviceCount), R, "cudaGetDeviceCount", R, "hipGetDeviceCount", true},
+    {SLOT(getDevice), R, "cudaGetDevice", R, "hipGetDevice", true},
+    {SLOT(setDevice), R, "cudaSetDevice", R, "hipSetDevice", true},
+    {SLOT(deviceGetPCIBusId), R, "cudaDeviceGetPCIBusId", R, "hipDeviceGetPCIBusId", true},
+    {SLOT(pointerGetAttributes), R, "cudaPointerGetAttributes", R, "hipPointerGetAttributes", true},
+    {SLOT(malloc), R, "cudaMalloc", R, "hipMalloc", true},
+    {SLOT(free), R, "cudaFree", R, "hipFree", true},
+    {SLOT(hostAlloc), R, "cudaHostAlloc", R, "hipHostMalloc", true},
+    {SLOT(freeHost), R, "cudaFreeHost", R, "hipHostFree", true},
+    {SLOT(hostRegister), R, "cudaHostRegister", R, "hipHostRegister", true},
+    {SLOT(hostUnregister), R, "cudaHostUnregister", R, "hipHostUnregister", true},
+    {SLOT(hostGetDevicePointer), R, "cudaHostGetDevicePointer", R, "hipHostGetDevicePointer", true},
+    {SLOT(streamCreateWithFlags), R, "cudaStreamCreateWithFlags", R, "hipStreamCreateWithFlags", true},
+    {SLOT(streamDestroy), R, "cudaStreamDestroy", R, "hipStreamDestroy", true},
+    {SLOT(streamSynchronize), R, "cudaStreamSynchronize", R, "hipStreamSynchronize", true},
+    {SLOT(streamGetDevice), R, "cudaStreamGetDevice", R, "hipStreamGetDevice", false},
+    {SLOT(eventCreateWithFlags), R, "cudaEventCreateWithFlags", R, "hipEventCreateWithFlags", true},
+    {SLOT(eventDestroy), R, "cudaEventDestroy", R, "hipEventDestroy", true},
+    {SLOT(eventRecord), R, "cudaEventRecord", R, "hipEventRecord", true},
+    {SLOT(eventQuery), R, "cudaEventQuery", R, "hipEventQuery", true},
+    {SLOT(streamWaitEvent), R, "cudaStreamWaitEvent", R, "hipStreamWaitEvent", true},
+    {SLOT(memcpyAsync), R, "cudaMemcpyAsync", R, "hipMemcpyAsync", true},
+    {SLOT(memsetAsync), R, "cudaMemsetAsync", R, "hipMemsetAsync", true},
+    {SLOT(getErrorString), R, "cudaGetErrorString", R, "hipGetErrorString", true},
+    {SLOT(runtimeGetVersion), R, "cudaRuntimeGetVersion", R, "hipRuntimeGetVersion", true},
+    {SLOT(moduleLoadData), D, "cuModuleLoadData", R, "hipModuleLoadData", true},
+    {SLOT(moduleUnload), D, "cuModuleUnload", R, "hipModuleUnload", true},
+    {SLOT(moduleGetFunction), D, "cuModuleGetFunction", R, "hipModuleGetFunction", true},
+    {SLOT(launchKernel), D, "cuLaunchKernel", R, "hipModuleLaunchKernel", true},
+    {SLOT(cuStreamWaitValue32), D, "cuStreamWaitValue32_v2", N, nullptr, true},
+    {SLOT(cuStreamWriteValue32), D, "cuStreamWriteValue32_v2", N, nullptr, true},
+    {SLOT(hipStreamWaitValue32), N, nullptr, R, "hipStreamWaitValue32", true},
+    {SLOT(hipStreamWriteValue32), N, nullptr, R, "hipStreamWriteValue32", true},
+    {SLOT(cuMemGetHandleForAddressRange), D, "cuMemGetHandleForAddressRange", N, nullptr, false},
+    {SLOT(hsaExportDmabuf), N, nullptr, H, "hsa_amd_portable_export_dmabuf", false},
+};
+#undef SLOT
+
+// Flag and enum values both vendors share.
+constexpr unsigned kHostAllocPortableMapped = 0x1 | 0x2;
+constexpr unsigned kHostRegisterPortableMapped = 0x1 | 0x2;
+constexpr unsigned kStreamNonBlocking = 0x1;
+constexpr unsigned kEventDisableTiming = 0x2;
+constexpr int kMemcpyDefault = 4;
+constexpr unsigned kWaitGeq = 0x0;
+constexpr int kErrorNotReady = 600;      // cudaErrorNotReady
+constexpr int kHipErrorNotReady = 600;   // hipErrorNotReady
+constexpr int kDmabufHandle = 1;         // CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD
+
+struct VendorSpec {
+  const char* name;
+  const char* vendor;
+  bool hip;
+  std::vector<std::string> runtimeLibs, driverLibs, hsaLibs;
+};
+
+class VendorRuntime : public Runtime {
+ public:
+  VendorRuntime(const VendorSpec& spec) : spec_(spec) {}
+
+  // Loads the libraries and binds the table; false with *why on failure.
+  bool load(std::string* why) {
+    runtime_ = openAny(spec_.runtimeLibs, why);
+    if (!runtime_.loaded()) return false;
+    driver_ = spec_.driverLibs.empty() ? DynamicLibrary() : openAny(spec_.driverLibs, why);
+    hsa_ = spec_.hsaLibs.empty() ? DynamicLibrary() : openAny(spec_.hsaLibs, nullptr);
+    for (const Binding& b : kBindings) {
+      const Lib lib = spec_.hip ? b.hipLib : b.cudaLib;
+      const char* name = spec_.hip ? b.hipName : b.cudaName;
+      if (lib == Lib::None) continue;
+      const DynamicLibrary& from = lib == Lib::Runtime ? runtime_ : lib == Lib::Driver ? driver_ : hsa_;
+      void* f = from.symbol(name);
+      if (!f && b.required) {
+        *why += std::string(why->empty() ? "" : "; ") + name + " not found in " +
+                (from.loaded() ? from.path() : std::string("(library not loaded)"));
+        return false;
+      }
+      memcpy(reinterpret_cast<char*>(&api_) + b.slot, &f, sizeof(f));
+    }
+    int count = 0;
+    const int e = api_.getDeviceCount(&count);
+    if (e != 0 || count <= 0) {
+      *why += std::string(spec_.name) + ": no device (" + api_.getErrorString(e) + ")";
+      return false;
+    }
+    api_.runtimeGetVersion(&version_);
+    // The libraries stay loaded until exit: GPU runtimes do not unload cleanly.
+    runtime_.release();
+    driver_.release();
+    hsa_.release();
+    return true;
+  }
+
+  const char* name() const override { return spec_.name; }
+  const char* vendor() const override { return spec_.vendor; }
+  bool hasDevices() const override { return true; }
+  std::string version() const override { return std::to_string(version_); }
+
+  ncclResult_t deviceCount(int* count) override { return check(api_.getDeviceCount(count), "device count"); }
+  ncclResult_t currentDevice(int* device) override { return check(api_.getDevice(device), "current device"); }
+  ncclResult_t setDevice(int device) override { return check(api_.setDevice(device), "set device"); }
+  ncclResult_t pciBusId(int device, std::string* id) override {
+    char buf[64] = {};
+    HETCCL_TRY(check(api_.deviceGetPCIBusId(buf, sizeof(buf), device), "PCI bus id"));
+    *id = buf;
+    return ncclSuccess;
+  }
+
+  ncclResult_t memoryKind(const void* p, MemoryKind* kind, int* device) override {
+    struct {
+      int type;
+      int device;
+      void* devicePointer;
+      void* hostPointer;
+      char reserved[64];
+    } attrs{};
+    *kind = MemoryKind::Host;
+    *device = -1;
+    if (api_.pointerGetAttributes(&attrs, p) != 0) return ncclSuccess;  // unknown to the runtime: plain host memory
+    *kind = decodeMemoryType(attrs.type);
+    if (*kind != MemoryKind::Host) *device = attrs.device;
+    return ncclSuccess;
+  }
+
+  ncclResult_t allocDevice(void** p, size_t bytes) override { return check(api_.malloc(p, bytes), "device allocation"); }
+  ncclResult_t freeDevice(void* p) override { return check(api_.free(p), "device free"); }
+  ncclResult_t allocPinned(void** p, size_t bytes) override {
+    return check(api_.hostAlloc(p, bytes, kHostAllocPortableMapped), "pinned allocation");
+  }
+  ncclResult_t freePinned(void* p) override { return check(api_.freeHost(p), "pinned free"); }
+  ncclResult_t registerHost(void* p, size_t bytes) override {
+    return check(api_.hostRegister(p, bytes, kHostRegisterPortableMapped), "host registration");
+  }
+  ncclResult_t unregisterHost(void* p) override { return check(api_.hostUnregister(p), "host unregistration"); }
+  ncclResult_t devicePointerOf(void* pinned, void** devicePointer) override {
+    return check(api_.hostGetDevicePointer(devicePointer, pinned, 0), "device pointer of pinned memory");
+  }
+
+  ncclResult_t createStream(Stream* s) override {
+    return check(api_.streamCreateWithFlags(s, kStreamNonBlocking), "stream creation");
+  }
+  ncclResult_t destroyStream(Stream s) override { return check(api_.streamDestroy(s), "stream destruction"); }
+  ncclResult_t synchronize(Stream s) override { return check(api_.streamSynchronize(s), "stream synchronize"); }
+  ncclResult_t streamDevice(Stream s, int* device) override {
+    *device = -1;
+    if (!api_.streamGetDevice) return ncclSuccess;
+    return check(api_.streamGetDevice(s, device), "stream's device");
+  }
+  ncclResult_t createEvent(Event* e) override {
+    return check(api_.eventCreateWithFlags(e, kEventDisableTiming), "event creation");
+  }
+  ncclResult_t destroyEvent(Event e) override { return check(api_.eventDestroy(e), "event destruction"); }
+  ncclResult_t recordEvent(Event e, Stream s) override { return check(api_.eventRecord(e, s), "event record"); }
+  ncclResult_t eventDone(Event e, bool* done) override {
+    const int r = api_.eventQuery(e);
+    *done = r == 0;
+    if (r == 0 || r == (spec_.hip ? kHipErrorNotReady : kErrorNotReady)) return ncclSuccess;
+    return check(r, "event query");
+  }
+  ncclResult_t waitEvent(Stream s, Event e) override { return check(api_.streamWaitEvent(s, e, 0), "stream wait event"); }
+
+  ncclResult_t waitFlag(Stream s, volatile uint32_t* flag, uint32_t value) override {
+    void* dev = nullptr;
+    HETCCL_TRY(devicePointerOf(const_cast<uint32_t*>(flag), &dev));
+    if (spec_.hip) return check(api_.hipStreamWaitValue32(s, dev, value, kWaitGeq, 0xffffffffu), "stream wait value");
+    return check(api_.cuStreamWaitValue32(s, reinterpret_cast<unsigned long long>(dev), value, kWaitGeq),
+                 "stream wait value");
+  }
+  ncclResult_t writeFlag(Stream s, volatile uint32_t* flag, uint32_t value) override {
+    void* dev = nullptr;
+    HETCCL_TRY(devicePointerOf(const_cast<uint32_t*>(flag), &dev));
+    if (spec_.hip) return check(api_.hipStreamWriteValue32(s, dev, value, 0), "stream write value");
+    return check(api_.cuStreamWriteValue32(s, reinterpret_cast<unsigned long long>(dev), value, 0),
+                 "stream write value");
+  }
+
+  ncclResult_t copyAsync(void* dst, const void* src, size_t bytes, Stream s) override {
+    return check(api_.memcpyAsync(dst, src, bytes, kMemcpyDefault, s), "async copy");
+  }
+  ncclResult_t memsetAsync(void* dst, int value, size_t bytes, Stream s) override {
+    return check(api_.memsetAsync(dst, value, bytes, s), "async memset");
+  }
+
+  ncclResult_t loadModule(const void* image, Module* m) override {
+    return check(api_.moduleLoadData(m, image), "kernel module load");
+  }
+  ncclResult_t unloadModule(Module m) override { return check(api_.moduleUnload(m), "kernel module unload"); }
+  ncclResult_t getFunction(Module m, const char* name, Function* f) override {
+    const int r = api_.moduleGetFunction(f, m, name);
+    if (r != 0) return fail(ncclInternalError, "%s: kernel %s not found in the module (error %d)", spec_.name, name, r);
+    return ncclSuccess;
+  }
+  ncclResult_t launch(Function f, unsigned blocks, unsigned threads, void** args, Stream s) override {
+    const int r = api_.launchKernel(f, blocks, 1, 1, threads, 1, 1, 0, s, args, nullptr);
+    if (r != 0) return fail(ncclUnhandledCudaError, "%s: kernel launch failed (error %d)", spec_.name, r);
+    return ncclSuccess;
+  }
+
+  ncclResult_t exportDmabuf(void* p, size_t bytes, int* fd, uint64_t* offset) override {
+    *offset = 0;
+    if (spec_.hip) {
+      if (!api_.hsaExportDmabuf) return fail(ncclInvalidUsage, "hip: hsa_amd_portable_export_dmabuf is not available");
+      return check(api_.hsaExportDmabuf(p, bytes, fd, offset), "dma-buf export");
+    }
+    if (!api_.cuMemGetHandleForAddressRange)
+      return fail(ncclInvalidUsage, "cuda: cuMemGetHandleForAddressRange is not available (driver too old)");
+    const int r = api_.cuMemGetHandleForAddressRange(fd, reinterpret_cast<unsigned long long>(p), bytes, kDmabufHandle, 0);
+    if (r != 0) return fail(ncclSystemError, "cuda: dma-buf export failed (error %d)", r);
+    return ncclSuccess;
+  }
+
+ private:
+  static DynamicLibrary openAny(const std::vector<std::string>& names, std::string* why) {
+    for (const std::string& n : names) {
+      if (n.empty()) continue;
+      DynamicLibrary lib = DynamicLibrary::open(n, RTLD_NOW | RTLD_LOCAL, why);
+      if (lib.loaded()) return lib;
+    }
+    return {};
+  }
+
+  ncclResult_t check(int r, const char* what) const {
+    if (r == 0) return ncclSuccess;
+    return fail(ncclUnhandledCudaError, "%s: %s failed: %s (error %d)", spec_.name, what, api_.getErrorString(r), r);
+  }
+
+  // The pointer-attribute memory types: CUDA and HIP from ROCm 6 number
+  // them unregistered 0, host 1, device 2, managed 3; ROCm 5 numbered
+  // host 0, device 1, unified 3, managed 4 (and fails on unknown pointers).
+  MemoryKind decodeMemoryType(int type) const {
+    const bool rocm5 = spec_.hip && version_ < 60000000;
+    if (rocm5) {
+      switch (type) {
+        case 0: return MemoryKind::Pinned;
+        case 1: return MemoryKind::Device;
+        case 3:
+        case 4: return MemoryKind::Managed;
+        default: return MemoryKind::Host;
+      }
+    }
+    switch (type) {
+      case 1: return MemoryKind::Pinned;
+      case 2: return MemoryKind::Device;
+      case 3:
+      case 11: return MemoryKind::Managed;
+      default: return MemoryKind::Host;
+    }
+  }
+
+  VendorSpec spec_;
+  DynamicLibrary runtime_, driver_, hsa_;
+  Api api_{};
+  int version_ = 0;
+};
+
+// Loads a vendor runtime once per process; nullptr (and the reason) if it
+// cannot be used.
+Runtime* loadOnce(const VendorSpec& spec, std::string* why) {
+  struct Loaded {
+    VendorRuntime* runtime = nullptr;
+    std::string why;
+  };
+  static std::mutex mutex;
+  static std::vector<std::pair<std::string, Loaded>> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  for (auto& [name, l] : loaded)
+    if (name == spec.name) {
+      if (why) *why = l.why;
+      return l.runtime;
+    }
+  Loaded l;
+  auto* r = new VendorRuntime(spec);  // lives until exit
+  if (r->load(&l.why)) {
+    l.runtime = r;
+  } else {
+    delete r;
+    HETCCL_INFO("runtime %s not used: %s", spec.name, l.why.c_str());
+  }
+  loaded.emplace_back(spec.name, l);
+  if (why) *why = l.why;
+  return l.runtime;
+}
+
+}  // namespace
+
+Runtime* cudaRuntime(std::string* why) {
+  const Params& p = params();
+  static const VendorSpec spec{"cuda", "nvidia", false,
+                               {p.cudaRuntimeLib, "libcudart.so.13", "libcudart.so.12", "libcudart.so"},
+                               {p.cudaDriverLib, "libcuda.so.1"},
+                               {}};
+  return loadOnce(spec, why);
+}
+
+Runtime* hipRuntime(std::string* why) {
+  const Params& p = params();
+  static const VendorSpec spec{"hip", "amd", true,
+                               {p.hipRuntimeLib, "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"},
+                               {},
+                               {"libhsa-runtime64.so.1"}};
+  return loadOnce(spec, why);
+}
+
+Runtime& processRuntime() {
+  static Runtime* chosen = [] {
+    if (params().device == "host") return &hostRuntime();
+    if (Runtime* r = cudaRuntime()) return r;
+    if (Runtime* r = hipRuntime()) return r;
+    return &hostRuntime();
+  }();
+  return *chosen;
+}
+
+}  // namespace hetccl
