@@ -49,6 +49,12 @@ const char* hetcclCommDescribePlan(ncclComm_t comm, const char* collective, size
 /* The communicator's domains, e.g. "d0{0,2} d1{1,3}". */
 const char* hetcclCommDescribeDomains(ncclComm_t comm);
 
+/* Loads (once) the vendor collective library "nccl" or "rccl" as hetccl
+ * uses it for a domain and describes it, e.g. "nccl 2.28.9 (/usr/lib/...,
+ * private copy)"; NULL if it cannot be used, with the reason in
+ * ncclGetLastError(NULL). */
+const char* hetcclVendorLibrary(const char* name);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "api/api_util.h"
+#include "backend/vendor_library.h"
 #include "api/group.h"
 #include "bootstrap/unique_id.h"
 #include "comm/init.h"
@@ -369,5 +370,23 @@ HETCCL_EXPORT const char* hetcclCommDescribeDomains(ncclComm_t comm) {
   if (liveComm(comm, "hetcclCommDescribeDomains", &c) != ncclSuccess) return nullptr;
   thread_local std::string text;
   text = c->partition.describe();
+  return text.c_str();
+}
+
+HETCCL_EXPORT const char* hetcclVendorLibrary(const char* name) {
+  if (!name) return nullptr;
+  std::string why;
+  VendorLibrary* lib = strcmp(name, "nccl") == 0 ? VendorLibrary::nccl(&why)
+                       : strcmp(name, "rccl") == 0 ? VendorLibrary::rccl(&why)
+                                                   : nullptr;
+  if (!lib) {
+    fail(ncclInvalidUsage, "hetcclVendorLibrary(%s): %s", name, why.empty() ? "unknown library" : why.c_str());
+    return nullptr;
+  }
+  static std::mutex mutex;
+  static std::string texts[2];
+  std::lock_guard<std::mutex> lock(mutex);
+  std::string& text = texts[strcmp(name, "nccl") == 0 ? 0 : 1];
+  if (text.empty()) text = lib->describe();
   return text.c_str();
 }

@@ -1,0 +1,80 @@
+// A GPU vendor's collective library (NCCL or RCCL), loaded at run time so
+// that its internal calls never reach hetccl's exported nccl* symbols:
+// opened with RTLD_DEEPBIND (its references bind to itself first), and,
+// when the process already holds the library (an application linked
+// against it, hetccl LD_PRELOADed on top), a private copy is loaded from
+// an in-memory file, since the loaded instance's calls were already bound
+// to hetccl. A self-check at load proves the isolation.
+#pragma once
+
+#include <string>
+
+#include "nccl.h"
+
+namespace hetccl {
+
+using VendorComm = void*;  // the vendor library's own ncclComm_t
+
+// NCCL's ABI, which RCCL shares (RCCL's spellings are bound by name).
+struct VendorApi {
+  ncclResult_t (*getVersion)(int*);
+  const char* (*getErrorString)(ncclResult_t);
+  const char* (*getLastError)(VendorComm);
+  ncclResult_t (*getUniqueId)(ncclUniqueId*);
+  ncclResult_t (*commInitRank)(VendorComm*, int, ncclUniqueId, int);
+  ncclResult_t (*commFinalize)(VendorComm);
+  ncclResult_t (*commDestroy)(VendorComm);
+  ncclResult_t (*commAbort)(VendorComm);
+  ncclResult_t (*commGetAsyncError)(VendorComm, ncclResult_t*);
+  ncclResult_t (*allReduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, VendorComm, cudaStream_t);
+  ncclResult_t (*broadcast)(const void*, void*, size_t, ncclDataType_t, int, VendorComm, cudaStream_t);
+  ncclResult_t (*reduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, int, VendorComm, cudaStream_t);
+  ncclResult_t (*allGather)(const void*, void*, size_t, ncclDataType_t, VendorComm, cudaStream_t);
+  ncclResult_t (*reduceScatter)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, VendorComm, cudaStream_t);
+  ncclResult_t (*alltoAll)(const void*, void*, size_t, ncclDataType_t, VendorComm, cudaStream_t);  // may be null
+  ncclResult_t (*gather)(const void*, void*, size_t, ncclDataType_t, int, VendorComm, cudaStream_t);  // may be null
+  ncclResult_t (*scatter)(const void*, void*, size_t, ncclDataType_t, int, VendorComm, cudaStream_t);  // may be null
+  ncclResult_t (*send)(const void*, size_t, ncclDataType_t, int, VendorComm, cudaStream_t);
+  ncclResult_t (*recv)(void*, size_t, ncclDataType_t, int, VendorComm, cudaStream_t);
+  ncclResult_t (*groupStart)();
+  ncclResult_t (*groupEnd)();
+  ncclResult_t (*redOpCreatePreMulSum)(ncclRedOp_t*, void*, ncclDataType_t, ncclScalarResidence_t, VendorComm);
+  ncclResult_t (*redOpDestroy)(ncclRedOp_t, VendorComm);
+  ncclResult_t (*bcast)(void*, size_t, ncclDataType_t, int, VendorComm, cudaStream_t);  // for the self-check
+};
+
+class VendorLibrary {
+ public:
+  // NCCL (HETCCL_NCCL_LIB, else libnccl.so.2 by the usual search) and RCCL
+  // (HETCCL_RCCL_LIB, else librccl.so.1), loaded once; nullptr and *why
+  // when missing, unusable, or not isolated from hetccl.
+  static VendorLibrary* nccl(std::string* why = nullptr);
+  static VendorLibrary* rccl(std::string* why = nullptr);
+  // ncclGroupStart/End on every vendor library loaded so far, so that a
+  // group of pass-through calls is one group for the vendor too.
+  static void groupStartAll();
+  static ncclResult_t groupEndAll();
+
+  const VendorApi& api() const { return api_; }
+  const char* name() const { return name_; }
+  int version() const { return version_; }
+  const std::string& path() const { return path_; }
+  bool privateCopy() const { return privateCopy_; }
+  std::string describe() const;  // "nccl 2.28.9 (/usr/lib/.../libnccl.so.2, private copy)"
+  // Checks a vendor result; on failure records the vendor's own message.
+  ncclResult_t check(ncclResult_t r, const char* what, VendorComm comm = nullptr) const;
+
+ private:
+  explicit VendorLibrary(const char* name) : name_(name) {}
+  static VendorLibrary* instance(const char* name, const std::string& configured, std::string* why);
+  bool load(const std::string& configured, std::string* why);
+
+  const char* name_;
+  void* handle_ = nullptr;  // stays open until exit
+  std::string path_;
+  bool privateCopy_ = false;
+  int version_ = 0;
+  VendorApi api_{};
+};
+
+}  // namespace hetccl
