@@ -24,6 +24,7 @@ struct Op {
   ncclDataType_t type = ncclFloat32;
   Reduction red;
   int root = 0;  // root, or peer for send/recv
+  cudaStream_t stream = nullptr;  // the caller's stream (GPU ranks)
   bool isPointToPoint() const { return kind == OpKind::Send || kind == OpKind::Recv; }
 };
 

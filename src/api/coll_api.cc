@@ -48,6 +48,21 @@ ncclResult_t resolveReduction(Communicator* c, ncclRedOp_t op, ncclDataType_t ty
   return ncclSuccess;
 }
 
+// The vendor's handle for a reduction op (pass-through communicators).
+ncclResult_t vendorReduction(Communicator* c, ncclRedOp_t op, ncclDataType_t type, const char* fn, ncclRedOp_t* out) {
+  *out = op;
+  if (op >= 0 && op < ncclNumOps) return ncclSuccess;
+  const long index = static_cast<long>(op) - ncclNumOps;
+  if (index < 0 || index >= static_cast<long>(c->preMulSumOps.size()) || !c->preMulSumOps[index])
+    return fail(ncclInvalidArgument, "%s: invalid reduction op %d", fn, static_cast<int>(op));
+  const PreMulSumOp& pm = *c->preMulSumOps[index];
+  if (pm.type != type)
+    return fail(ncclInvalidArgument, "%s: PreMulSum op was created for %s but the call uses %s", fn,
+                typeName(pm.type), typeName(type));
+  *out = pm.vendorOp;
+  return ncclSuccess;
+}
+
 // Validates and enqueues. `sendElems`/`recvElems`: elements the rank's
 // send and receive buffers must hold (0 = buffer not used by this rank).
 ncclResult_t submit(const char* fn, Op op, ncclComm_t comm, ncclRedOp_t redop, bool reduces, bool rooted,
@@ -71,6 +86,19 @@ ncclResult_t submit(const char* fn, Op op, ncclComm_t comm, ncclRedOp_t redop, b
   const size_t maxMult = sendMult > recvMult ? sendMult : recvMult;
   if (op.count > SIZE_MAX / es / (maxMult ? maxMult : 1) || op.count * es * (maxMult ? maxMult : 1) > (size_t(1) << 62))
     return bad(fail(ncclInvalidArgument, "%s: count %zu of %s overflows the buffer size", fn, op.count, typeName(op.type)));
+  const bool isRoot = c->rank == op.root;
+  if (op.count > 0) {
+    if (sendMult && (!sendAtRootOnly || isRoot) && !op.sendbuff)
+      return bad(fail(ncclInvalidArgument, "%s: sendbuff is NULL with count %zu", fn, op.count));
+    if (recvMult && (!recvAtRootOnly || isRoot) && !op.recvbuff)
+      return bad(fail(ncclInvalidArgument, "%s: recvbuff is NULL with count %zu", fn, op.count));
+  }
+  if (c->vendor) {  // one vendor domain: the vendor's library runs the call as is, on the caller's stream
+    ncclRedOp_t vendorOp = redop;
+    if (reduces && (r = vendorReduction(c, redop, op.type, fn, &vendorOp)) != ncclSuccess) return bad(r);
+    r = c->vendor->run(op, vendorOp, op.stream);
+    return r == ncclSuccess ? r : bad(r);
+  }
   if (reduces) {
     r = resolveReduction(c, redop, op.type, fn, &op.red);
     if (r != ncclSuccess) return bad(r);
@@ -80,18 +108,13 @@ ncclResult_t submit(const char* fn, Op op, ncclComm_t comm, ncclRedOp_t redop, b
   } else {
     op.red.type = op.type;
   }
-  const bool isRoot = c->rank == op.root;
-  if (op.count > 0) {
-    if (sendMult && (!sendAtRootOnly || isRoot) && !op.sendbuff)
-      return bad(fail(ncclInvalidArgument, "%s: sendbuff is NULL with count %zu", fn, op.count));
-    if (recvMult && (!recvAtRootOnly || isRoot) && !op.recvbuff)
-      return bad(fail(ncclInvalidArgument, "%s: recvbuff is NULL with count %zu", fn, op.count));
-  }
   return enqueue(op);
 }
 
-Op makeOp(OpKind kind, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t type, int root) {
+Op makeOp(OpKind kind, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t type, int root,
+          cudaStream_t stream) {
   Op op;
+  op.stream = stream;
   op.kind = kind;
   op.sendbuff = sendbuff;
   op.recvbuff = recvbuff;
@@ -108,22 +131,22 @@ int nranksOf(ncclComm_t comm) {
 }  // namespace
 
 HETCCL_EXPORT ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                          ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
-  return submit("ncclAllReduce", makeOp(OpKind::AllReduce, sendbuff, recvbuff, count, datatype, 0), comm, op, true,
+                                          ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  return submit("ncclAllReduce", makeOp(OpKind::AllReduce, sendbuff, recvbuff, count, datatype, 0, stream), comm, op, true,
                 false, 1, 1, false, false);
 }
 HETCCL_WEAK_ALIAS(ncclAllReduce)
 
 HETCCL_EXPORT ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                       ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t) {
-  return submit("ncclReduce", makeOp(OpKind::Reduce, sendbuff, recvbuff, count, datatype, root), comm, op, true, true,
+                                       ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  return submit("ncclReduce", makeOp(OpKind::Reduce, sendbuff, recvbuff, count, datatype, root, stream), comm, op, true, true,
                 1, 1, false, true);
 }
 HETCCL_WEAK_ALIAS(ncclReduce)
 
 HETCCL_EXPORT ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                          int root, ncclComm_t comm, cudaStream_t) {
-  return submit("ncclBroadcast", makeOp(OpKind::Broadcast, sendbuff, recvbuff, count, datatype, root), comm, ncclSum,
+                                          int root, ncclComm_t comm, cudaStream_t stream) {
+  return submit("ncclBroadcast", makeOp(OpKind::Broadcast, sendbuff, recvbuff, count, datatype, root, stream), comm, ncclSum,
                 false, true, 1, 1, true, false);
 }
 HETCCL_WEAK_ALIAS(ncclBroadcast)
@@ -135,51 +158,51 @@ HETCCL_EXPORT ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t d
 HETCCL_WEAK_ALIAS(ncclBcast)
 
 HETCCL_EXPORT ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
-                                          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t) {
-  return submit("ncclAllGather", makeOp(OpKind::AllGather, sendbuff, recvbuff, sendcount, datatype, 0), comm, ncclSum,
+                                          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  return submit("ncclAllGather", makeOp(OpKind::AllGather, sendbuff, recvbuff, sendcount, datatype, 0, stream), comm, ncclSum,
                 false, false, 1, static_cast<size_t>(nranksOf(comm)), false, false);
 }
 HETCCL_WEAK_ALIAS(ncclAllGather)
 
 HETCCL_EXPORT ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
-                                              ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
-  return submit("ncclReduceScatter", makeOp(OpKind::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, 0), comm,
+                                              ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  return submit("ncclReduceScatter", makeOp(OpKind::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, 0, stream), comm,
                 op, true, false, static_cast<size_t>(nranksOf(comm)), 1, false, false);
 }
 HETCCL_WEAK_ALIAS(ncclReduceScatter)
 
 HETCCL_EXPORT ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                         ncclComm_t comm, cudaStream_t) {
+                                         ncclComm_t comm, cudaStream_t stream) {
   const size_t n = static_cast<size_t>(nranksOf(comm));
-  return submit("ncclAlltoAll", makeOp(OpKind::AlltoAll, sendbuff, recvbuff, count, datatype, 0), comm, ncclSum, false,
+  return submit("ncclAlltoAll", makeOp(OpKind::AlltoAll, sendbuff, recvbuff, count, datatype, 0, stream), comm, ncclSum, false,
                 false, n, n, false, false);
 }
 HETCCL_WEAK_ALIAS(ncclAlltoAll)
 
 HETCCL_EXPORT ncclResult_t pncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                       int root, ncclComm_t comm, cudaStream_t) {
-  return submit("ncclGather", makeOp(OpKind::Gather, sendbuff, recvbuff, count, datatype, root), comm, ncclSum, false,
+                                       int root, ncclComm_t comm, cudaStream_t stream) {
+  return submit("ncclGather", makeOp(OpKind::Gather, sendbuff, recvbuff, count, datatype, root, stream), comm, ncclSum, false,
                 true, 1, static_cast<size_t>(nranksOf(comm)), false, true);
 }
 HETCCL_WEAK_ALIAS(ncclGather)
 
 HETCCL_EXPORT ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                        int root, ncclComm_t comm, cudaStream_t) {
-  return submit("ncclScatter", makeOp(OpKind::Scatter, sendbuff, recvbuff, count, datatype, root), comm, ncclSum,
+                                        int root, ncclComm_t comm, cudaStream_t stream) {
+  return submit("ncclScatter", makeOp(OpKind::Scatter, sendbuff, recvbuff, count, datatype, root, stream), comm, ncclSum,
                 false, true, static_cast<size_t>(nranksOf(comm)), 1, true, false);
 }
 HETCCL_WEAK_ALIAS(ncclScatter)
 
 HETCCL_EXPORT ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
-                                     ncclComm_t comm, cudaStream_t) {
-  return submit("ncclSend", makeOp(OpKind::Send, sendbuff, nullptr, count, datatype, peer), comm, ncclSum, false, true,
+                                     ncclComm_t comm, cudaStream_t stream) {
+  return submit("ncclSend", makeOp(OpKind::Send, sendbuff, nullptr, count, datatype, peer, stream), comm, ncclSum, false, true,
                 1, 0, false, false);
 }
 HETCCL_WEAK_ALIAS(ncclSend)
 
 HETCCL_EXPORT ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
-                                     cudaStream_t) {
-  return submit("ncclRecv", makeOp(OpKind::Recv, nullptr, recvbuff, count, datatype, peer), comm, ncclSum, false, true,
+                                     cudaStream_t stream) {
+  return submit("ncclRecv", makeOp(OpKind::Recv, nullptr, recvbuff, count, datatype, peer, stream), comm, ncclSum, false, true,
                 0, 1, false, false);
 }
 HETCCL_WEAK_ALIAS(ncclRecv)

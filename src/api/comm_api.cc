@@ -245,6 +245,7 @@ HETCCL_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm) {
   HETCCL_TRY(handleComm(comm, "ncclCommFinalize", &c));
   c->waitReady();
   std::lock_guard<std::mutex> lock(c->opMutex);  // operations are complete when they return
+  if (c->vendor) return c->vendor->finalize();
   return ncclSuccess;
 }
 HETCCL_WEAK_ALIAS(ncclCommFinalize)
@@ -255,6 +256,7 @@ ncclResult_t release(ncclComm_t comm, bool abort, const char* caller) {
   HETCCL_TRY(handleComm(comm, caller, &c));
   if (abort) {
     c->abort.store(true);  // wakes any operation blocked in another thread
+    if (c->vendor) c->vendor->markAborted();
   }
   c->waitReady();
   {
@@ -296,6 +298,7 @@ HETCCL_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t*
   Communicator* c = nullptr;
   HETCCL_TRY(handleComm(comm, "ncclCommGetAsyncError", &c));
   *asyncError = c->asyncError.load();
+  if (*asyncError == ncclSuccess && c->vendor) return c->vendor->asyncError(asyncError);
   return ncclSuccess;
 }
 HETCCL_WEAK_ALIAS(ncclCommGetAsyncError)

@@ -5,6 +5,7 @@
 
 #include "api/api_util.h"
 #include "comm/communicator.h"
+#include "backend/vendor_library.h"
 #include "common/log.h"
 
 using namespace hetccl;
@@ -17,6 +18,7 @@ struct GroupState {
   std::vector<ncclComm_t> inits;
   ncclResult_t error = ncclSuccess;
   std::string errorText;
+  std::vector<VendorLibrary*> vendorGroups;  // vendor libraries in a group with this one
 };
 
 thread_local GroupState tGroup;
@@ -99,7 +101,8 @@ ncclResult_t enqueue(const Op& op) {
 }  // namespace hetccl
 
 HETCCL_EXPORT ncclResult_t pncclGroupStart(void) {
-  ++tGroup.depth;
+  // Pass-through calls go straight to the vendor library: open its group too.
+  if (tGroup.depth++ == 0) tGroup.vendorGroups = VendorLibrary::groupStartAll();
   return ncclSuccess;
 }
 HETCCL_WEAK_ALIAS(ncclGroupStart)
@@ -111,6 +114,9 @@ struct GroupEnd {
   static ncclResult_t finish(bool simulate, ncclSimInfo_t* sim) {
     if (tGroup.depth == 0) return fail(ncclInvalidUsage, "ncclGroupEnd called without a matching ncclGroupStart");
     if (--tGroup.depth > 0) return ncclSuccess;
+    std::vector<VendorLibrary*> vendorGroups;
+    vendorGroups.swap(tGroup.vendorGroups);
+    const ncclResult_t vendorResult = VendorLibrary::groupEnd(vendorGroups);
     std::vector<Op> ops;
     ops.swap(tGroup.ops);
     std::vector<ncclComm_t> inits;
@@ -137,6 +143,7 @@ struct GroupEnd {
       sim->estimatedTime = static_cast<float>(20.0 * ops.size() + bytes / 1e3);
       return ncclSuccess;
     }
+    if (vendorResult != ncclSuccess) return vendorResult;
     if (ops.empty()) return ncclSuccess;
     return execute(ops);
   }

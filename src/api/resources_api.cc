@@ -111,6 +111,11 @@ HETCCL_EXPORT ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scal
     return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: invalid scalar residence %d", static_cast<int>(residence));
   PreMulSumOp pm{datatype, residence, 0, scalar};
   if (residence == ncclScalarHostImmediate) memcpy(&pm.hostScalar, scalar, typeSize(datatype));
+  if (c->vendor) {
+    VendorLibrary& lib = c->vendor->library();
+    HETCCL_TRY(lib.check(lib.api().redOpCreatePreMulSum(&pm.vendorOp, scalar, datatype, residence, c->vendor->handle()),
+                         "ncclRedOpCreatePreMulSum"));
+  }
   std::lock_guard<std::mutex> lock(c->opMutex);
   size_t slot = 0;
   while (slot < c->preMulSumOps.size() && c->preMulSumOps[slot]) ++slot;
@@ -131,6 +136,10 @@ HETCCL_EXPORT ncclResult_t pncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
   const size_t slot = static_cast<size_t>(op) - ncclNumOps;
   if (slot >= c->preMulSumOps.size() || !c->preMulSumOps[slot])
     return fail(ncclInvalidArgument, "ncclRedOpDestroy: op %d was not created on this communicator", static_cast<int>(op));
+  if (c->vendor) {
+    VendorLibrary& lib = c->vendor->library();
+    HETCCL_TRY(lib.check(lib.api().redOpDestroy(c->preMulSumOps[slot]->vendorOp, c->vendor->handle()), "ncclRedOpDestroy"));
+  }
   c->preMulSumOps[slot].reset();
   return ncclSuccess;
 }

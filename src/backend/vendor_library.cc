@@ -242,17 +242,17 @@ VendorLibrary* VendorLibrary::instance(const char* name, const std::string& conf
 VendorLibrary* VendorLibrary::nccl(std::string* why) { return instance("nccl", params().ncclLib, why); }
 VendorLibrary* VendorLibrary::rccl(std::string* why) { return instance("rccl", params().rcclLib, why); }
 
-void VendorLibrary::groupStartAll() {
-  std::lock_guard<std::mutex> lock(gMutex);
-  for (VendorLibrary* lib : gLoaded) lib->api_.groupStart();
-}
-
-ncclResult_t VendorLibrary::groupEndAll() {
+std::vector<VendorLibrary*> VendorLibrary::groupStartAll() {
   std::vector<VendorLibrary*> libs;
   {
     std::lock_guard<std::mutex> lock(gMutex);
     libs = gLoaded;
   }
+  for (VendorLibrary* lib : libs) lib->api_.groupStart();
+  return libs;
+}
+
+ncclResult_t VendorLibrary::groupEnd(const std::vector<VendorLibrary*>& libs) {
   ncclResult_t first = ncclSuccess;
   for (VendorLibrary* lib : libs) {
     const ncclResult_t r = lib->check(lib->api_.groupEnd(), "ncclGroupEnd");

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "nccl.h"
 
@@ -50,10 +51,11 @@ class VendorLibrary {
   // when missing, unusable, or not isolated from hetccl.
   static VendorLibrary* nccl(std::string* why = nullptr);
   static VendorLibrary* rccl(std::string* why = nullptr);
-  // ncclGroupStart/End on every vendor library loaded so far, so that a
-  // group of pass-through calls is one group for the vendor too.
-  static void groupStartAll();
-  static ncclResult_t groupEndAll();
+  // ncclGroupStart on every vendor library loaded so far (returned), and
+  // ncclGroupEnd on those: a group of pass-through calls is one group for
+  // the vendor too.
+  static std::vector<VendorLibrary*> groupStartAll();
+  static ncclResult_t groupEnd(const std::vector<VendorLibrary*>& libraries);
 
   const VendorApi& api() const { return api_; }
   const char* name() const { return name_; }

@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "common/params.h"
 #include "comm/init.h"
+#include "runtime/runtime.h"
 
 namespace hetccl {
 
@@ -92,7 +93,30 @@ ncclResult_t Communicator::finishInit() {
 
 ncclResult_t Communicator::createDomains() {
   partition = Partition::fromRanks(peers);
-  if (partition.single()) return ncclSuccess;  // the communicator is its own backend: pass-through
+  for (const Domain& d : partition.domains)
+    for (int m : d.members)
+      if (strcmp(peers[m].runtime, peers[d.members[0]].runtime) != 0 || strcmp(peers[m].library, peers[d.members[0]].library) != 0)
+        return fail(ncclInvalidUsage, "domain '%s' mixes rank %d (%s, %s) and rank %d (%s, %s): a domain needs one runtime and library",
+                    d.name.c_str(), d.members[0], peers[d.members[0]].runtime, peers[d.members[0]].library, m,
+                    peers[m].runtime, peers[m].library);
+  Runtime& rt = processRuntime();
+  if (partition.single()) {
+    // The communicator is its own backend: the vendor's library, or
+    // hetccl's native algorithms for host ranks.
+    std::string why;
+    VendorLibrary* lib = rt.hasDevices() ? vendorLibraryFor(rt, &why) : nullptr;
+    if (lib) return VendorCommunicator::create(*lib, ring, rank, nranks, &abort, &vendor);
+    if (rt.hasDevices())
+      return fail(ncclInvalidUsage, "%s ranks without a vendor library (%s): hetccl's native GPU algorithms are not built yet",
+                  rt.name(), why.c_str());
+    return ncclSuccess;
+  }
+  for (const RankInfo& p : peers)
+    if (strcmp(p.runtime, "host") != 0)
+      return fail(ncclInvalidUsage,
+                  "domains %s: cross-domain collectives on GPU ranks (%s) are not available yet in this build; "
+                  "one domain of GPU ranks passes through to its vendor library",
+                  partition.describe().c_str(), p.runtime);
   const int d = partition.domainOf[rank];
   domainComm = std::make_unique<Communicator>();
   domainComm->config = config;

@@ -15,6 +15,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "backend/backend.h"
+#include "backend/vendor_comm.h"
 #include "bootstrap/rank_info.h"
 #include "comm/domains.h"
 #include "plan/plan.h"
@@ -38,6 +39,7 @@ struct PreMulSumOp {
   ncclScalarResidence_t residence;
   uint64_t hostScalar;         // ncclScalarHostImmediate: the value, copied at creation
   const void* deviceScalar;    // ncclScalarDevice: read when the collective runs
+  ncclRedOp_t vendorOp = ncclSum;  // the same op in the vendor's library (pass-through communicators)
 };
 
 // Runs jobs on a thread of this communicator's own (created once), so one
@@ -102,6 +104,7 @@ class Communicator {
   std::unique_ptr<Communicator> domainComm;   // my domain's ranks (several domains only)
   std::unique_ptr<Backend> backend;           // my domain's library (several domains only)
   std::unique_ptr<Proxy> proxy;               // inter-domain steps (several domains only)
+  std::unique_ptr<VendorCommunicator> vendor; // one vendor domain: every call passes through to it
   PlanCache plans;                            // cross-domain plans by shape
   std::atomic<unsigned long long> bytesStaged{0};  // copied through staging by cross-domain plans
   unsigned long long operations = 0;

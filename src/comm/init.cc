@@ -7,10 +7,48 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/params.h"
+#include "runtime/runtime.h"
 
 namespace hetccl {
 
-int currentDevice() { return -1; }  // host ranks only, until the GPU runtimes land
+int currentDevice() {
+  Runtime& rt = processRuntime();
+  int device = -1;
+  if (rt.hasDevices() && rt.currentDevice(&device) != ncclSuccess) device = -1;
+  return device;
+}
+
+VendorLibrary* vendorLibraryFor(const Runtime& rt, std::string* why) {
+  if (strcmp(rt.name(), "cuda") == 0) return VendorLibrary::nccl(why);
+  if (strcmp(rt.name(), "hip") == 0) return VendorLibrary::rccl(why);
+  return nullptr;
+}
+
+RankInfo localRankInfo(const SocketAddress& listenAddress, int device) {
+  RankInfo info = RankInfo::local(listenAddress, device);
+  Runtime& rt = processRuntime();
+  snprintf(info.runtime, sizeof(info.runtime), "%s", rt.name());
+  if (rt.hasDevices()) {
+    std::string why;
+    VendorLibrary* lib = vendorLibraryFor(rt, &why);
+    if (lib) snprintf(info.library, sizeof(info.library), "%s %d.%d.%d", lib->name(), lib->version() / 10000,
+                      lib->version() / 100 % 100, lib->version() % 100);
+    else HETCCL_INFO("no vendor library for %s ranks (%s): hetccl's native algorithms serve them", rt.name(), why.c_str());
+    if (params().domain.empty()) snprintf(info.domain, sizeof(info.domain), "%s", rt.vendor());
+  }
+  return info;
+}
+
+namespace {
+
+// Init may run on another thread than the application's: use the device
+// that was current when the application called.
+ncclResult_t useDevice(int device) {
+  if (device < 0) return ncclSuccess;
+  return processRuntime().setDevice(device);
+}
+
+}  // namespace
 
 ncclResult_t initFromId(Communicator* comm, int nranks, const ncclUniqueId& id, int rank, int device) {
   DecodedId decoded;
@@ -19,9 +57,10 @@ ncclResult_t initFromId(Communicator* comm, int nranks, const ncclUniqueId& id, 
   comm->rank = rank;
   comm->nranks = nranks;
   comm->device = device;
+  HETCCL_TRY(useDevice(device));
   comm->secret = decoded.secret;
   HETCCL_TRY(comm->listener.open(decoded.secret));
-  RankInfo mine = RankInfo::local(comm->listener.address(), device);
+  RankInfo mine = localRankInfo(comm->listener.address(), device);
   HETCCL_TRY(rendezvousWithRoot(decoded, rank, nranks, mine, &comm->peers, &comm->abort));
   std::vector<SocketAddress> addresses;
   std::vector<int> members;
@@ -58,6 +97,7 @@ ncclResult_t initChild(Communicator* parent, Communicator* child, const std::vec
   child->rank = myIndex;
   child->nranks = static_cast<int>(members.size());
   child->device = parent->device;
+  HETCCL_TRY(useDevice(child->device));
   child->secret = mixHash(mixHash(parent->secret, call), salt);
   // A ring through the members over the parent's listeners; it becomes
   // the child's bootstrap ring. Excluded (maybe dead) ranks are not touched.
@@ -67,7 +107,7 @@ ncclResult_t initChild(Communicator* parent, Communicator* child, const std::vec
                        &parent->abort, &child->ring));
   HETCCL_TRY(child->listener.open(child->secret));
   child->peers.assign(members.size(), RankInfo{});
-  child->peers[myIndex] = RankInfo::local(child->listener.address(), child->device);
+  child->peers[myIndex] = localRankInfo(child->listener.address(), child->device);
   HETCCL_TRY(child->ring.allGather(child->peers.data(), sizeof(RankInfo), deadline, &child->abort));
   return child->finishInit();
 }

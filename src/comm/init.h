@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "runtime/runtime.h"
 
 namespace hetccl {
 
@@ -18,7 +19,13 @@ ncclResult_t initChild(Communicator* parent, Communicator* child, const std::vec
 // NCCL_SPLIT_NOCOLOR.
 ncclResult_t splitMembers(Communicator* parent, int color, int key, std::vector<int>* members, int* myIndex);
 
-// The device a new rank reports: -1 for host ranks.
+// The device a new rank reports: the current device of this process's
+// runtime (as NCCL takes it), -1 for host ranks.
 int currentDevice();
+// The collective library of a runtime's vendor (NCCL for CUDA, RCCL for
+// HIP), nullptr for the host or when it cannot be loaded (*why says why).
+VendorLibrary* vendorLibraryFor(const Runtime& rt, std::string* why);
+// What this rank tells the others: address, host, runtime, library, domain.
+RankInfo localRankInfo(const SocketAddress& listenAddress, int device);
 
 }  // namespace hetccl

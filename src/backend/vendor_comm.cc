@@ -1,0 +1,70 @@
+#include "backend/vendor_comm.h"
+
+#include <cstring>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "common/error.h"
+#include "common/params.h"
+
+namespace hetccl {
+
+ncclResult_t VendorCommunicator::create(VendorLibrary& lib, Ring& ring, int rank, int nranks, const AbortFlag* abort,
+                                        std::unique_ptr<VendorCommunicator>* out) {
+  const VendorApi& api = lib.api();
+  std::vector<ncclUniqueId> ids(static_cast<size_t>(nranks));
+  memset(ids.data(), 0, ids.size() * sizeof(ncclUniqueId));
+  if (rank == 0) HETCCL_TRY(lib.check(api.getUniqueId(&ids[0]), "ncclGetUniqueId"));
+  HETCCL_TRY(ring.allGather(ids.data(), sizeof(ncclUniqueId), Deadline(params().timeoutSeconds), abort));
+  VendorComm comm = nullptr;
+  HETCCL_TRY(lib.check(api.commInitRank(&comm, nranks, ids[0], rank), "ncclCommInitRank"));
+  out->reset(new VendorCommunicator(lib, comm));
+  return ncclSuccess;
+}
+
+VendorCommunicator::~VendorCommunicator() {
+  if (aborted_) lib_.api().commAbort(comm_);
+  else lib_.api().commDestroy(comm_);
+}
+
+ncclResult_t VendorCommunicator::run(const Op& op, ncclRedOp_t vendorOp, cudaStream_t stream) {
+  const VendorApi& api = lib_.api();
+  const char* name = opKindName(op.kind);
+  switch (op.kind) {
+    case OpKind::AllReduce:
+      return lib_.check(api.allReduce(op.sendbuff, op.recvbuff, op.count, op.type, vendorOp, comm_, stream), name, comm_);
+    case OpKind::Broadcast:
+      return lib_.check(api.broadcast(op.sendbuff, op.recvbuff, op.count, op.type, op.root, comm_, stream), name, comm_);
+    case OpKind::Reduce:
+      return lib_.check(api.reduce(op.sendbuff, op.recvbuff, op.count, op.type, vendorOp, op.root, comm_, stream), name,
+                        comm_);
+    case OpKind::AllGather:
+      return lib_.check(api.allGather(op.sendbuff, op.recvbuff, op.count, op.type, comm_, stream), name, comm_);
+    case OpKind::ReduceScatter:
+      return lib_.check(api.reduceScatter(op.sendbuff, op.recvbuff, op.count, op.type, vendorOp, comm_, stream), name,
+                        comm_);
+    case OpKind::AlltoAll:
+      if (!api.alltoAll) break;
+      return lib_.check(api.alltoAll(op.sendbuff, op.recvbuff, op.count, op.type, comm_, stream), name, comm_);
+    case OpKind::Gather:
+      if (!api.gather) break;
+      return lib_.check(api.gather(op.sendbuff, op.recvbuff, op.count, op.type, op.root, comm_, stream), name, comm_);
+    case OpKind::Scatter:
+      if (!api.scatter) break;
+      return lib_.check(api.scatter(op.sendbuff, op.recvbuff, op.count, op.type, op.root, comm_, stream), name, comm_);
+    case OpKind::Send: return lib_.check(api.send(op.sendbuff, op.count, op.type, op.root, comm_, stream), name, comm_);
+    case OpKind::Recv: return lib_.check(api.recv(op.recvbuff, op.count, op.type, op.root, comm_, stream), name, comm_);
+  }
+  return fail(ncclInvalidUsage, "%s has no %s (version %d)", lib_.name(), name, lib_.version());
+}
+
+ncclResult_t VendorCommunicator::asyncError(ncclResult_t* state) {
+  return lib_.check(lib_.api().commGetAsyncError(comm_, state), "ncclCommGetAsyncError", comm_);
+}
+
+ncclResult_t VendorCommunicator::finalize() {
+  if (!lib_.api().commFinalize) return ncclSuccess;
+  return lib_.check(lib_.api().commFinalize(comm_), "ncclCommFinalize", comm_);
+}
+
+}  // namespace hetccl

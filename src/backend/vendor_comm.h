@@ -1,0 +1,43 @@
+// A communicator of the vendor's library (NCCL, RCCL) over the same ranks
+// as a hetccl communicator: its unique id travels over hetccl's bootstrap.
+// A communicator whose ranks all sit in one vendor domain hands every call
+// to it as is, with the caller's stream (pass-through).
+#pragma once
+
+#include <memory>
+
+#include "algorithms/op.h"
+#include "backend/vendor_library.h"
+#include "common/deadline.h"
+
+namespace hetccl {
+
+class Ring;
+
+class VendorCommunicator {
+ public:
+  // Collective over `ring`'s ranks: rank 0 makes the vendor's unique id,
+  // every rank then joins with the device current on the calling thread.
+  static ncclResult_t create(VendorLibrary& lib, Ring& ring, int rank, int nranks, const AbortFlag* abort,
+                             std::unique_ptr<VendorCommunicator>* out);
+  ~VendorCommunicator();
+  VendorCommunicator(const VendorCommunicator&) = delete;
+  VendorCommunicator& operator=(const VendorCommunicator&) = delete;
+
+  // Runs `op` on `stream` with the vendor's reduction op `vendorOp`.
+  ncclResult_t run(const Op& op, ncclRedOp_t vendorOp, cudaStream_t stream);
+  ncclResult_t asyncError(ncclResult_t* state);
+  ncclResult_t finalize();
+  void markAborted() { aborted_ = true; }  // the destructor aborts instead of destroying
+
+  VendorLibrary& library() const { return lib_; }
+  VendorComm handle() const { return comm_; }
+
+ private:
+  VendorCommunicator(VendorLibrary& lib, VendorComm comm) : lib_(lib), comm_(comm) {}
+  VendorLibrary& lib_;
+  VendorComm comm_;
+  bool aborted_ = false;
+};
+
+}  // namespace hetccl
