@@ -1,29 +1,36 @@
 #!/usr/bin/env bash
 # Every GPU test and benchmark of hetccl in one go, for a machine with
 # NVIDIA GPUs (the project's device machine: 2 x H200). Results go to
-# $OUT (or ./gpu-results): results.md (the table), one log per step.
+# $OUT (or ./gpu-results): results.md (the tables), one log per step.
 #
 #   scripts/gpu-check.sh            # builds into build-gpu/ unless it holds a build
 #   HETCCL_GPU_BUILD=dir scripts/gpu-check.sh
 #
-# A build made elsewhere can travel in build-gpu/ (scripts/build-gpu.sh
-# makes one): the GPU machine may lack googletest.
+# A build made elsewhere can travel in build-gpu/ (the GPU machine may lack
+# googletest): cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release
+# && cmake --build build-gpu.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # NVLink multicast stays off on shared machines (see docs/environment.md).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 out=${OUT:-$PWD/gpu-results}
-build=${HETCCL_GPU_BUILD:-build-gpu}
+build=$(realpath "${HETCCL_GPU_BUILD:-build-gpu}")
+lib=$build/libhetccl.so
+repeats=${REPEATS:-2}
 mkdir -p "$out"
 results=$out/results.md
 : > "$results"
-step() {  # step NAME COMMAND...: runs, logs to NAME.log, records pass/fail
+logs=$out/steps.log  # every step's output, one after another
+: > "$logs"
+work=$(mktemp -d)
+step() {  # step NAME COMMAND...: runs with a time limit, logs, records pass/fail
   local name=$1; shift
   local start=$SECONDS
-  timeout --kill-after=10 "${STEP_TIMEOUT:-150}" "$@" > "$out/$name.log" 2>&1
+  timeout --kill-after=10 "${STEP_TIMEOUT:-150}" "$@" > "$work/$name.log" 2>&1
   local rc=$?
   printf '| %s | %s | %ss |\n' "$name" "$([ $rc -eq 0 ] && echo pass || echo "FAIL (rc $rc)")" "$((SECONDS - start))" >> "$results"
-  tail -5 "$out/$name.log"
+  { echo "===== $name (rc $rc): $*"; cat "$work/$name.log"; } >> "$logs"
+  tail -3 "$work/$name.log"
   return 0
 }
 
@@ -36,9 +43,41 @@ step() {  # step NAME COMMAND...: runs, logs to NAME.log, records pass/fail
   echo "| --- | --- | ---: |"
 } >> "$results"
 
-if [ ! -x "$build/tests/gpu_tests" ]; then
+if [ ! -x "$build/hetccl-perf" ]; then
   step build bash -c "cmake -S . -B '$build' -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build '$build'"
 fi
-step environment bash -c 'ldconfig -p | grep -E "libnccl|libcudart|libcuda\.so" ; python3 -c "import torch, os; print(torch.__version__, torch.cuda.nccl.version(), os.path.dirname(torch.__file__))"; ls /usr/lib/x86_64-linux-gnu | grep -i nccl; nvidia-smi topo -m'
+all=all_reduce,broadcast,reduce,all_gather,reduce_scatter,alltoall,gather,scatter,sendrecv
+
+# 1. Runtime and kernels, every type and op against the host.
 step gpu_tests "$build/tests/gpu_tests"
+# 2. One domain of both GPUs: every collective x type x op through NCCL, checked.
+step passthrough_all_types_ops "$build/hetccl-perf" $all -N 2 -b 8 -e 4M -f 64 -d all -o all -n 1 -w 1 -c 1
+# 3. hetccl preloaded into a program linked against NVIDIA's NCCL (the
+#    vendor library is then already loaded: hetccl uses a private copy).
+step preload_into_nccl_program env LD_PRELOAD="$lib" NCCL_DEBUG=WARN HETCCL_DEBUG=INFO "$build/hetccl-perf-nccl" $all -N 2 -b 8 -e 1M -f 32 -n 2 -w 1 -c 1
+# 4. Side by side, alternating: raw NCCL vs hetccl preloaded, same binary.
+mkdir -p "$work/side"
+for i in $(seq 1 "$repeats"); do
+  step "raw_nccl_$i" "$build/hetccl-perf-nccl" all_reduce -N 2 -b 1M -e 1G -f 4 -n 20 -w 5 -c 0
+  cp "$work/raw_nccl_$i.log" "$work/side/raw.$i"
+  step "hetccl_$i" env LD_PRELOAD="$lib" "$build/hetccl-perf-nccl" all_reduce -N 2 -b 1M -e 1G -f 4 -n 20 -w 5 -c 0
+  cp "$work/hetccl_$i.log" "$work/side/het.$i"
+done
+for i in $(seq 1 "$repeats"); do
+  step "latency_raw_$i" "$build/hetccl-perf-nccl" all_reduce -N 2 -b 8 -e 8 -n 2000 -w 200 -c 0
+  cp "$work/latency_raw_$i.log" "$work/side/lraw.$i"
+  step "latency_hetccl_$i" env LD_PRELOAD="$lib" "$build/hetccl-perf-nccl" all_reduce -N 2 -b 8 -e 8 -n 2000 -w 200 -c 0
+  cp "$work/latency_hetccl_$i.log" "$work/side/lhet.$i"
+done
+# 5. PyTorch, unchanged, with hetccl preloaded.
+step torch_preload env LD_PRELOAD="$lib" torchrun --nproc-per-node 2 examples/torch_allreduce_smoke.py
+
+{
+  echo
+  python3 bench/median_table.py "all_reduce busbw, raw NCCL vs hetccl (LD_PRELOAD, pass-through)" "$work/side" "$repeats" \
+    raw-NCCL raw 7 hetccl het 7
+  echo
+  python3 bench/median_table.py "8-byte all_reduce time (us), raw NCCL vs hetccl" "$work/side" "$repeats" \
+    raw-NCCL lraw 5 hetccl lhet 5
+} >> "$results" 2>&1
 cat "$results"

@@ -19,9 +19,11 @@
 #include <string>
 #include <vector>
 
-#include "hetccl.h"
+#include <dlfcn.h>
+
 #include "launcher.h"
 #include "nccl.h"
+#include "perf_buffers.h"
 #include "reference.h"
 
 using namespace hetccl::testing;
@@ -178,32 +180,47 @@ size_t countFor(Collective c, size_t bytes, size_t typeSize, int n) {
     }                                                                                             \
   } while (0)
 
+// hetccl's extensions, looked up at run time: the same tool also runs
+// linked against another NCCL (hetccl-perf-nccl), for side-by-side runs.
+template <typename Fn>
+Fn extension(const char* name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
+}
+
+std::string libraryName() {
+  if (auto version = extension<const char* (*)()>("hetcclVersionString")) return version();
+  int v = 0;
+  ncclGetVersion(&v);
+  return "NCCL " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
 struct Runner {
   int rank, n;
   ncclComm_t comm;
   char *send, *recv;
+  cudaStream_t stream;
 
   ncclResult_t launch(const Case& k, ncclRedOp_t op, bool inPlace) {
     const size_t es = typeBytes(k.type), cb = k.count * es;
     const void* s = send;
     void* r = inPlace ? send : recv;
     switch (k.coll) {
-      case Collective::AllReduce: return ncclAllReduce(s, r, k.count, k.type, op, comm, nullptr);
-      case Collective::Broadcast: return ncclBroadcast(s, r, k.count, k.type, k.root, comm, nullptr);
-      case Collective::Reduce: return ncclReduce(s, r, k.count, k.type, op, k.root, comm, nullptr);
+      case Collective::AllReduce: return ncclAllReduce(s, r, k.count, k.type, op, comm, stream);
+      case Collective::Broadcast: return ncclBroadcast(s, r, k.count, k.type, k.root, comm, stream);
+      case Collective::Reduce: return ncclReduce(s, r, k.count, k.type, op, k.root, comm, stream);
       case Collective::AllGather:
-        return ncclAllGather(inPlace ? send + rank * cb : s, r, k.count, k.type, comm, nullptr);
+        return ncclAllGather(inPlace ? send + rank * cb : s, r, k.count, k.type, comm, stream);
       case Collective::ReduceScatter:
-        return ncclReduceScatter(s, inPlace ? send + rank * cb : r, k.count, k.type, op, comm, nullptr);
-      case Collective::AlltoAll: return ncclAlltoAll(s, r, k.count, k.type, comm, nullptr);
+        return ncclReduceScatter(s, inPlace ? send + rank * cb : r, k.count, k.type, op, comm, stream);
+      case Collective::AlltoAll: return ncclAlltoAll(s, r, k.count, k.type, comm, stream);
       case Collective::Gather:
-        return ncclGather(inPlace ? send + rank * cb : s, r, k.count, k.type, k.root, comm, nullptr);
+        return ncclGather(inPlace ? send + rank * cb : s, r, k.count, k.type, k.root, comm, stream);
       case Collective::Scatter:
-        return ncclScatter(s, inPlace ? send + rank * cb : r, k.count, k.type, k.root, comm, nullptr);
+        return ncclScatter(s, inPlace ? send + rank * cb : r, k.count, k.type, k.root, comm, stream);
       case Collective::SendRecv: {
         ncclGroupStart();
-        ncclSend(s, k.count, k.type, (rank + 1) % n, comm, nullptr);
-        ncclRecv(r, k.count, k.type, (rank - 1 + n) % n, comm, nullptr);
+        ncclSend(s, k.count, k.type, (rank + 1) % n, comm, stream);
+        ncclRecv(r, k.count, k.type, (rank - 1 + n) % n, comm, stream);
         return ncclGroupEnd();
       }
     }
@@ -227,9 +244,8 @@ struct Runner {
   }
 };
 
-int runRank(const Options& o, int rank, int n, const ncclUniqueId& id) {
+int runRank(const Options& o, int rank, int n, int localRank, const ncclUniqueId& id) {
   ncclComm_t comm = nullptr;
-  PERF_CHECK(ncclCommInitRank(&comm, n, id, rank));
   size_t maxElems = 0;
   for (auto t : o.types) {
     for (auto c : o.collectives) {
@@ -237,16 +253,30 @@ int runRank(const Options& o, int rank, int n, const ncclUniqueId& id) {
       maxElems = std::max({maxElems, sendElements(c, cnt, n) * typeBytes(t), recvElements(c, cnt, n) * typeBytes(t)});
     }
   }
-  std::vector<char> sendBuf(maxElems + 64), recvBuf(maxElems + 64);
-  Runner run{rank, n, comm, sendBuf.data(), recvBuf.data()};
+  PerfBuffers buf;
+  if (!buf.open(localRank, maxElems + 64)) {
+    fprintf(stderr, "rank %d: cannot set up device buffers\n", rank);
+    return 1;
+  }
+  PERF_CHECK(ncclCommInitRank(&comm, n, id, rank));
+  Runner run{rank, n, comm, buf.send(), buf.recv(), buf.stream()};
+  // A collective on one host value (through device memory on GPU ranks).
+  auto exchange = [&](void* value, ncclDataType_t type, ncclRedOp_t op, bool broadcast) {
+    return buf.onHostValue(value, 8, [&](void* p) {
+      return broadcast ? ncclBroadcast(p, p, 1, type, 0, comm, buf.stream())
+                       : ncclAllReduce(p, p, 1, type, op, comm, buf.stream());
+    });
+  };
   uint64_t seed = runSeed();  // rank 0's seed, for every rank
-  PERF_CHECK(ncclBroadcast(&seed, &seed, 1, ncclUint64, 0, comm, nullptr));
+  PERF_CHECK(exchange(&seed, ncclUint64, ncclSum, true));
   uint64_t totalWrong = 0;
   double busSum = 0;
   int rows = 0;
   if (rank == 0) {
-    printf("# hetccl-perf: %s, %d rank(s), %s\n", hetcclVersionString(), n, "host (CPU) ranks");
-    printf("# domains: %s\n", hetcclCommDescribeDomains(comm));
+    printf("# hetccl-perf: %s, %d rank(s), %s\n", libraryName().c_str(), n,
+           buf.gpu() ? (std::string(buf.runtimeName()) + " GPU ranks").c_str() : "host (CPU) ranks");
+    if (auto domains = extension<const char* (*)(ncclComm_t)>("hetcclCommDescribeDomains"))
+      printf("# domains: %s\n", domains(comm));
     printf("# iters %d, warmup %d, check %d, seed %llu\n", o.iters, o.warmup, o.check,
            static_cast<unsigned long long>(seed));
   }
@@ -290,25 +320,32 @@ int runRank(const Options& o, int rank, int n, const ncclUniqueId& id) {
           for (int inPlace = 0; inPlace < 2; ++inPlace) {
             if (inPlace && coll == Collective::SendRecv) continue;
             k.seed = seed + bytes * 2 + inPlace;
-            fillInput(k, rank, run.inputOf(k, inPlace));
+            fillInput(k, rank, buf.mirrorOf(run.inputOf(k, inPlace)));
+            buf.upload();
             for (int w = 0; w < o.warmup; ++w) PERF_CHECK(run.launch(k, op, inPlace));
-            // Align the ranks, then time the iterations.
+            buf.synchronize();
+            // Align the ranks, then time the iterations (to the end of the
+            // last one on the stream, as nccl-tests does).
             double token = 0;
-            PERF_CHECK(ncclAllReduce(&token, &token, 1, ncclFloat64, ncclSum, comm, nullptr));
+            PERF_CHECK(exchange(&token, ncclFloat64, ncclSum, false));
             auto t0 = std::chrono::steady_clock::now();
             for (int it = 0; it < o.iters; ++it) PERF_CHECK(run.launch(k, op, inPlace));
+            buf.synchronize();
             double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / o.iters;
-            PERF_CHECK(ncclAllReduce(&us, &us, 1, ncclFloat64, ncclMax, comm, nullptr));
+            PERF_CHECK(exchange(&us, ncclFloat64, ncclMax, false));
             times[inPlace] = us;
             if (o.check) {
               // Fresh inputs, one more call, compare with the reference.
-              fillInput(k, rank, run.inputOf(k, inPlace));
-              if (!inPlace) poison(type, run.recv, recvElements(coll, k.count, n));
+              fillInput(k, rank, buf.mirrorOf(run.inputOf(k, inPlace)));
+              if (!inPlace) poison(type, buf.hostRecv(), recvElements(coll, k.count, n));
+              buf.upload();
               PERF_CHECK(run.launch(k, op, inPlace));
+              buf.synchronize();
+              buf.download();
               std::string err;
-              uint64_t bad = countWrong(k, rank, run.resultOf(k, inPlace), &err);
+              uint64_t bad = countWrong(k, rank, buf.mirrorOf(run.resultOf(k, inPlace)), &err);
               if (bad) fprintf(stderr, "rank %d: %s\n", rank, err.c_str());
-              PERF_CHECK(ncclAllReduce(&bad, &bad, 1, ncclUint64, ncclSum, comm, nullptr));
+              PERF_CHECK(exchange(&bad, ncclUint64, ncclSum, false));
               wrong[inPlace] = bad;
               totalWrong += bad;
             }
@@ -324,7 +361,10 @@ int runRank(const Options& o, int rank, int n, const ncclUniqueId& id) {
             else
               printf(" %9.1f %8.2f %8.2f %6s\n", times[1], algbw(times[1]), algbw(times[1]) * factor,
                      o.check ? std::to_string(wrong[1]).c_str() : "N/A");
-            if (o.showPlan) printf("#   plan: %s\n", hetcclCommDescribePlan(comm, collectiveName(coll), k.count, type));
+            using DescribePlan = const char* (*)(ncclComm_t, const char*, size_t, ncclDataType_t);
+            if (o.showPlan)
+              if (auto plan = extension<DescribePlan>("hetcclCommDescribePlan"))
+                printf("#   plan: %s\n", plan(comm, collectiveName(coll), k.count, type));
             fflush(stdout);
           }
           busSum += (times[0] > 0 ? totalBytes / times[0] / 1e3 : 0.0) * factor;
@@ -353,7 +393,7 @@ int main(int argc, char** argv) {
       else if (o.domains > 0) setenv("HETCCL_DOMAIN", ("d" + std::to_string(rank * o.domains / o.localRanks)).c_str(), 1);
     };
     LaunchResult r = launchLocalRanks(
-        o.localRanks, [&](int rank, int n, const ncclUniqueId& id) { return runRank(o, rank, n, id); }, 3600,
+        o.localRanks, [&](int rank, int n, const ncclUniqueId& id) { return runRank(o, rank, n, rank, id); }, 3600,
         placeInDomain);
     if (!r.allPassed()) {
       for (size_t i = 0; i < r.exitCodes.size(); ++i)
@@ -384,5 +424,6 @@ int main(int argc, char** argv) {
     fprintf(stderr, "hetccl-perf: ncclGetUniqueId failed: %s\n", ncclGetLastError(nullptr));
     return 1;
   }
-  return runRank(o, rank, size, id);
+  const int localRank = envInt("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "LOCAL_RANK", rank);
+  return runRank(o, rank, size, localRank, id);
 }

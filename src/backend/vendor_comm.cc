@@ -6,6 +6,7 @@
 #include "bootstrap/bootstrap.h"
 #include "common/error.h"
 #include "common/params.h"
+#include "runtime/runtime.h"
 
 namespace hetccl {
 
@@ -18,13 +19,29 @@ ncclResult_t VendorCommunicator::create(VendorLibrary& lib, Ring& ring, int rank
   HETCCL_TRY(ring.allGather(ids.data(), sizeof(ncclUniqueId), Deadline(params().timeoutSeconds), abort));
   VendorComm comm = nullptr;
   HETCCL_TRY(lib.check(api.commInitRank(&comm, nranks, ids[0], rank), "ncclCommInitRank"));
-  out->reset(new VendorCommunicator(lib, comm));
+  out->reset(new VendorCommunicator(lib, comm, nranks));
   return ncclSuccess;
 }
 
 VendorCommunicator::~VendorCommunicator() {
   if (aborted_) lib_.api().commAbort(comm_);
   else lib_.api().commDestroy(comm_);
+  if (scratch_) processRuntime().freeDevice(scratch_);
+}
+
+ncclResult_t VendorCommunicator::alltoAllInPlace(const Op& op, cudaStream_t stream) {
+  Runtime& rt = processRuntime();
+  const size_t bytes = op.count * typeSize(op.type);
+  const size_t total = bytes * static_cast<size_t>(ranks_);
+  if (total > scratchBytes_) {
+    if (scratch_) HETCCL_TRY(rt.freeDevice(scratch_));  // synchronizes with the device
+    scratch_ = nullptr;
+    scratchBytes_ = 0;
+    HETCCL_TRY(rt.allocDevice(&scratch_, total));
+    scratchBytes_ = total;
+  }
+  HETCCL_TRY(rt.copyAsync(scratch_, op.sendbuff, total, stream));
+  return lib_.check(lib_.api().alltoAll(scratch_, op.recvbuff, op.count, op.type, comm_, stream), "AlltoAll", comm_);
 }
 
 ncclResult_t VendorCommunicator::run(const Op& op, ncclRedOp_t vendorOp, cudaStream_t stream) {
@@ -45,6 +62,7 @@ ncclResult_t VendorCommunicator::run(const Op& op, ncclRedOp_t vendorOp, cudaStr
                         comm_);
     case OpKind::AlltoAll:
       if (!api.alltoAll) break;
+      if (op.sendbuff == op.recvbuff && op.count > 0) return alltoAllInPlace(op, stream);
       return lib_.check(api.alltoAll(op.sendbuff, op.recvbuff, op.count, op.type, comm_, stream), name, comm_);
     case OpKind::Gather:
       if (!api.gather) break;

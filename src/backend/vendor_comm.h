@@ -34,10 +34,17 @@ class VendorCommunicator {
   VendorComm handle() const { return comm_; }
 
  private:
-  VendorCommunicator(VendorLibrary& lib, VendorComm comm) : lib_(lib), comm_(comm) {}
+  VendorCommunicator(VendorLibrary& lib, VendorComm comm, int nranks) : lib_(lib), comm_(comm), ranks_(nranks) {}
+  // NCCL's all-to-all is undefined in place; hetccl's is not: the input
+  // goes to a device scratch buffer first (stream-ordered).
+  ncclResult_t alltoAllInPlace(const Op& op, cudaStream_t stream);
+
   VendorLibrary& lib_;
   VendorComm comm_;
+  int ranks_;
   bool aborted_ = false;
+  void* scratch_ = nullptr;  // device memory, grows
+  size_t scratchBytes_ = 0;
 };
 
 }  // namespace hetccl

@@ -1,0 +1,87 @@
+// hetccl-perf's buffers: host memory on host ranks; on GPU ranks, device
+// memory with host mirrors (inputs are made on the host and uploaded,
+// results downloaded for checking) and a stream for the collectives.
+// The GPU is reached through hetccl's runtime table (dlopen), so the tool
+// needs no GPU library to build or start.
+#pragma once
+
+#include <cstdio>
+#include <vector>
+
+#include "nccl.h"
+#include "runtime/runtime.h"
+
+class PerfBuffers {
+ public:
+  // Picks this process's runtime (HETCCL_DEVICE=host forces the host) and,
+  // on GPUs, device localRank % count. Call before ncclCommInitRank.
+  bool open(int localRank, size_t bytes) {
+    rt_ = &hetccl::processRuntime();
+    gpu_ = rt_->hasDevices();
+    hostSend_.assign(bytes, 0);
+    hostRecv_.assign(bytes, 0);
+    if (!gpu_) return true;
+    int count = 0;
+    if (rt_->deviceCount(&count) != ncclSuccess || count == 0) return false;
+    device_ = localRank % count;
+    return rt_->setDevice(device_) == ncclSuccess && rt_->allocDevice(&send_, bytes) == ncclSuccess &&
+           rt_->allocDevice(&recv_, bytes) == ncclSuccess && rt_->allocDevice(&control_, 64) == ncclSuccess &&
+           rt_->createStream(&stream_) == ncclSuccess;
+  }
+  ~PerfBuffers() {
+    if (!gpu_) return;
+    rt_->freeDevice(send_);
+    rt_->freeDevice(recv_);
+    rt_->freeDevice(control_);
+    rt_->destroyStream(stream_);
+  }
+
+  bool gpu() const { return gpu_; }
+  int device() const { return device_; }
+  const char* runtimeName() const { return rt_->name(); }
+  // What the collectives get.
+  char* send() { return gpu_ ? static_cast<char*>(send_) : hostSend_.data(); }
+  char* recv() { return gpu_ ? static_cast<char*>(recv_) : hostRecv_.data(); }
+  cudaStream_t stream() const { return static_cast<cudaStream_t>(stream_); }
+  // Host mirrors of send() and recv() (the buffers themselves on the host).
+  char* hostSend() { return hostSend_.data(); }
+  char* hostRecv() { return hostRecv_.data(); }
+  // The host address that mirrors device address p (p itself on the host).
+  char* mirrorOf(const char* p) {
+    if (!gpu_) return const_cast<char*>(p);
+    if (p >= send() && p < send() + hostSend_.size()) return hostSend_.data() + (p - send());
+    return hostRecv_.data() + (p - recv());
+  }
+  // Copies both mirrors to the device, or the device buffers to the mirrors.
+  void upload() { copy(send_, hostSend_.data(), recv_, hostRecv_.data()); }
+  void download() { copy(hostSend_.data(), send_, hostRecv_.data(), recv_); }
+  void synchronize() {
+    if (gpu_) rt_->synchronize(stream_);
+  }
+  // A one-element collective on a host value (seed, timings, error counts),
+  // through device memory on GPU ranks.
+  template <typename Fn>
+  ncclResult_t onHostValue(void* value, size_t bytes, Fn&& collective) {
+    if (!gpu_) return collective(value);
+    rt_->copyAsync(control_, value, bytes, stream_);
+    const ncclResult_t r = collective(control_);
+    rt_->copyAsync(value, control_, bytes, stream_);
+    rt_->synchronize(stream_);
+    return r;
+  }
+
+ private:
+  void copy(void* dst1, const void* src1, void* dst2, const void* src2) {
+    if (!gpu_) return;
+    rt_->copyAsync(dst1, src1, hostSend_.size(), stream_);
+    rt_->copyAsync(dst2, src2, hostRecv_.size(), stream_);
+    rt_->synchronize(stream_);
+  }
+
+  hetccl::Runtime* rt_ = nullptr;
+  bool gpu_ = false;
+  int device_ = -1;
+  std::vector<char> hostSend_, hostRecv_;
+  void *send_ = nullptr, *recv_ = nullptr, *control_ = nullptr;
+  hetccl::Stream stream_ = nullptr;
+};
