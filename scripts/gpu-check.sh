@@ -69,7 +69,12 @@ for i in $(seq 1 "$repeats"); do
   step "latency_hetccl_$i" env LD_PRELOAD="$lib" "$build/hetccl-perf-nccl" all_reduce -N 2 -b 8 -e 8 -n 2000 -w 200 -c 0
   cp "$work/latency_hetccl_$i.log" "$work/side/lhet.$i"
 done
-# 5. PyTorch, unchanged, with hetccl preloaded.
+# 5. Two domains, one GPU each (all traffic crosses domains; first version:
+#    buffers staged through host memory), and GPUs mixed with CPU ranks.
+step two_gpu_domains_all_types_ops "$build/hetccl-perf" $all -N 2 --domains 2 -b 8 -e 1M -f 32 -d all -o all -n 1 -w 0 -c 1
+step gpus_and_cpu_ranks_all_types_ops "$build/hetccl-perf" $all -N 4 --host-ranks 2 -b 8 -e 1M -f 32 -d all -o all -n 1 -w 0 -c 1
+step two_gpu_domains_all_reduce_bandwidth "$build/hetccl-perf" all_reduce -N 2 --domains 2 -b 1M -e 256M -f 4 -n 5 -w 2 -c 1
+# 6. PyTorch, unchanged, with hetccl preloaded.
 step torch_preload env LD_PRELOAD="$lib" torchrun --nproc-per-node 2 examples/torch_allreduce_smoke.py
 
 {

@@ -44,6 +44,7 @@ struct Options {
   int domains = 0;                       // --domains K: -N ranks in K contiguous domains
   std::vector<std::string> domainList;   // --domain-list a,b,a,b: one domain name per local rank
   bool showPlan = false;                 // --plan: print the plan for each row
+  int hostRanks = 0;                     // --host-ranks K: the last K local ranks are CPU ranks
 };
 
 size_t parseSize(const char* s) {
@@ -68,6 +69,7 @@ size_t parseSize(const char* s) {
           "  -N <ranks> start this many local ranks (else mpirun/torchrun variables, else 1 rank)\n"
           "  --domains <K>          with -N: place the local ranks in K domains (contiguous blocks)\n"
           "  --domain-list <a,b,..> with -N: the domain of each local rank, in rank order\n"
+          "  --host-ranks <K>       with -N: the last K local ranks are CPU ranks (HETCCL_DEVICE=host)\n"
           "  --plan                 print the plan hetccl runs for each collective and size\n");
   exit(2);
 }
@@ -90,10 +92,12 @@ Options parse(int argc, char** argv) {
   static const option longOptions[] = {{"domains", required_argument, nullptr, 1},
                                        {"domain-list", required_argument, nullptr, 2},
                                        {"plan", no_argument, nullptr, 3},
+                                       {"host-ranks", required_argument, nullptr, 4},
                                        {nullptr, 0, nullptr, 0}};
   while ((ch = getopt_long(argc, argv, "b:e:f:i:n:w:c:o:d:r:N:t:g:m:z:G:", longOptions, nullptr)) != -1) {
     switch (ch) {
       case 1: o.domains = atoi(optarg); break;
+      case 4: o.hostRanks = atoi(optarg); break;
       case 2: {
         std::string l = optarg;
         size_t at = 0;
@@ -389,6 +393,7 @@ int main(int argc, char** argv) {
   Options o = parse(argc, argv);
   if (o.localRanks > 0) {
     auto placeInDomain = [&](int rank) {
+      if (rank >= o.localRanks - o.hostRanks) setenv("HETCCL_DEVICE", "host", 1);
       if (!o.domainList.empty()) setenv("HETCCL_DOMAIN", o.domainList[rank].c_str(), 1);
       else if (o.domains > 0) setenv("HETCCL_DOMAIN", ("d" + std::to_string(rank * o.domains / o.localRanks)).c_str(), 1);
     };

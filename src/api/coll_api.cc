@@ -6,6 +6,7 @@
 
 #include "api/api_util.h"
 #include "api/group.h"
+#include "runtime/runtime.h"
 
 using namespace hetccl;
 
@@ -22,6 +23,18 @@ struct Check {
     return r != ncclSuccess;
   }
 };
+
+// A PreMulSum scalar in device memory, read when the collective runs (on
+// host ranks device memory is host memory).
+ncclResult_t readDeviceScalar(const void* scalar, size_t bytes, uint64_t* out) {
+  Runtime& rt = processRuntime();
+  if (!rt.hasDevices()) {
+    memcpy(out, scalar, bytes);
+    return ncclSuccess;
+  }
+  HETCCL_TRY(rt.copyAsync(out, scalar, bytes, nullptr));
+  return rt.synchronize(nullptr);
+}
 
 ncclResult_t resolveReduction(Communicator* c, ncclRedOp_t op, ncclDataType_t type, const char* fn, Reduction* out) {
   *out = Reduction{};
@@ -44,7 +57,7 @@ ncclResult_t resolveReduction(Communicator* c, ncclRedOp_t op, ncclDataType_t ty
   out->kind = RedKind::PreMulSum;
   out->scalar = 0;
   if (pm.residence == ncclScalarHostImmediate) out->scalar = pm.hostScalar;
-  else memcpy(&out->scalar, pm.deviceScalar, typeSize(type));  // host ranks: device memory is host memory
+  else return readDeviceScalar(pm.deviceScalar, typeSize(type), &out->scalar);
   return ncclSuccess;
 }
 

@@ -104,6 +104,7 @@ ncclResult_t Communicator::createDomains() {
     // The communicator is its own backend: the vendor's library, or
     // hetccl's native algorithms for host ranks.
     std::string why;
+    if (nativeOnly) return ncclSuccess;
     VendorLibrary* lib = rt.hasDevices() ? vendorLibraryFor(rt, &why) : nullptr;
     if (lib) return VendorCommunicator::create(*lib, ring, rank, nranks, &abort, &vendor);
     if (rt.hasDevices())
@@ -111,15 +112,15 @@ ncclResult_t Communicator::createDomains() {
                   rt.name(), why.c_str());
     return ncclSuccess;
   }
-  for (const RankInfo& p : peers)
-    if (strcmp(p.runtime, "host") != 0)
-      return fail(ncclInvalidUsage,
-                  "domains %s: cross-domain collectives on GPU ranks (%s) are not available yet in this build; "
-                  "one domain of GPU ranks passes through to its vendor library",
-                  partition.describe().c_str(), p.runtime);
+  // GPU ranks (and host ranks with HETCCL_FORCE_STAGING, for tests) stage
+  // their buffers through host memory; their domains run hetccl's host
+  // algorithms on the staged copies.
+  const bool staged = rt.hasDevices() || params().forceStaging;
+  if (staged) hostStaging = std::make_unique<HostStaging>(rt);
   const int d = partition.domainOf[rank];
   domainComm = std::make_unique<Communicator>();
   domainComm->config = config;
+  domainComm->nativeOnly = staged;
   const uint64_t salt = std::hash<std::string>{}(partition.domains[d].name);
   ncclResult_t r = initChild(this, domainComm.get(), partition.domains[d].members, partition.indexInDomain[rank], salt);
   ++childCounter;

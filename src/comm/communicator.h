@@ -18,6 +18,7 @@
 #include "backend/vendor_comm.h"
 #include "bootstrap/rank_info.h"
 #include "comm/domains.h"
+#include "plan/host_staging.h"
 #include "plan/plan.h"
 #include "proxy/proxy.h"
 #include "common/types.h"
@@ -105,6 +106,8 @@ class Communicator {
   std::unique_ptr<Backend> backend;           // my domain's library (several domains only)
   std::unique_ptr<Proxy> proxy;               // inter-domain steps (several domains only)
   std::unique_ptr<VendorCommunicator> vendor; // one vendor domain: every call passes through to it
+  std::unique_ptr<HostStaging> hostStaging;   // GPU ranks among several domains (first version)
+  bool nativeOnly = false;                    // a domain of a staged communicator: host algorithms
   PlanCache plans;                            // cross-domain plans by shape
   std::atomic<unsigned long long> bytesStaged{0};  // copied through staging by cross-domain plans
   unsigned long long operations = 0;
