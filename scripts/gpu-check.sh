@@ -16,7 +16,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 out=${OUT:-$PWD/gpu-results}
 build=$(realpath "${HETCCL_GPU_BUILD:-build-gpu}")
 lib=$build/libhetccl.so
-repeats=${REPEATS:-2}
+repeats=${REPEATS:-3}
 mkdir -p "$out"
 results=$out/results.md
 : > "$results"
@@ -48,31 +48,34 @@ if [ ! -x "$build/hetccl-perf" ]; then
 fi
 all=all_reduce,broadcast,reduce,all_gather,reduce_scatter,alltoall,gather,scatter,sendrecv
 
-# 1. Runtime and kernels, every type and op against the host.
+# 1. Runtime and kernels, every type and op against the host; GPU
+#    communicators' bad input and the native fallback.
 step gpu_tests "$build/tests/gpu_tests"
+step gpu_comm_tests "$build/tests/gpu_comm_tests"
+step pinned_copy_bandwidth python3 bench/pinned_copy_bandwidth.py
 # 2. One domain of both GPUs: every collective x type x op through NCCL, checked.
 step passthrough_all_types_ops "$build/hetccl-perf" $all -N 2 -b 8 -e 4M -f 64 -d all -o all -n 1 -w 1 -c 1
 # 3. hetccl preloaded into a program linked against NVIDIA's NCCL (the
 #    vendor library is then already loaded: hetccl uses a private copy).
 step preload_into_nccl_program env LD_PRELOAD="$lib" NCCL_DEBUG=WARN HETCCL_DEBUG=INFO "$build/hetccl-perf-nccl" $all -N 2 -b 8 -e 1M -f 32 -n 2 -w 1 -c 1
-# 4. Side by side, alternating: raw NCCL vs hetccl preloaded, same binary.
+# 4. Side by side, alternating: raw NCCL vs hetccl preloaded, same binary
+#    (small sizes with many iterations, large with fewer).
 mkdir -p "$work/side"
 for i in $(seq 1 "$repeats"); do
-  step "raw_nccl_$i" "$build/hetccl-perf-nccl" all_reduce -N 2 -b 1M -e 1G -f 4 -n 20 -w 5 -c 0
-  cp "$work/raw_nccl_$i.log" "$work/side/raw.$i"
-  step "hetccl_$i" env LD_PRELOAD="$lib" "$build/hetccl-perf-nccl" all_reduce -N 2 -b 1M -e 1G -f 4 -n 20 -w 5 -c 0
-  cp "$work/hetccl_$i.log" "$work/side/het.$i"
-done
-for i in $(seq 1 "$repeats"); do
-  step "latency_raw_$i" "$build/hetccl-perf-nccl" all_reduce -N 2 -b 8 -e 8 -n 2000 -w 200 -c 0
-  cp "$work/latency_raw_$i.log" "$work/side/lraw.$i"
-  step "latency_hetccl_$i" env LD_PRELOAD="$lib" "$build/hetccl-perf-nccl" all_reduce -N 2 -b 8 -e 8 -n 2000 -w 200 -c 0
-  cp "$work/latency_hetccl_$i.log" "$work/side/lhet.$i"
+  for who in raw het; do
+    pre=""; [ $who = het ] && pre="$lib"
+    step "${who}_small_$i" env LD_PRELOAD="$pre" "$build/hetccl-perf-nccl" all_reduce -N 2 -b 1M -e 16M -f 2 -n 200 -w 20 -c 0
+    step "${who}_large_$i" env LD_PRELOAD="$pre" "$build/hetccl-perf-nccl" all_reduce -N 2 -b 64M -e 1G -f 4 -n 20 -w 5 -c 0
+    cat "$work/${who}_small_$i.log" "$work/${who}_large_$i.log" > "$work/side/$who.$i"
+    step "${who}_latency_$i" env LD_PRELOAD="$pre" "$build/hetccl-perf-nccl" all_reduce -N 2 -b 8 -e 8 -n 5000 -w 500 -c 0
+    cp "$work/${who}_latency_$i.log" "$work/side/l$who.$i"
+  done
 done
 # 5. Two domains, one GPU each (all traffic crosses domains; first version:
 #    buffers staged through host memory), and GPUs mixed with CPU ranks.
 step two_gpu_domains_all_types_ops "$build/hetccl-perf" $all -N 2 --domains 2 -b 8 -e 1M -f 32 -d all -o all -n 1 -w 0 -c 1
 step gpus_and_cpu_ranks_all_types_ops "$build/hetccl-perf" $all -N 4 --host-ranks 2 -b 8 -e 1M -f 32 -d all -o all -n 1 -w 0 -c 1
+step gpus_without_vendor_library_all_types_ops env HETCCL_VENDOR_LIBS=0 "$build/hetccl-perf" $all -N 2 -b 8 -e 1M -f 32 -d float,bfloat16,int32 -o all -n 1 -w 0 -c 1
 step two_gpu_domains_all_reduce_bandwidth "$build/hetccl-perf" all_reduce -N 2 --domains 2 -b 1M -e 256M -f 4 -n 5 -w 2 -c 1
 # 6. PyTorch, unchanged, with hetccl preloaded.
 step torch_preload env LD_PRELOAD="$lib" torchrun --nproc-per-node 2 examples/torch_allreduce_smoke.py

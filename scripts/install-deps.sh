@@ -2,7 +2,9 @@
 # Installs what building and testing hetccl needs on Debian 12 / Ubuntu,
 # skipping what is already there. Extra packages can be named as arguments.
 set -euo pipefail
-packages=(cmake g++ ninja-build libgtest-dev pkg-config "$@")
+# hipcc builds the AMD kernels (nvcc comes with the CUDA toolkit in
+# /usr/local/cuda); CI compiles both images even without GPUs.
+packages=(cmake g++ ninja-build libgtest-dev pkg-config hipcc libamdhip64-dev "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh
+# CI builds the NVIDIA and AMD kernel images too (nvcc, hipcc).
+HETCCL_CMAKE_ARGS="-DHETCCL_REQUIRE_KERNELS=ON ${HETCCL_CMAKE_ARGS:-}" scripts/build.sh
 cd build
 ctest --output-on-failure --timeout 600 "$@"

@@ -133,10 +133,17 @@ Options parse(int argc, char** argv) {
         o.types.clear();
         if (!strcmp(optarg, "all")) {
           for (int t = 0; t < ncclNumTypes; ++t) o.types.push_back(static_cast<ncclDataType_t>(t));
-        } else {
-          ncclDataType_t t;
-          if (!parseType(optarg, &t)) usage("unknown type");
-          o.types.push_back(t);
+        } else {  // one type, or a comma-separated list
+          std::string list = optarg;
+          for (size_t at = 0; at <= list.size();) {
+            const size_t comma = list.find(',', at);
+            ncclDataType_t t;
+            if (!parseType(list.substr(at, comma == std::string::npos ? std::string::npos : comma - at), &t))
+              usage("unknown type");
+            o.types.push_back(t);
+            if (comma == std::string::npos) break;
+            at = comma + 1;
+          }
         }
         break;
       }

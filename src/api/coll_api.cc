@@ -109,6 +109,7 @@ ncclResult_t submit(const char* fn, Op op, ncclComm_t comm, ncclRedOp_t redop, b
   if (c->vendor) {  // one vendor domain: the vendor's library runs the call as is, on the caller's stream
     ncclRedOp_t vendorOp = redop;
     if (reduces && (r = vendorReduction(c, redop, op.type, fn, &vendorOp)) != ncclSuccess) return bad(r);
+    if ((r = c->vendor->checkArguments(op, c->rank)) != ncclSuccess) return bad(r);
     r = c->vendor->run(op, vendorOp, op.stream);
     return r == ncclSuccess ? r : bad(r);
   }

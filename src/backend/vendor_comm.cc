@@ -6,6 +6,7 @@
 #include "bootstrap/bootstrap.h"
 #include "common/error.h"
 #include "common/params.h"
+#include "plan/host_staging.h"
 #include "runtime/runtime.h"
 
 namespace hetccl {
@@ -19,7 +20,9 @@ ncclResult_t VendorCommunicator::create(VendorLibrary& lib, Ring& ring, int rank
   HETCCL_TRY(ring.allGather(ids.data(), sizeof(ncclUniqueId), Deadline(params().timeoutSeconds), abort));
   VendorComm comm = nullptr;
   HETCCL_TRY(lib.check(api.commInitRank(&comm, nranks, ids[0], rank), "ncclCommInitRank"));
-  out->reset(new VendorCommunicator(lib, comm, nranks));
+  int device = -1;
+  HETCCL_TRY(processRuntime().currentDevice(&device));
+  out->reset(new VendorCommunicator(lib, comm, nranks, device));
   return ncclSuccess;
 }
 
@@ -27,6 +30,38 @@ VendorCommunicator::~VendorCommunicator() {
   if (aborted_) lib_.api().commAbort(comm_);
   else lib_.api().commDestroy(comm_);
   if (scratch_) processRuntime().freeDevice(scratch_);
+}
+
+ncclResult_t VendorCommunicator::checkBuffer(const void* p, const char* what, const Op& op) {
+  if (p == checked_[0] || p == checked_[1]) return ncclSuccess;
+  MemoryKind kind;
+  int device;
+  HETCCL_TRY(processRuntime().memoryKind(p, &kind, &device));
+  if (kind != MemoryKind::Device && kind != MemoryKind::Managed)
+    return fail(ncclInvalidArgument, "%s: %s %p is %s memory; this rank's buffers must be memory of device %d",
+                opKindName(op.kind), what, p, memoryKindName(kind), device_);
+  if (kind == MemoryKind::Device && device != device_)
+    return fail(ncclInvalidArgument, "%s: %s %p is memory of device %d, but the communicator's device is %d",
+                opKindName(op.kind), what, p, device, device_);
+  checked_[1] = checked_[0];
+  checked_[0] = p;
+  return ncclSuccess;
+}
+
+ncclResult_t VendorCommunicator::checkArguments(const Op& op, int rank) {
+  const Extents e = extentsOf(op, rank, ranks_);
+  if (e.sendBytes) HETCCL_TRY(checkBuffer(op.sendbuff, "sendbuff", op));
+  if (e.recvBytes) HETCCL_TRY(checkBuffer(op.recvbuff, "recvbuff", op));
+  if (!streamChecked_ || op.stream != checkedStream_) {
+    int device = -1;
+    HETCCL_TRY(processRuntime().streamDevice(op.stream, &device));
+    if (op.stream && device >= 0 && device != device_)
+      return fail(ncclInvalidArgument, "%s: the stream belongs to device %d, but the communicator's device is %d",
+                  opKindName(op.kind), device, device_);
+    checkedStream_ = op.stream;
+    streamChecked_ = true;
+  }
+  return ncclSuccess;
 }
 
 ncclResult_t VendorCommunicator::alltoAllInPlace(const Op& op, cudaStream_t stream) {

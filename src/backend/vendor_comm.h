@@ -26,6 +26,11 @@ class VendorCommunicator {
 
   // Runs `op` on `stream` with the vendor's reduction op `vendorOp`.
   ncclResult_t run(const Op& op, ncclRedOp_t vendorOp, cudaStream_t stream);
+  // Buffers must be memory of this rank's device and the stream a stream
+  // of it: a clear error instead of a fault inside the vendor's kernels.
+  // The last buffers and stream seen are remembered, so a loop over the
+  // same buffers pays one comparison.
+  ncclResult_t checkArguments(const Op& op, int rank);
   ncclResult_t asyncError(ncclResult_t* state);
   ncclResult_t finalize();
   void markAborted() { aborted_ = true; }  // the destructor aborts instead of destroying
@@ -34,7 +39,9 @@ class VendorCommunicator {
   VendorComm handle() const { return comm_; }
 
  private:
-  VendorCommunicator(VendorLibrary& lib, VendorComm comm, int nranks) : lib_(lib), comm_(comm), ranks_(nranks) {}
+  VendorCommunicator(VendorLibrary& lib, VendorComm comm, int nranks, int device)
+      : lib_(lib), comm_(comm), ranks_(nranks), device_(device) {}
+  ncclResult_t checkBuffer(const void* p, const char* what, const Op& op);
   // NCCL's all-to-all is undefined in place; hetccl's is not: the input
   // goes to a device scratch buffer first (stream-ordered).
   ncclResult_t alltoAllInPlace(const Op& op, cudaStream_t stream);
@@ -45,6 +52,10 @@ class VendorCommunicator {
   bool aborted_ = false;
   void* scratch_ = nullptr;  // device memory, grows
   size_t scratchBytes_ = 0;
+  const void* checked_[2] = {nullptr, nullptr};  // buffers already found on the device
+  cudaStream_t checkedStream_ = nullptr;
+  bool streamChecked_ = false;
+  int device_ = -1;
 };
 
 }  // namespace hetccl

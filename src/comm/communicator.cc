@@ -107,9 +107,12 @@ ncclResult_t Communicator::createDomains() {
     if (nativeOnly) return ncclSuccess;
     VendorLibrary* lib = rt.hasDevices() ? vendorLibraryFor(rt, &why) : nullptr;
     if (lib) return VendorCommunicator::create(*lib, ring, rank, nranks, &abort, &vendor);
-    if (rt.hasDevices())
-      return fail(ncclInvalidUsage, "%s ranks without a vendor library (%s): hetccl's native GPU algorithms are not built yet",
-                  rt.name(), why.c_str());
+    if (rt.hasDevices()) {
+      // No vendor library: hetccl's native algorithms on host copies of the buffers.
+      HETCCL_INFO("%s ranks without a vendor library (%s): native algorithms on host-staged buffers", rt.name(),
+                  why.c_str());
+      hostStaging = std::make_unique<HostStaging>(rt);
+    }
     return ncclSuccess;
   }
   // GPU ranks (and host ranks with HETCCL_FORCE_STAGING, for tests) stage
@@ -171,9 +174,12 @@ void Communicator::printSummary() const {
   for (const Domain& d : partition.domains) {
     std::string members;
     for (int m : d.members) members += (members.empty() ? "" : ",") + std::to_string(m);
+    const bool gpuNative = strcmp(peers[d.members[0]].runtime, "host") != 0 && d.backend == "hetccl-native";
     HETCCL_INFO("  domain %s: ranks {%s}, runtime %s, backend %s%s", d.name.c_str(), members.c_str(),
                 peers[d.members[0]].runtime, d.backend.c_str(),
-                partition.single() ? " (pass-through: every call goes straight to it)" : "");
+                gpuNative ? " (no vendor library found: native algorithms on host-staged buffers)"
+                : partition.single() ? " (pass-through: every call goes straight to it)"
+                                     : "");
   }
   if (!partition.single())
     HETCCL_INFO("  between domains: %s, plans in src/plan (hetccl-perf --plan prints them)",

@@ -1,0 +1,94 @@
+// Communicators of GPU ranks (skipped on machines without a GPU, such as
+// CI): bad input on a pass-through communicator gets a clear error, and a
+// GPU domain without its vendor library falls back to hetccl's native
+// algorithms on host-staged buffers.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "../mp/mp_util.h"
+#include "runtime/runtime.h"
+
+namespace {
+
+#define REQUIRE_GPUS(n)                                                                 \
+  if (!hasGpus(n)) GTEST_SKIP() << "needs " << (n) << " GPU(s)"
+
+bool hasGpus(int n) {
+  static int count = -1;
+  if (count < 0) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      hetccl::Runtime& rt = hetccl::processRuntime();
+      int c = 0;
+      if (rt.hasDevices()) rt.deviceCount(&c);
+      _exit(c);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    count = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+  }
+  return count >= n;
+}
+
+}  // namespace
+
+TEST(GpuPassThrough, HostPointerAndForeignStreamAreRefused) {
+  REQUIRE_GPUS(2);
+  EXPECT_RANKS_PASS(1, mp::Env{}, 120, [](int rank, int n, const ncclUniqueId& id) {
+    hetccl::Runtime& rt = hetccl::processRuntime();
+    RANK_EXPECT(rt.setDevice(0) == ncclSuccess, "set device");
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    void* dev = nullptr;
+    RANK_EXPECT(rt.allocDevice(&dev, 4096) == ncclSuccess, "alloc");
+    std::vector<float> host(1024, 1.0f);
+    ncclResult_t r = ncclAllReduce(host.data(), dev, 1024, ncclFloat32, ncclSum, comm, nullptr);
+    RANK_EXPECT(r == ncclInvalidArgument, "host sendbuff gave %d", r);
+    RANK_EXPECT(strstr(ncclGetLastError(comm), "host memory") != nullptr, "message: %s", ncclGetLastError(comm));
+    // A stream of device 1 for a communicator of device 0.
+    hetccl::Stream other = nullptr;
+    RANK_EXPECT(rt.setDevice(1) == ncclSuccess && rt.createStream(&other) == ncclSuccess, "stream on device 1");
+    RANK_EXPECT(rt.setDevice(0) == ncclSuccess, "back to device 0");
+    r = ncclAllReduce(dev, dev, 1024, ncclFloat32, ncclSum, comm, static_cast<cudaStream_t>(other));
+    int streamDevice = -1;
+    rt.streamDevice(other, &streamDevice);
+    if (streamDevice >= 0) {  // the runtime can tell a stream's device (CUDA 12.8+)
+      RANK_EXPECT(r == ncclInvalidArgument, "foreign stream gave %d", r);
+      RANK_EXPECT(strstr(ncclGetLastError(comm), "stream belongs to device 1") != nullptr, "message: %s",
+                  ncclGetLastError(comm));
+    }
+    // The right buffers and stream still work.
+    RANK_NCCL(ncclAllReduce(dev, dev, 1024, ncclFloat32, ncclSum, comm, nullptr));
+    RANK_EXPECT(rt.synchronize(nullptr) == ncclSuccess, "sync");
+    RANK_NCCL(ncclCommDestroy(comm));
+    rt.freeDevice(dev);
+    return 0;
+  });
+}
+
+TEST(GpuNativeFallback, NoVendorLibraryStillReducesCorrectly) {
+  REQUIRE_GPUS(2);
+  EXPECT_RANKS_PASS(2, mp::Env{{"HETCCL_VENDOR_LIBS", "0"}}, 120, [](int rank, int n, const ncclUniqueId& id) {
+    hetccl::Runtime& rt = hetccl::processRuntime();
+    RANK_EXPECT(rt.setDevice(rank) == ncclSuccess, "set device");
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    const size_t count = 1 << 20;
+    std::vector<double> host(count);
+    for (size_t i = 0; i < count; ++i) host[i] = static_cast<double>(i % 1000) + rank;
+    void* dev = nullptr;
+    RANK_EXPECT(rt.allocDevice(&dev, count * 8) == ncclSuccess, "alloc");
+    RANK_EXPECT(rt.copyAsync(dev, host.data(), count * 8, nullptr) == ncclSuccess, "upload");
+    RANK_NCCL(ncclAllReduce(dev, dev, count, ncclFloat64, ncclSum, comm, nullptr));
+    RANK_EXPECT(rt.copyAsync(host.data(), dev, count * 8, nullptr) == ncclSuccess && rt.synchronize(nullptr) == ncclSuccess,
+                "download");
+    for (size_t i = 0; i < count; ++i)
+      RANK_EXPECT(host[i] == 2.0 * static_cast<double>(i % 1000) + 1, "element %zu is %g", i, host[i]);
+    RANK_NCCL(ncclCommDestroy(comm));
+    rt.freeDevice(dev);
+    return 0;
+  });
+}
