@@ -12,6 +12,7 @@
 #include "plan/cross_domain.h"
 #include "common/log.h"
 #include "common/params.h"
+#include "runtime/runtime.h"
 
 using namespace hetccl;
 
@@ -151,6 +152,13 @@ HETCCL_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const i
   std::vector<std::thread> threads;
   for (int i = 0; i < ndev; ++i) {
     threads.emplace_back([&, i] {
+      // Rank i lives on devlist[i] (device i without a list), as in NCCL.
+      Runtime& rt = processRuntime();
+      if (rt.hasDevices() && (results[i] = rt.setDevice(devlist ? devlist[i] : i)) != ncclSuccess) {
+        errors[i] = lastError();
+        comms[i] = nullptr;
+        return;
+      }
       results[i] = pncclCommInitRank(&comms[i], ndev, id, i);
       if (results[i] != ncclSuccess) errors[i] = lastError();
     });

@@ -35,6 +35,11 @@ RankInfo localRankInfo(const SocketAddress& listenAddress, int device) {
                       lib->version() / 100 % 100, lib->version() % 100);
     else HETCCL_INFO("no vendor library for %s ranks (%s): hetccl's native algorithms serve them", rt.name(), why.c_str());
     if (params().domain.empty()) snprintf(info.domain, sizeof(info.domain), "%s", rt.vendor());
+    // fp8 is OCP's on NVIDIA but FNUZ on AMD MI300: AMD ranks do not offer
+    // to reduce fp8 with others, so a mixed fp8 reduction is refused at the
+    // API naming the domain, never summed in the wrong format.
+    if (strcmp(rt.vendor(), "amd") == 0)
+      info.reducibleTypes &= ~((1u << ncclFloat8e4m3) | (1u << ncclFloat8e5m2));
   }
   return info;
 }
