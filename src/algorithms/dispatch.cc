@@ -79,3 +79,24 @@ ncclResult_t runPointToPoint(Communicator& c, std::span<const Op* const> ops) {
 }
 
 }  // namespace hetccl
+
+namespace hetccl {
+
+ncclResult_t runOperations(Communicator& c, std::span<const Op* const> ops) {
+  ncclResult_t r = ncclSuccess;
+  bool anyP2p = false;
+  for (const Op* op : ops) {
+    anyP2p |= op->isPointToPoint();
+    if (!op->isPointToPoint()) r = runCollective(c, *op);
+    if (r != ncclSuccess) break;
+  }
+  if (r == ncclSuccess && anyP2p) {
+    std::vector<const Op*> p2p;  // groups only
+    for (const Op* op : ops)
+      if (op->isPointToPoint()) p2p.push_back(op);
+    r = runPointToPoint(c, p2p);
+  }
+  return r;
+}
+
+}  // namespace hetccl

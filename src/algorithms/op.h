@@ -28,6 +28,9 @@ struct Op {
   bool isPointToPoint() const { return kind == OpKind::Send || kind == OpKind::Recv; }
 };
 
+// Runs one communicator's share of a call or group to completion:
+// collectives in call order, then all sends and receives together.
+ncclResult_t runOperations(Communicator& c, std::span<const Op* const> ops);
 // Runs one collective to completion on host memory.
 ncclResult_t runCollective(Communicator& c, const Op& op);
 // Runs a batch of sends and receives of one communicator together, in any

@@ -25,33 +25,17 @@ thread_local GroupState tGroup;
 
 // Runs one communicator's share of a group: collectives in call order,
 // then all sends and receives together.
-ncclResult_t runOps(Communicator* c, std::span<const Op* const> ops) {
-  ncclResult_t r = ncclSuccess;
-  bool anyP2p = false;
-  for (const Op* op : ops) {
-    anyP2p |= op->isPointToPoint();
-    if (!op->isPointToPoint()) r = runCollective(*c, *op);
-    if (r != ncclSuccess) break;
-  }
-  if (r == ncclSuccess && anyP2p) {
-    std::vector<const Op*> p2p;  // groups only
-    for (const Op* op : ops)
-      if (op->isPointToPoint()) p2p.push_back(op);
-    r = runPointToPoint(*c, p2p);
-  }
-  return r;
-}
-
 ncclResult_t runOnComm(Communicator* c, std::span<const Op* const> ops) {
   std::lock_guard<std::mutex> lock(c->opMutex);
   if (c->abort.load()) return fail(ncclInvalidUsage, "communicator was aborted or revoked");
   ncclResult_t state = c->asyncError.load();
   if (state != ncclSuccess) return fail(state, "communicator is in an error state: %s", c->asyncErrorText.c_str());
-  // GPU ranks among several domains: buffers staged through host memory.
-  ncclResult_t r = c->hostStaging ? c->hostStaging->run(ops, c->rank, c->nranks,
-                                                        [c](std::span<const Op* const> staged) { return runOps(c, staged); })
-                                  : runOps(c, ops);
+  // GPU ranks among several domains: handed to the staging thread, which
+  // releases the callers' streams when done (errors surface later through
+  // ncclCommGetAsyncError and the next call).
   c->operations += ops.size();
+  if (c->hostStaging) return c->hostStaging->enqueue(ops);  // nothing has moved if it fails
+  ncclResult_t r = runOperations(*c, ops);
   if (r != ncclSuccess) {
     // The connections' message streams are now out of step: the
     // communicator cannot be used again; peers are told to stop waiting.

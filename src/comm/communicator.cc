@@ -111,7 +111,7 @@ ncclResult_t Communicator::createDomains() {
       // No vendor library: hetccl's native algorithms on host copies of the buffers.
       HETCCL_INFO("%s ranks without a vendor library (%s): native algorithms on host-staged buffers", rt.name(),
                   why.c_str());
-      hostStaging = std::make_unique<HostStaging>(rt);
+      startStaging(rt);
     }
     return ncclSuccess;
   }
@@ -119,7 +119,7 @@ ncclResult_t Communicator::createDomains() {
   // their buffers through host memory; their domains run hetccl's host
   // algorithms on the staged copies.
   const bool staged = rt.hasDevices() || params().forceStaging;
-  if (staged) hostStaging = std::make_unique<HostStaging>(rt);
+  if (staged) startStaging(rt);
   const int d = partition.domainOf[rank];
   domainComm = std::make_unique<Communicator>();
   domainComm->config = config;
@@ -131,6 +131,12 @@ ncclResult_t Communicator::createDomains() {
   backend = makeNativeBackend(*domainComm);
   proxy = std::make_unique<Proxy>();
   return ncclSuccess;
+}
+
+void Communicator::startStaging(Runtime& rt) {
+  hostStaging = std::make_unique<HostStaging>(
+      rt, device, rank, nranks, [this](std::span<const Op* const> ops) { return runOperations(*this, ops); },
+      [this](ncclResult_t r) { setFatal(r); });
 }
 
 ncclResult_t Communicator::waitReady() {

@@ -19,6 +19,7 @@
 #include "bootstrap/rank_info.h"
 #include "comm/domains.h"
 #include "plan/host_staging.h"
+#include "runtime/runtime.h"
 #include "plan/plan.h"
 #include "proxy/proxy.h"
 #include "common/types.h"
@@ -126,6 +127,7 @@ class Communicator {
 
  private:
   ncclResult_t createDomains();
+  void startStaging(Runtime& rt);
   std::vector<char> scratch_, staging_;
 };
 

@@ -1,8 +1,9 @@
 #include "plan/host_staging.h"
 
 #include <algorithm>
+#include <chrono>
 
-#include "common/error.h"
+#include "common/log.h"
 
 namespace hetccl {
 
@@ -24,8 +25,29 @@ Extents extentsOf(const Op& op, int rank, int nranks) {
   return {};
 }
 
+HostStaging::HostStaging(Runtime& runtime, int device, int rank, int nranks, HostRunner runner, ErrorSink onError)
+    : rt_(runtime), device_(device), rank_(rank), nranks_(nranks), runner_(std::move(runner)),
+      onError_(std::move(onError)) {
+  void* flag = nullptr;
+  if (rt_.allocPinned(&flag, 64) == ncclSuccess) {
+    flag_ = static_cast<volatile uint32_t*>(flag);
+    *flag_ = 0;
+  }
+  rt_.createStream(&copyStream_);
+  thread_ = std::thread(&HostStaging::loop, this);
+}
+
 HostStaging::~HostStaging() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  for (Event e : freeEvents_) rt_.destroyEvent(e);
+  if (copyStream_) rt_.destroyStream(copyStream_);
   if (pinned_) rt_.freePinned(pinned_);
+  if (flag_) rt_.freePinned(const_cast<uint32_t*>(flag_));
 }
 
 ncclResult_t HostStaging::checkDeviceMemory(const void* p, const char* what, const Op& op) {
@@ -38,37 +60,124 @@ ncclResult_t HostStaging::checkDeviceMemory(const void* p, const char* what, con
               memoryKindName(kind), rt_.name());
 }
 
-ncclResult_t HostStaging::stageIn(std::span<const Op* const> ops, int rank, int nranks) {
+ncclResult_t HostStaging::takeEvent(Event* e) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!freeEvents_.empty()) {
+    *e = freeEvents_.back();
+    freeEvents_.pop_back();
+    return ncclSuccess;
+  }
+  return rt_.createEvent(e);
+}
+
+ncclResult_t HostStaging::enqueue(std::span<const Op* const> ops) {
+  if (!flag_ || (rt_.hasDevices() && !copyStream_))
+    return fail(ncclSystemError, "%s: the staging flag or stream could not be created", rt_.name());
+  Job job;
+  std::vector<cudaStream_t> streams;
+  for (const Op* op : ops) {
+    const Extents e = extentsOf(*op, rank_, nranks_);
+    if (e.sendBytes) HETCCL_TRY(checkDeviceMemory(op->sendbuff, "sendbuff", *op));
+    if (e.recvBytes) HETCCL_TRY(checkDeviceMemory(op->recvbuff, "recvbuff", *op));
+    job.ops.push_back(*op);
+    if (std::find(streams.begin(), streams.end(), op->stream) == streams.end()) streams.push_back(op->stream);
+  }
+  for (cudaStream_t s : streams) {
+    bool capturing = false;
+    HETCCL_TRY(rt_.streamCapturing(s, &capturing));
+    if (capturing)
+      return fail(ncclInvalidUsage,
+                  "%s: collectives across domains cannot be captured in a CUDA graph yet (the stream is capturing); "
+                  "run them outside the capture, or keep the ranks in one domain (pass-through captures as NCCL does)",
+                  opKindName(ops[0]->kind));
+  }
+  for (cudaStream_t s : streams) {
+    Event e = nullptr;
+    HETCCL_TRY(takeEvent(&e));
+    HETCCL_TRY(rt_.recordEvent(e, s));
+    job.ready.push_back(e);
+  }
+  uint32_t ticket;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ticket = job.ticket = ++issued_;
+    queue_.push_back(std::move(job));
+  }
+  cv_.notify_all();
+  // Later work on the callers' streams waits for this call's results.
+  for (cudaStream_t s : streams) HETCCL_TRY(rt_.waitFlag(s, flag_, ticket));
+  return ncclSuccess;
+}
+
+void HostStaging::drain() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait(lock, [&] { return finished_ == issued_; });
+}
+
+void HostStaging::loop() {
+  if (device_ >= 0) rt_.setDevice(device_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, nothing left
+    Job job = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    const ncclResult_t r = runJob(job);
+    if (r != ncclSuccess) onError_(r);
+    __atomic_store_n(flag_, job.ticket, __ATOMIC_RELEASE);  // releases the callers' streams, even after an error
+    lock.lock();
+    for (Event e : job.ready) freeEvents_.push_back(e);
+    finished_ = job.ticket;
+    cv_.notify_all();
+  }
+}
+
+ncclResult_t HostStaging::runJob(Job& job) {
+  // The work queued before the call on the callers' streams comes first.
+  for (Event e : job.ready) {
+    for (bool done = false;;) {
+      HETCCL_TRY(rt_.eventDone(e, &done));
+      if (done) break;
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+  HETCCL_TRY(stageIn(job.ops));
+  std::vector<const Op*> staged;
+  for (const Op& op : stagedOps_) staged.push_back(&op);
+  HETCCL_TRY(runner_(std::span<const Op* const>(staged)));
+  return stageOut();
+}
+
+ncclResult_t HostStaging::stageIn(const std::vector<Op>& ops) {
   regions_.clear();
   stagedOps_.clear();
   // Each operation's buffers: one region for send and receive when they
   // overlap (in place stays in place), else one each.
   struct Plan {
     const char *sendBegin, *recvBegin;
-    size_t first, second;  // region indices (second = first when merged), or SIZE_MAX
+    size_t first, second;  // region indices (equal when merged), or SIZE_MAX
   };
   std::vector<Plan> plans;
   size_t total = 0;
-  auto addRegion = [&](const char* p, size_t bytes, cudaStream_t stream, bool written) {
-    regions_.push_back(Region{const_cast<char*>(p), total, bytes, stream, written});
+  auto addRegion = [&](const char* p, size_t bytes, bool written) {
+    regions_.push_back(Region{const_cast<char*>(p), total, bytes, written});
     total += (bytes + 255) / 256 * 256;
     return regions_.size() - 1;
   };
-  for (const Op* op : ops) {
-    const Extents e = extentsOf(*op, rank, nranks);
-    const char* s = static_cast<const char*>(op->sendbuff);
-    const char* r = static_cast<const char*>(op->recvbuff);
-    if (e.sendBytes) HETCCL_TRY(checkDeviceMemory(s, "sendbuff", *op));
-    if (e.recvBytes) HETCCL_TRY(checkDeviceMemory(r, "recvbuff", *op));
+  for (const Op& op : ops) {
+    const Extents e = extentsOf(op, rank_, nranks_);
+    const char* s = static_cast<const char*>(op.sendbuff);
+    const char* r = static_cast<const char*>(op.recvbuff);
     Plan p{s, r, SIZE_MAX, SIZE_MAX};
     const bool overlap = e.sendBytes && e.recvBytes && s < r + e.recvBytes && r < s + e.sendBytes;
     if (overlap) {
       const char* lo = std::min(s, r);
       const char* hi = std::max(s + e.sendBytes, r + e.recvBytes);
-      p.first = p.second = addRegion(lo, static_cast<size_t>(hi - lo), op->stream, true);
+      p.first = p.second = addRegion(lo, static_cast<size_t>(hi - lo), true);
     } else {
-      if (e.sendBytes) p.first = addRegion(s, e.sendBytes, op->stream, false);
-      if (e.recvBytes) p.second = addRegion(r, e.recvBytes, op->stream, true);
+      if (e.sendBytes) p.first = addRegion(s, e.sendBytes, false);
+      if (e.recvBytes) p.second = addRegion(r, e.recvBytes, true);
     }
     plans.push_back(p);
   }
@@ -81,12 +190,10 @@ ncclResult_t HostStaging::stageIn(std::span<const Op* const> ops, int rank, int 
     pinned_ = static_cast<char*>(p);
     pinnedBytes_ = total;
   }
-  // Everything the application queued before the call completes first;
-  // then the buffers come to the host.
-  for (const Region& g : regions_) HETCCL_TRY(rt_.copyAsync(pinned_ + g.offset, g.device, g.bytes, g.stream));
-  for (const Region& g : regions_) HETCCL_TRY(rt_.synchronize(g.stream));
+  for (const Region& g : regions_) HETCCL_TRY(rt_.copyAsync(pinned_ + g.offset, g.device, g.bytes, copyStream_));
+  HETCCL_TRY(rt_.synchronize(copyStream_));
   for (size_t i = 0; i < ops.size(); ++i) {
-    Op staged = *ops[i];
+    Op staged = ops[i];
     const Plan& p = plans[i];
     auto translate = [&](const char* user, size_t region) -> char* {
       const Region& g = regions_[region];
@@ -101,9 +208,8 @@ ncclResult_t HostStaging::stageIn(std::span<const Op* const> ops, int rank, int 
 
 ncclResult_t HostStaging::stageOut() {
   for (const Region& g : regions_)
-    if (g.written) HETCCL_TRY(rt_.copyAsync(g.device, pinned_ + g.offset, g.bytes, g.stream));
-  for (const Region& g : regions_) HETCCL_TRY(rt_.synchronize(g.stream));
-  return ncclSuccess;
+    if (g.written) HETCCL_TRY(rt_.copyAsync(g.device, pinned_ + g.offset, g.bytes, copyStream_));
+  return rt_.synchronize(copyStream_);
 }
 
 }  // namespace hetccl

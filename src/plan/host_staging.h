@@ -1,13 +1,21 @@
-// GPU ranks of a communicator of several domains, first version: each
-// operation's device buffers are copied to pinned host memory, the host
-// plans run on the copies, and the results are copied back (the user's
-// stream is synchronized before and after). Correct for every collective,
-// type and op, but synchronous and host-bound: the pipelined GPU path
-// (vendor library inside the domain, kernels for the combine, stream
-// release through a flag) replaces it.
+// GPU ranks of a communicator of several domains, first version: a call
+// returns at once; a staging thread of the communicator waits for the
+// work queued before it on the caller's stream (an event), copies the
+// buffers to pinned host memory, runs the host plans on the copies, copies
+// the results back and raises a flag in pinned memory that the caller's
+// stream waits on (stream wait-value), so the stream, not the thread, is
+// ordered after the collective. Correct for every collective, type and
+// op, but host-bound: the pipelined GPU path (the vendor library inside
+// the domain, kernels for the combine, shared pinned buffers between
+// ranks) replaces the middle part.
 #pragma once
 
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
 #include <span>
+#include <thread>
 #include <vector>
 
 #include "algorithms/op.h"
@@ -24,39 +32,62 @@ Extents extentsOf(const Op& op, int rank, int nranks);
 
 class HostStaging {
  public:
-  explicit HostStaging(Runtime& runtime) : rt_(runtime) {}
+  // Runs one call's (or group's) staged operations on host memory.
+  using HostRunner = std::function<ncclResult_t(std::span<const Op* const>)>;
+  // Called on the staging thread when a call fails (the communicator
+  // becomes fatal; the flag is still raised so no stream waits forever).
+  using ErrorSink = std::function<void(ncclResult_t)>;
+
+  HostStaging(Runtime& runtime, int device, int rank, int nranks, HostRunner runner, ErrorSink onError);
   ~HostStaging();
   HostStaging(const HostStaging&) = delete;
   HostStaging& operator=(const HostStaging&) = delete;
 
-  // Stages `ops` (one communicator's share of a call or group), runs
-  // `runOnHost` on the staged copies, and copies the results back.
-  template <typename Fn>
-  ncclResult_t run(std::span<const Op* const> ops, int rank, int nranks, Fn&& runOnHost) {
-    HETCCL_TRY(stageIn(ops, rank, nranks));
-    std::vector<const Op*> staged;
-    for (const Op& op : stagedOps_) staged.push_back(&op);
-    HETCCL_TRY(runOnHost(std::span<const Op* const>(staged)));
-    return stageOut();
-  }
+  // Checks the buffers (device memory), orders the call after the work
+  // already on the callers' streams and those streams after the call;
+  // returns without waiting for it.
+  ncclResult_t enqueue(std::span<const Op* const> ops);
+  // Waits until every call enqueued so far has completed.
+  void drain();
 
  private:
+  struct Job {
+    std::vector<Op> ops;
+    std::vector<Event> ready;  // recorded on the callers' streams
+    uint32_t ticket = 0;
+  };
   struct Region {
     char* device;   // the user's buffer
     size_t offset;  // in the pinned buffer
     size_t bytes;
-    cudaStream_t stream;
     bool written;   // holds results: copied back
   };
-  ncclResult_t stageIn(std::span<const Op* const> ops, int rank, int nranks);
+  void loop();
+  ncclResult_t runJob(Job& job);
+  ncclResult_t stageIn(const std::vector<Op>& ops);
   ncclResult_t stageOut();
   ncclResult_t checkDeviceMemory(const void* p, const char* what, const Op& op);
+  ncclResult_t takeEvent(Event* e);
 
   Runtime& rt_;
+  const int device_, rank_, nranks_;
+  HostRunner runner_;
+  ErrorSink onError_;
+  Stream copyStream_ = nullptr;
+  volatile uint32_t* flag_ = nullptr;  // pinned: the last finished ticket
+  uint32_t issued_ = 0;
   char* pinned_ = nullptr;
   size_t pinnedBytes_ = 0;
   std::vector<Region> regions_;
   std::vector<Op> stagedOps_;
+  std::vector<Event> freeEvents_;
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_;
+  uint32_t finished_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
 };
 
 }  // namespace hetccl

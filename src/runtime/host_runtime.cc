@@ -78,6 +78,10 @@ class HostRuntime : public Runtime {
     *device = -1;
     return ncclSuccess;
   }
+  ncclResult_t streamCapturing(Stream, bool* capturing) override {
+    *capturing = false;
+    return ncclSuccess;
+  }
   ncclResult_t createEvent(Event* e) override {
     *e = nullptr;
     return ncclSuccess;

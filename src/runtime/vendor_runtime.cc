@@ -38,6 +38,7 @@ struct Api {
   int (*streamDestroy)(void*);
   int (*streamSynchronize)(void*);
   int (*streamGetDevice)(void*, int*);
+  int (*streamIsCapturing)(void*, int*);
   int (*eventCreateWithFlags)(void**, unsigned);
   int (*eventDestroy)(void*);
   int (*eventRecord)(void*, void*);
@@ -92,6 +93,7 @@ const Binding kBindings[] = {
     {SLOT(streamDestroy), R, "cudaStreamDestroy", R, "hipStreamDestroy", true},
     {SLOT(streamSynchronize), R, "cudaStreamSynchronize", R, "hipStreamSynchronize", true},
     {SLOT(streamGetDevice), R, "cudaStreamGetDevice", R, "hipStreamGetDevice", false},
+    {SLOT(streamIsCapturing), R, "cudaStreamIsCapturing", R, "hipStreamIsCapturing", true},
     {SLOT(eventCreateWithFlags), R, "cudaEventCreateWithFlags", R, "hipEventCreateWithFlags", true},
     {SLOT(eventDestroy), R, "cudaEventDestroy", R, "hipEventDestroy", true},
     {SLOT(eventRecord), R, "cudaEventRecord", R, "hipEventRecord", true},
@@ -223,6 +225,12 @@ class VendorRuntime : public Runtime {
     *device = -1;
     if (!api_.streamGetDevice) return ncclSuccess;
     return check(api_.streamGetDevice(s, device), "stream's device");
+  }
+  ncclResult_t streamCapturing(Stream s, bool* capturing) override {
+    int status = 0;  // cudaStreamCaptureStatusNone / hipStreamCaptureStatusNone
+    HETCCL_TRY(check(api_.streamIsCapturing(s, &status), "stream capture status"));
+    *capturing = status != 0;
+    return ncclSuccess;
   }
   ncclResult_t createEvent(Event* e) override {
     return check(api_.eventCreateWithFlags(e, kEventDisableTiming), "event creation");

@@ -2,9 +2,11 @@
 // CI): bad input on a pass-through communicator gets a clear error, and a
 // GPU domain without its vendor library falls back to hetccl's native
 // algorithms on host-staged buffers.
+#include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -89,6 +91,74 @@ TEST(GpuNativeFallback, NoVendorLibraryStillReducesCorrectly) {
       RANK_EXPECT(host[i] == 2.0 * static_cast<double>(i % 1000) + 1, "element %zu is %g", i, host[i]);
     RANK_NCCL(ncclCommDestroy(comm));
     rt.freeDevice(dev);
+    return 0;
+  });
+}
+
+// GPU ranks in two domains: the call returns long before the data has
+// moved, and work queued after it on the same stream sees the results
+// (the stream waits on the staging flag; nothing else synchronizes).
+TEST(GpuCrossDomain, CallReturnsAtOnceAndTheStreamIsOrderedAfterIt) {
+  REQUIRE_GPUS(2);
+  auto env = [](int rank) { return mp::Env{{"HETCCL_DOMAIN", rank == 0 ? "a" : "b"}}; };
+  EXPECT_RANKS_PASS_EACH(2, env, 180, [](int rank, int n, const ncclUniqueId& id) {
+    hetccl::Runtime& rt = hetccl::processRuntime();
+    RANK_EXPECT(rt.setDevice(rank) == ncclSuccess, "set device");
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    const size_t count = 32 << 20;  // 128 MiB of floats
+    std::vector<float> host(count);
+    for (size_t i = 0; i < count; ++i) host[i] = static_cast<float>(i % 4096) + static_cast<float>(rank);
+    void* dev = nullptr;
+    hetccl::Stream s = nullptr;
+    RANK_EXPECT(rt.allocDevice(&dev, count * 4) == ncclSuccess && rt.createStream(&s) == ncclSuccess, "alloc");
+    RANK_EXPECT(rt.copyAsync(dev, host.data(), count * 4, s) == ncclSuccess && rt.synchronize(s) == ncclSuccess, "upload");
+    auto t0 = std::chrono::steady_clock::now();
+    RANK_NCCL(ncclAllReduce(dev, dev, count, ncclFloat32, ncclSum, comm, static_cast<cudaStream_t>(s)));
+    const double callUs = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    RANK_EXPECT(rt.copyAsync(host.data(), dev, count * 4, s) == ncclSuccess, "download queued");
+    RANK_EXPECT(rt.synchronize(s) == ncclSuccess, "sync");
+    const double totalUs = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    fprintf(stderr, "rank %d: ncclAllReduce of 128 MiB across domains returned after %.1f us; done after %.0f us\n", rank,
+            callUs, totalUs);
+    RANK_EXPECT(callUs * 20 < totalUs, "the call took %.1f us of %.0f us: it did not return at once", callUs, totalUs);
+    for (size_t i = 0; i < count; ++i)
+      RANK_EXPECT(host[i] == 2.0f * static_cast<float>(i % 4096) + 1.0f, "element %zu is %g", i, host[i]);
+    RANK_NCCL(ncclCommDestroy(comm));
+    rt.destroyStream(s);
+    rt.freeDevice(dev);
+    return 0;
+  });
+}
+
+// Graph capture: a cross-domain collective refuses it at capture time with
+// a clear error instead of failing inside the graph.
+TEST(GpuCrossDomain, GraphCaptureIsRefusedClearly) {
+  REQUIRE_GPUS(2);
+  auto env = [](int rank) { return mp::Env{{"HETCCL_DOMAIN", rank == 0 ? "a" : "b"}}; };
+  EXPECT_RANKS_PASS_EACH(2, env, 120, [](int rank, int n, const ncclUniqueId& id) {
+    hetccl::Runtime& rt = hetccl::processRuntime();
+    RANK_EXPECT(rt.setDevice(rank) == ncclSuccess, "set device");
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    void* dev = nullptr;
+    hetccl::Stream s = nullptr;
+    RANK_EXPECT(rt.allocDevice(&dev, 4096) == ncclSuccess && rt.createStream(&s) == ncclSuccess, "alloc");
+    // cudaStreamBeginCapture/EndCapture through the runtime's library.
+    using Begin = int (*)(void*, int);
+    using End = int (*)(void*, void**);
+    auto begin = reinterpret_cast<Begin>(dlsym(RTLD_DEFAULT, "cudaStreamBeginCapture"));
+    auto end = reinterpret_cast<End>(dlsym(RTLD_DEFAULT, "cudaStreamEndCapture"));
+    if (!begin || !end) return 0;  // not CUDA, or the runtime is not global: nothing to check
+    RANK_EXPECT(begin(s, 2 /* cudaStreamCaptureModeRelaxed */) == 0, "begin capture");
+    ncclResult_t r = ncclAllReduce(dev, dev, 1024, ncclFloat32, ncclSum, comm, static_cast<cudaStream_t>(s));
+    void* graph = nullptr;
+    end(s, &graph);
+    RANK_EXPECT(r == ncclInvalidUsage, "capture gave %d", r);
+    RANK_EXPECT(strstr(ncclGetLastError(comm), "CUDA graph") != nullptr, "message: %s", ncclGetLastError(comm));
+    RANK_NCCL(ncclAllReduce(dev, dev, 1024, ncclFloat32, ncclSum, comm, static_cast<cudaStream_t>(s)));
+    RANK_EXPECT(rt.synchronize(s) == ncclSuccess, "sync");
+    RANK_NCCL(ncclCommDestroy(comm));
     return 0;
   });
 }
