@@ -135,7 +135,7 @@ ncclResult_t Communicator::createDomains() {
 
 void Communicator::startStaging(Runtime& rt) {
   hostStaging = std::make_unique<HostStaging>(
-      rt, device, rank, nranks, [this](std::span<const Op* const> ops) { return runOperations(*this, ops); },
+      rt, device, rank, nranks, params().asyncStaging, [this](std::span<const Op* const> ops) { return runOperations(*this, ops); },
       [this](ncclResult_t r) { setFatal(r); });
 }
 

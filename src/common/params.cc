@@ -68,6 +68,7 @@ Params load() {
   if (const char* v = env("HETCCL_NCCL_LIB")) p.ncclLib = v;
   if (const char* v = env("HETCCL_RCCL_LIB")) p.rcclLib = v;
   p.vendorLibraries = envLong("HETCCL_VENDOR_LIBS", 1, 0) != 0;
+  p.asyncStaging = envLong("HETCCL_ASYNC_STAGING", 0, 0) != 0;
   p.forceStaging = envLong("HETCCL_FORCE_STAGING", 0, 0) != 0;
   p.vendorIsolation = envLong("HETCCL_VENDOR_ISOLATION", 1, 0) != 0;
   if (const char* v = env("HETCCL_DOMAIN")) p.domain = std::string(v).substr(0, 31);

@@ -33,6 +33,7 @@ struct Params {
   std::string ncclLib;                // HETCCL_NCCL_LIB: the NCCL library for NVIDIA domains
   std::string rcclLib;                // HETCCL_RCCL_LIB: the RCCL library for AMD domains
   bool vendorLibraries = true;        // HETCCL_VENDOR_LIBS=0: native algorithms on GPUs too
+  bool asyncStaging = false;          // HETCCL_ASYNC_STAGING=1: staged calls return at once (experimental)
   bool forceStaging = false;          // HETCCL_FORCE_STAGING=1: host ranks take the GPU ranks' staging path (tests)
   bool vendorIsolation = true;        // HETCCL_VENDOR_ISOLATION=0: plain dlopen (tests the self-check)
   std::string domain;                 // HETCCL_DOMAIN: put this rank in the named domain

@@ -25,8 +25,9 @@ Extents extentsOf(const Op& op, int rank, int nranks) {
   return {};
 }
 
-HostStaging::HostStaging(Runtime& runtime, int device, int rank, int nranks, HostRunner runner, ErrorSink onError)
-    : rt_(runtime), device_(device), rank_(rank), nranks_(nranks), runner_(std::move(runner)),
+HostStaging::HostStaging(Runtime& runtime, int device, int rank, int nranks, bool async, HostRunner runner,
+                         ErrorSink onError)
+    : rt_(runtime), device_(device), rank_(rank), nranks_(nranks), async_(async), runner_(std::move(runner)),
       onError_(std::move(onError)) {
   void* flag = nullptr;
   if (rt_.allocPinned(&flag, 64) == ncclSuccess) {
@@ -34,7 +35,7 @@ HostStaging::HostStaging(Runtime& runtime, int device, int rank, int nranks, Hos
     *flag_ = 0;
   }
   rt_.createStream(&copyStream_);
-  thread_ = std::thread(&HostStaging::loop, this);
+  if (async_) thread_ = std::thread(&HostStaging::loop, this);
 }
 
 HostStaging::~HostStaging() {
@@ -43,7 +44,7 @@ HostStaging::~HostStaging() {
     stop_ = true;
   }
   cv_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
   for (Event e : freeEvents_) rt_.destroyEvent(e);
   if (copyStream_) rt_.destroyStream(copyStream_);
   if (pinned_) rt_.freePinned(pinned_);
@@ -90,6 +91,14 @@ ncclResult_t HostStaging::enqueue(std::span<const Op* const> ops) {
                   "%s: collectives across domains cannot be captured in a CUDA graph yet (the stream is capturing); "
                   "run them outside the capture, or keep the ranks in one domain (pass-through captures as NCCL does)",
                   opKindName(ops[0]->kind));
+  }
+  HETCCL_TRY(reserve(layout(job.ops).total));
+  if (!async_) {
+    // Synchronous: the callers' streams first, then the whole call here.
+    for (cudaStream_t s : streams) HETCCL_TRY(rt_.synchronize(s));
+    const ncclResult_t r = runJob(job);
+    if (r != ncclSuccess) onError_(r);
+    return r;
   }
   for (cudaStream_t s : streams) {
     Event e = nullptr;
@@ -149,27 +158,20 @@ ncclResult_t HostStaging::runJob(Job& job) {
   return stageOut();
 }
 
-ncclResult_t HostStaging::stageIn(const std::vector<Op>& ops) {
-  regions_.clear();
-  stagedOps_.clear();
+HostStaging::Layout HostStaging::layout(const std::vector<Op>& ops) const {
   // Each operation's buffers: one region for send and receive when they
   // overlap (in place stays in place), else one each.
-  struct Plan {
-    const char *sendBegin, *recvBegin;
-    size_t first, second;  // region indices (equal when merged), or SIZE_MAX
-  };
-  std::vector<Plan> plans;
-  size_t total = 0;
+  Layout l;
   auto addRegion = [&](const char* p, size_t bytes, bool written) {
-    regions_.push_back(Region{const_cast<char*>(p), total, bytes, written});
-    total += (bytes + 255) / 256 * 256;
-    return regions_.size() - 1;
+    l.regions.push_back(Region{const_cast<char*>(p), l.total, bytes, written});
+    l.total += (bytes + 255) / 256 * 256;
+    return l.regions.size() - 1;
   };
   for (const Op& op : ops) {
     const Extents e = extentsOf(op, rank_, nranks_);
     const char* s = static_cast<const char*>(op.sendbuff);
     const char* r = static_cast<const char*>(op.recvbuff);
-    Plan p{s, r, SIZE_MAX, SIZE_MAX};
+    OpRegions p{s, r, SIZE_MAX, SIZE_MAX};
     const bool overlap = e.sendBytes && e.recvBytes && s < r + e.recvBytes && r < s + e.sendBytes;
     if (overlap) {
       const char* lo = std::min(s, r);
@@ -179,22 +181,36 @@ ncclResult_t HostStaging::stageIn(const std::vector<Op>& ops) {
       if (e.sendBytes) p.first = addRegion(s, e.sendBytes, false);
       if (e.recvBytes) p.second = addRegion(r, e.recvBytes, true);
     }
-    plans.push_back(p);
+    l.ops.push_back(p);
   }
-  if (total > pinnedBytes_) {
-    if (pinned_) HETCCL_TRY(rt_.freePinned(pinned_));
-    pinned_ = nullptr;
-    pinnedBytes_ = 0;
-    void* p = nullptr;
-    HETCCL_TRY(rt_.allocPinned(&p, total));
-    pinned_ = static_cast<char*>(p);
-    pinnedBytes_ = total;
-  }
+  return l;
+}
+
+ncclResult_t HostStaging::reserve(size_t bytes) {
+  if (bytes <= pinnedBytes_) return ncclSuccess;
+  // Pinned allocation and release can wait for the device, whose streams
+  // may wait on this thread's flag: grow only with no call in flight.
+  drain();
+  if (pinned_) HETCCL_TRY(rt_.freePinned(pinned_));
+  pinned_ = nullptr;
+  pinnedBytes_ = 0;
+  void* p = nullptr;
+  HETCCL_TRY(rt_.allocPinned(&p, bytes));
+  pinned_ = static_cast<char*>(p);
+  pinnedBytes_ = bytes;
+  return ncclSuccess;
+}
+
+ncclResult_t HostStaging::stageIn(const std::vector<Op>& ops) {
+  const Layout l = layout(ops);
+  regions_ = l.regions;
+  stagedOps_.clear();
+  if (l.total > pinnedBytes_) return fail(ncclInternalError, "staging buffer of %zu bytes too small for %zu", pinnedBytes_, l.total);
   for (const Region& g : regions_) HETCCL_TRY(rt_.copyAsync(pinned_ + g.offset, g.device, g.bytes, copyStream_));
   HETCCL_TRY(rt_.synchronize(copyStream_));
   for (size_t i = 0; i < ops.size(); ++i) {
     Op staged = ops[i];
-    const Plan& p = plans[i];
+    const OpRegions& p = l.ops[i];
     auto translate = [&](const char* user, size_t region) -> char* {
       const Region& g = regions_[region];
       return pinned_ + g.offset + (user - g.device);

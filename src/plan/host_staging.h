@@ -1,13 +1,17 @@
-// GPU ranks of a communicator of several domains, first version: a call
-// returns at once; a staging thread of the communicator waits for the
-// work queued before it on the caller's stream (an event), copies the
-// buffers to pinned host memory, runs the host plans on the copies, copies
-// the results back and raises a flag in pinned memory that the caller's
-// stream waits on (stream wait-value), so the stream, not the thread, is
-// ordered after the collective. Correct for every collective, type and
-// op, but host-bound: the pipelined GPU path (the vendor library inside
-// the domain, kernels for the combine, shared pinned buffers between
-// ranks) replaces the middle part.
+// GPU ranks of a communicator of several domains, first version: the
+// call's device buffers are copied to pinned host memory, the host plans
+// run on the copies, and the results are copied back. Correct for every
+// collective, type and op, but host-bound: the pipelined GPU path (the
+// vendor library inside the domain, kernels for the combine, shared pinned
+// buffers between ranks) replaces the middle part.
+//
+// Two modes. Synchronous (the default, run on H200s): the call waits for
+// its streams, does all of the above and returns when done. Asynchronous
+// (HETCCL_ASYNC_STAGING=1, experimental): the call returns at once; a
+// staging thread waits for the work queued before it on the caller's
+// stream (an event), does the same, and raises a flag in pinned memory
+// that the caller's stream waits on (stream wait-value). It passes on host
+// ranks but hung on the H200s in its first version (see docs/performance.md).
 #pragma once
 
 #include <condition_variable>
@@ -38,7 +42,7 @@ class HostStaging {
   // becomes fatal; the flag is still raised so no stream waits forever).
   using ErrorSink = std::function<void(ncclResult_t)>;
 
-  HostStaging(Runtime& runtime, int device, int rank, int nranks, HostRunner runner, ErrorSink onError);
+  HostStaging(Runtime& runtime, int device, int rank, int nranks, bool async, HostRunner runner, ErrorSink onError);
   ~HostStaging();
   HostStaging(const HostStaging&) = delete;
   HostStaging& operator=(const HostStaging&) = delete;
@@ -62,6 +66,17 @@ class HostStaging {
     size_t bytes;
     bool written;   // holds results: copied back
   };
+  struct OpRegions {
+    const char *sendBegin, *recvBegin;
+    size_t first, second;  // region indices (equal when merged), or SIZE_MAX
+  };
+  struct Layout {
+    std::vector<Region> regions;
+    std::vector<OpRegions> ops;
+    size_t total = 0;
+  };
+  Layout layout(const std::vector<Op>& ops) const;
+  ncclResult_t reserve(size_t bytes);
   void loop();
   ncclResult_t runJob(Job& job);
   ncclResult_t stageIn(const std::vector<Op>& ops);
@@ -71,6 +86,7 @@ class HostStaging {
 
   Runtime& rt_;
   const int device_, rank_, nranks_;
+  const bool async_;
   HostRunner runner_;
   ErrorSink onError_;
   Stream copyStream_ = nullptr;

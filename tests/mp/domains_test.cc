@@ -45,7 +45,9 @@ INSTANTIATE_TEST_SUITE_P(
                       // Many pieces with two domains (reduced straight out of the transport).
                       Layout{"pieces_two_domains", {"a", "b", "b", "a"}, {{"HETCCL_CHUNK_BYTES", "4096"}}},
                       // The GPU ranks' path (buffers staged through host memory), on host ranks.
-                      Layout{"staged_like_gpu_ranks", {"a", "b", "a", "b", "b"}, {{"HETCCL_FORCE_STAGING", "1"}}}),
+                      Layout{"staged_like_gpu_ranks", {"a", "b", "a", "b", "b"}, {{"HETCCL_FORCE_STAGING", "1"}}},
+                      Layout{"async_staged_like_gpu_ranks", {"a", "b", "b"},
+                             {{"HETCCL_FORCE_STAGING", "1"}, {"HETCCL_ASYNC_STAGING", "1"}}}),
     [](const ::testing::TestParamInfo<Layout>& info) { return std::string(info.param.name); });
 
 // A single-domain communicator hands every call to its backend as is: no
