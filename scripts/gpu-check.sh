@@ -55,6 +55,8 @@ step gpu_comm_tests "$build/tests/gpu_comm_tests"
 step pinned_copy_bandwidth python3 bench/pinned_copy_bandwidth.py
 # 2. One domain of both GPUs: every collective x type x op through NCCL, checked.
 step passthrough_all_types_ops "$build/hetccl-perf" $all -N 2 -b 8 -e 4M -f 64 -d all -o all -n 1 -w 1 -c 1
+# 2b. One process driving both GPUs in groups (nccl-tests' -g), pass-through.
+step one_process_two_gpus "$build/hetccl-perf" $all -g 2 -b 8 -e 4M -f 64 -d float -o all -n 2 -w 1 -c 1
 # 3. hetccl preloaded into a program linked against NVIDIA's NCCL (the
 #    vendor library is then already loaded: hetccl uses a private copy).
 step preload_into_nccl_program env LD_PRELOAD="$lib" NCCL_DEBUG=WARN HETCCL_DEBUG=INFO "$build/hetccl-perf-nccl" $all -N 2 -b 8 -e 1M -f 32 -n 2 -w 1 -c 1

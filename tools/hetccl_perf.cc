@@ -41,6 +41,7 @@ struct Options {
   std::vector<ncclDataType_t> types{ncclFloat32};
   int root = 0;
   int localRanks = 0;
+  int perProcess = 1;                    // -g G: ranks (GPUs) driven by each process, in groups
   int domains = 0;                       // --domains K: -N ranks in K contiguous domains
   std::vector<std::string> domainList;   // --domain-list a,b,a,b: one domain name per local rank
   bool showPlan = false;                 // --plan: print the plan for each row
@@ -67,6 +68,7 @@ size_t parseSize(const char* s) {
           "  -b <min bytes> -e <max bytes> -f <factor> -i <step bytes> -n <iters> -w <warmup iters>\n"
           "  -c <0|1> check results   -o <sum|prod|max|min|avg|mulsum|all>   -d <type|all>   -r <root>\n"
           "  -N <ranks> start this many local ranks (else mpirun/torchrun variables, else 1 rank)\n"
+          "  -g <G>     each process drives G ranks (GPUs) from one thread, in groups (nccl-tests' -g)\n"
           "  --domains <K>          with -N: place the local ranks in K domains (contiguous blocks)\n"
           "  --domain-list <a,b,..> with -N: the domain of each local rank, in rank order\n"
           "  --host-ranks <K>       with -N: the last K local ranks are CPU ranks (HETCCL_DEVICE=host)\n"
@@ -147,8 +149,12 @@ Options parse(int argc, char** argv) {
         }
         break;
       }
-      case 't': case 'g':
-        if (atoi(optarg) != 1) usage("-t/-g (several GPUs per process) are not supported yet; use -N");
+      case 't':
+        if (atoi(optarg) != 1) usage("-t (several threads) is not supported; use -g or -N");
+        break;
+      case 'g':
+        o.perProcess = atoi(optarg);
+        if (o.perProcess < 1) usage("-g needs at least 1");
         break;
       case 'm': case 'z': case 'G': break;  // accepted for nccl-tests compatibility, no effect on host ranks
       default: usage(nullptr);
@@ -255,8 +261,46 @@ struct Runner {
   }
 };
 
-int runRank(const Options& o, int rank, int n, int localRank, const ncclUniqueId& id) {
+// One rank driven by this process: its buffers, communicator and runner.
+struct LocalRank {
+  int rank = 0;
+  PerfBuffers buf;
   ncclComm_t comm = nullptr;
+  Runner run{};
+  ncclRedOp_t op = ncclSum;
+};
+
+// Runs `calls(r)` for every local rank, inside one group when there are
+// several (one thread driving several ranks, as nccl-tests' -g does).
+template <typename Fn>
+ncclResult_t forEachRank(std::vector<LocalRank>& ranks, Fn&& calls) {
+  const bool group = ranks.size() > 1;
+  if (group) ncclGroupStart();
+  ncclResult_t first = ncclSuccess;
+  for (LocalRank& r : ranks) {
+    const ncclResult_t e = calls(r);
+    if (e != ncclSuccess && first == ncclSuccess) first = e;
+  }
+  if (group) {
+    const ncclResult_t e = ncclGroupEnd();
+    if (e != ncclSuccess && first == ncclSuccess) first = e;
+  }
+  return first;
+}
+
+#define PERF_CHECK_ALL(call)                                                                        \
+  do {                                                                                              \
+    ncclResult_t r_ = (call);                                                                       \
+    if (r_ != ncclSuccess) {                                                                        \
+      fprintf(stderr, "rank %d: %s failed: %s: %s\n", first, #call, ncclGetErrorString(r_),        \
+              ncclGetLastError(nullptr));                                                           \
+      return 1;                                                                                     \
+    }                                                                                               \
+  } while (0)
+
+// Ranks first .. first+perProcess-1 of n, on local devices
+// localBase*perProcess + j.
+int runRanks(const Options& o, int first, int perProcess, int n, int localBase, const ncclUniqueId& id) {
   size_t maxElems = 0;
   for (auto t : o.types) {
     for (auto c : o.collectives) {
@@ -264,35 +308,59 @@ int runRank(const Options& o, int rank, int n, int localRank, const ncclUniqueId
       maxElems = std::max({maxElems, sendElements(c, cnt, n) * typeBytes(t), recvElements(c, cnt, n) * typeBytes(t)});
     }
   }
-  PerfBuffers buf;
-  if (!buf.open(localRank, maxElems + 64)) {
-    fprintf(stderr, "rank %d: cannot set up device buffers\n", rank);
-    return 1;
+  std::vector<LocalRank> ranks(static_cast<size_t>(perProcess));
+  for (int j = 0; j < perProcess; ++j) {
+    ranks[j].rank = first + j;
+    if (!ranks[j].buf.open(localBase * perProcess + j, maxElems + 64)) {
+      fprintf(stderr, "rank %d: cannot set up device buffers\n", first + j);
+      return 1;
+    }
   }
-  PERF_CHECK(ncclCommInitRank(&comm, n, id, rank));
-  Runner run{rank, n, comm, buf.send(), buf.recv(), buf.stream()};
-  // A collective on one host value (through device memory on GPU ranks).
-  auto exchange = [&](void* value, ncclDataType_t type, ncclRedOp_t op, bool broadcast) {
-    return buf.onHostValue(value, 8, [&](void* p) {
-      return broadcast ? ncclBroadcast(p, p, 1, type, 0, comm, buf.stream())
-                       : ncclAllReduce(p, p, 1, type, op, comm, buf.stream());
-    });
+  // Each rank's communicator on its device (the current one at the call).
+  PERF_CHECK_ALL(forEachRank(ranks, [&](LocalRank& r) {
+    r.buf.makeCurrent();
+    return ncclCommInitRank(&r.comm, n, id, r.rank);
+  }));
+  for (LocalRank& r : ranks) r.run = Runner{r.rank, n, r.comm, r.buf.send(), r.buf.recv(), r.buf.stream()};
+  // A collective on one host value per rank (through device memory on GPU
+  // ranks); every local rank ends with the same value, returned.
+  auto exchange = [&](auto value, ncclDataType_t type, ncclRedOp_t op, bool broadcast) {
+    std::vector<decltype(value)> values(ranks.size(), value);
+    ncclResult_t r = ncclSuccess;
+    for (size_t j = 0; j < ranks.size() && r == ncclSuccess; ++j) r = ranks[j].buf.stage(&values[j], sizeof(value));
+    if (r == ncclSuccess)
+      r = forEachRank(ranks, [&](LocalRank& l) {
+        void* p = l.buf.control();
+        return broadcast ? ncclBroadcast(p, p, 1, type, 0, l.comm, l.buf.stream())
+                         : ncclAllReduce(p, p, 1, type, op, l.comm, l.buf.stream());
+      });
+    for (size_t j = 0; j < ranks.size(); ++j) ranks[j].buf.unstage(&values[j], sizeof(value));
+    return std::make_pair(r, values[0]);
   };
-  uint64_t seed = runSeed();  // rank 0's seed, for every rank
-  PERF_CHECK(exchange(&seed, ncclUint64, ncclSum, true));
+  auto [seedResult, seed] = exchange(runSeed(), ncclUint64, ncclSum, true);  // rank 0's seed, for every rank
+  PERF_CHECK_ALL(seedResult);
+  const bool printer = first == 0;
   uint64_t totalWrong = 0;
   double busSum = 0;
   int rows = 0;
-  if (rank == 0) {
-    printf("# hetccl-perf: %s, %d rank(s), %s\n", libraryName().c_str(), n,
-           buf.gpu() ? (std::string(buf.runtimeName()) + " GPU ranks").c_str() : "host (CPU) ranks");
+  PerfBuffers& buf0 = ranks[0].buf;
+  if (printer) {
+    printf("# hetccl-perf: %s, %d rank(s)%s, %s\n", libraryName().c_str(), n,
+           perProcess > 1 ? (", " + std::to_string(perProcess) + " per process").c_str() : "",
+           buf0.gpu() ? (std::string(buf0.runtimeName()) + " GPU ranks").c_str() : "host (CPU) ranks");
     if (auto domains = extension<const char* (*)(ncclComm_t)>("hetcclCommDescribeDomains"))
-      printf("# domains: %s\n", domains(comm));
+      printf("# domains: %s\n", domains(ranks[0].comm));
     printf("# iters %d, warmup %d, check %d, seed %llu\n", o.iters, o.warmup, o.check,
            static_cast<unsigned long long>(seed));
   }
+  auto launchAll = [&](const Case& k, bool inPlace) {
+    return forEachRank(ranks, [&](LocalRank& r) { return r.run.launch(k, r.op, inPlace); });
+  };
+  auto synchronizeAll = [&] {
+    for (LocalRank& r : ranks) r.buf.synchronize();
+  };
   for (auto coll : o.collectives) {
-    if (rank == 0) {
+    if (printer) {
       printf("#\n# %s\n", collectiveName(coll));
       printf("# %10s %12s %8s %6s %6s %9s %8s %8s %6s %9s %8s %8s %6s\n", "", "", "", "", "", "out-of-place", "", "",
              "", "in-place", "", "", "");
@@ -310,13 +378,13 @@ int runRank(const Options& o, int rank, int n, int localRank, const ncclUniqueId
         k.op = opv < 0 ? ncclSum : opv;
         k.root = collectiveRooted(coll) ? o.root : -1;
         k.nranks = n;
-        ncclRedOp_t op = ncclSum;
-        if (opv == kPreMulSum) {
-          char scalar[8];
-          writeScalar(type, preMulScalar(k, rank), scalar);
-          PERF_CHECK(ncclRedOpCreatePreMulSum(&op, scalar, type, ncclScalarHostImmediate, comm));
-        } else if (opv >= 0) {
-          op = static_cast<ncclRedOp_t>(opv);
+        for (LocalRank& r : ranks) {
+          r.op = opv >= 0 && opv != kPreMulSum ? static_cast<ncclRedOp_t>(opv) : ncclSum;
+          if (opv == kPreMulSum) {
+            char scalar[8];
+            writeScalar(type, preMulScalar(k, r.rank), scalar);
+            PERF_CHECK_ALL(ncclRedOpCreatePreMulSum(&r.op, scalar, type, ncclScalarHostImmediate, r.comm));
+          }
         }
         if (k.root >= n) k.root = 0;
         for (size_t bytes = o.minBytes; bytes <= o.maxBytes;
@@ -331,38 +399,47 @@ int runRank(const Options& o, int rank, int n, int localRank, const ncclUniqueId
           for (int inPlace = 0; inPlace < 2; ++inPlace) {
             if (inPlace && coll == Collective::SendRecv) continue;
             k.seed = seed + bytes * 2 + inPlace;
-            fillInput(k, rank, buf.mirrorOf(run.inputOf(k, inPlace)));
-            buf.upload();
-            for (int w = 0; w < o.warmup; ++w) PERF_CHECK(run.launch(k, op, inPlace));
-            buf.synchronize();
+            for (LocalRank& r : ranks) {
+              fillInput(k, r.rank, r.buf.mirrorOf(r.run.inputOf(k, inPlace)));
+              r.buf.upload();
+            }
+            for (int w = 0; w < o.warmup; ++w) PERF_CHECK_ALL(launchAll(k, inPlace));
+            synchronizeAll();
             // Align the ranks, then time the iterations (to the end of the
-            // last one on the stream, as nccl-tests does).
-            double token = 0;
-            PERF_CHECK(exchange(&token, ncclFloat64, ncclSum, false));
+            // last one on the streams, as nccl-tests does).
+            PERF_CHECK_ALL(exchange(0.0, ncclFloat64, ncclSum, false).first);
             auto t0 = std::chrono::steady_clock::now();
-            for (int it = 0; it < o.iters; ++it) PERF_CHECK(run.launch(k, op, inPlace));
-            buf.synchronize();
-            double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / o.iters;
-            PERF_CHECK(exchange(&us, ncclFloat64, ncclMax, false));
+            for (int it = 0; it < o.iters; ++it) PERF_CHECK_ALL(launchAll(k, inPlace));
+            synchronizeAll();
+            const double mine = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / o.iters;
+            auto [timeResult, us] = exchange(mine, ncclFloat64, ncclMax, false);
+            PERF_CHECK_ALL(timeResult);
             times[inPlace] = us;
             if (o.check) {
               // Fresh inputs, one more call, compare with the reference.
-              fillInput(k, rank, buf.mirrorOf(run.inputOf(k, inPlace)));
-              if (!inPlace) poison(type, buf.hostRecv(), recvElements(coll, k.count, n));
-              buf.upload();
-              PERF_CHECK(run.launch(k, op, inPlace));
-              buf.synchronize();
-              buf.download();
-              std::string err;
-              uint64_t bad = countWrong(k, rank, buf.mirrorOf(run.resultOf(k, inPlace)), &err);
-              if (bad) fprintf(stderr, "rank %d: %s\n", rank, err.c_str());
-              PERF_CHECK(exchange(&bad, ncclUint64, ncclSum, false));
-              wrong[inPlace] = bad;
-              totalWrong += bad;
+              for (LocalRank& r : ranks) {
+                fillInput(k, r.rank, r.buf.mirrorOf(r.run.inputOf(k, inPlace)));
+                if (!inPlace) poison(type, r.buf.hostRecv(), recvElements(coll, k.count, n));
+                r.buf.upload();
+              }
+              PERF_CHECK_ALL(launchAll(k, inPlace));
+              uint64_t bad = 0;
+              for (LocalRank& r : ranks) {
+                r.buf.synchronize();
+                r.buf.download();
+                std::string err;
+                const uint64_t b = countWrong(k, r.rank, r.buf.mirrorOf(r.run.resultOf(k, inPlace)), &err);
+                if (b) fprintf(stderr, "rank %d: %s\n", r.rank, err.c_str());
+                bad += b;
+              }
+              auto [wrongResult, all] = exchange(bad, ncclUint64, ncclSum, false);
+              PERF_CHECK_ALL(wrongResult);
+              wrong[inPlace] = all;
+              totalWrong += all;
             }
           }
           const double factor = busFactor(coll, n);
-          if (rank == 0) {
+          if (printer) {
             auto algbw = [&](double us) { return us > 0 ? totalBytes / us / 1e3 : 0.0; };
             printf("  %10zu %12zu %8s %6s %6d %9.1f %8.2f %8.2f %6s", totalBytes, totalBytes / typeBytes(type),
                    typeLabel(type), collectiveReduces(coll) ? opLabel(k.op) : "none", k.root, times[0], algbw(times[0]),
@@ -375,22 +452,23 @@ int runRank(const Options& o, int rank, int n, int localRank, const ncclUniqueId
             using DescribePlan = const char* (*)(ncclComm_t, const char*, size_t, ncclDataType_t);
             if (o.showPlan)
               if (auto plan = extension<DescribePlan>("hetcclCommDescribePlan"))
-                printf("#   plan: %s\n", plan(comm, collectiveName(coll), k.count, type));
+                printf("#   plan: %s\n", plan(ranks[0].comm, collectiveName(coll), k.count, type));
             fflush(stdout);
           }
           busSum += (times[0] > 0 ? totalBytes / times[0] / 1e3 : 0.0) * factor;
           ++rows;
           if (bytes == o.maxBytes) break;
         }
-        if (opv == kPreMulSum) PERF_CHECK(ncclRedOpDestroy(op, comm));
+        if (opv == kPreMulSum)
+          for (LocalRank& r : ranks) PERF_CHECK_ALL(ncclRedOpDestroy(r.op, r.comm));
       }
     }
   }
-  if (rank == 0) {
+  if (printer) {
     printf("# Out of bounds values : %llu %s\n", static_cast<unsigned long long>(totalWrong), totalWrong ? "FAILED" : "OK");
     printf("# Avg bus bandwidth    : %g\n#\n", rows ? busSum / rows : 0.0);
   }
-  PERF_CHECK(ncclCommDestroy(comm));
+  for (LocalRank& r : ranks) PERF_CHECK_ALL(ncclCommDestroy(r.comm));
   return totalWrong ? 1 : 0;
 }
 
@@ -405,7 +483,9 @@ int main(int argc, char** argv) {
       else if (o.domains > 0) setenv("HETCCL_DOMAIN", ("d" + std::to_string(rank * o.domains / o.localRanks)).c_str(), 1);
     };
     LaunchResult r = launchLocalRanks(
-        o.localRanks, [&](int rank, int n, const ncclUniqueId& id) { return runRank(o, rank, n, rank, id); }, 3600,
+        o.localRanks,
+        [&](int p, int n, const ncclUniqueId& id) { return runRanks(o, p * o.perProcess, o.perProcess, n * o.perProcess, p, id); },
+        3600,
         placeInDomain);
     if (!r.allPassed()) {
       for (size_t i = 0; i < r.exitCodes.size(); ++i)
@@ -437,5 +517,5 @@ int main(int argc, char** argv) {
     return 1;
   }
   const int localRank = envInt("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "LOCAL_RANK", rank);
-  return runRank(o, rank, size, localRank, id);
+  return runRanks(o, rank * o.perProcess, o.perProcess, size * o.perProcess, localRank, id);
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "nccl.h"
@@ -58,16 +59,28 @@ class PerfBuffers {
   void synchronize() {
     if (gpu_) rt_->synchronize(stream_);
   }
-  // A one-element collective on a host value (seed, timings, error counts),
-  // through device memory on GPU ranks.
-  template <typename Fn>
-  ncclResult_t onHostValue(void* value, size_t bytes, Fn&& collective) {
-    if (!gpu_) return collective(value);
-    rt_->copyAsync(control_, value, bytes, stream_);
-    const ncclResult_t r = collective(control_);
+  // Makes this rank's device current (before ncclCommInitRank).
+  void makeCurrent() {
+    if (gpu_) rt_->setDevice(device_);
+  }
+  // A small buffer for one-element collectives on host values (seed,
+  // timings, error counts): stage() puts a value there, unstage() takes
+  // the result back (waiting for the stream).
+  void* control() { return gpu_ ? control_ : hostControl_; }
+  ncclResult_t stage(const void* value, size_t bytes) {
+    if (!gpu_) {
+      memcpy(hostControl_, value, bytes);
+      return ncclSuccess;
+    }
+    return rt_->copyAsync(control_, value, bytes, stream_);
+  }
+  void unstage(void* value, size_t bytes) {
+    if (!gpu_) {
+      memcpy(value, hostControl_, bytes);
+      return;
+    }
     rt_->copyAsync(value, control_, bytes, stream_);
     rt_->synchronize(stream_);
-    return r;
   }
 
  private:
@@ -83,5 +96,6 @@ class PerfBuffers {
   int device_ = -1;
   std::vector<char> hostSend_, hostRecv_;
   void *send_ = nullptr, *recv_ = nullptr, *control_ = nullptr;
+  alignas(8) char hostControl_[64] = {};
   hetccl::Stream stream_ = nullptr;
 };
