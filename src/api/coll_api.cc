@@ -36,6 +36,19 @@ ncclResult_t readDeviceScalar(const void* scalar, size_t bytes, uint64_t* out) {
   return rt.synchronize(nullptr);
 }
 
+// The PreMulSum op behind a handle, created on `c` for `type`.
+ncclResult_t findPreMulSum(Communicator* c, ncclRedOp_t op, ncclDataType_t type, const char* fn, const PreMulSumOp** out) {
+  const long index = static_cast<long>(op) - ncclNumOps;
+  if (index < 0 || index >= static_cast<long>(c->preMulSumOps.size()) || !c->preMulSumOps[index])
+    return fail(ncclInvalidArgument, "%s: invalid reduction op %d", fn, static_cast<int>(op));
+  const PreMulSumOp& pm = *c->preMulSumOps[index];
+  if (pm.type != type)
+    return fail(ncclInvalidArgument, "%s: PreMulSum op was created for %s but the call uses %s", fn,
+                typeName(pm.type), typeName(type));
+  *out = &pm;
+  return ncclSuccess;
+}
+
 ncclResult_t resolveReduction(Communicator* c, ncclRedOp_t op, ncclDataType_t type, const char* fn, Reduction* out) {
   *out = Reduction{};
   out->type = type;
@@ -47,13 +60,9 @@ ncclResult_t resolveReduction(Communicator* c, ncclRedOp_t op, ncclDataType_t ty
     case ncclAvg: out->kind = RedKind::Sum; out->average = true; return ncclSuccess;
     default: break;
   }
-  const long index = static_cast<long>(op) - ncclNumOps;
-  if (index < 0 || index >= static_cast<long>(c->preMulSumOps.size()) || !c->preMulSumOps[index])
-    return fail(ncclInvalidArgument, "%s: invalid reduction op %d", fn, static_cast<int>(op));
-  const PreMulSumOp& pm = *c->preMulSumOps[index];
-  if (pm.type != type)
-    return fail(ncclInvalidArgument, "%s: PreMulSum op was created for %s but the call uses %s", fn,
-                typeName(pm.type), typeName(type));
+  const PreMulSumOp* found = nullptr;
+  HETCCL_TRY(findPreMulSum(c, op, type, fn, &found));
+  const PreMulSumOp& pm = *found;
   out->kind = RedKind::PreMulSum;
   out->scalar = 0;
   if (pm.residence == ncclScalarHostImmediate) out->scalar = pm.hostScalar;
@@ -65,14 +74,9 @@ ncclResult_t resolveReduction(Communicator* c, ncclRedOp_t op, ncclDataType_t ty
 ncclResult_t vendorReduction(Communicator* c, ncclRedOp_t op, ncclDataType_t type, const char* fn, ncclRedOp_t* out) {
   *out = op;
   if (op >= 0 && op < ncclNumOps) return ncclSuccess;
-  const long index = static_cast<long>(op) - ncclNumOps;
-  if (index < 0 || index >= static_cast<long>(c->preMulSumOps.size()) || !c->preMulSumOps[index])
-    return fail(ncclInvalidArgument, "%s: invalid reduction op %d", fn, static_cast<int>(op));
-  const PreMulSumOp& pm = *c->preMulSumOps[index];
-  if (pm.type != type)
-    return fail(ncclInvalidArgument, "%s: PreMulSum op was created for %s but the call uses %s", fn,
-                typeName(pm.type), typeName(type));
-  *out = pm.vendorOp;
+  const PreMulSumOp* pm = nullptr;
+  HETCCL_TRY(findPreMulSum(c, op, type, fn, &pm));
+  *out = pm->vendorOp;
   return ncclSuccess;
 }
 
