@@ -80,6 +80,23 @@ ncclResult_t vendorReduction(Communicator* c, ncclRedOp_t op, ncclDataType_t typ
   return ncclSuccess;
 }
 
+// A host rank in a process that uses a GPU: device buffers are refused
+// (the host algorithms would read them as host memory).
+ncclResult_t refuseDeviceBuffers(Communicator& c, const Op& op, const char* fn) {
+  const Extents e = extentsOf(op, c.rank, c.nranks);
+  const void* buffers[2] = {e.sendBytes ? op.sendbuff : nullptr, e.recvBytes ? op.recvbuff : nullptr};
+  for (int i = 0; i < 2; ++i) {
+    if (!buffers[i]) continue;
+    MemoryKind kind;
+    int device;
+    HETCCL_TRY(c.gpuInProcess->memoryKind(buffers[i], &kind, &device));
+    if (kind == MemoryKind::Device)
+      return fail(ncclInvalidArgument, "%s: %s %p is memory of %s device %d, but this rank is a CPU rank (HETCCL_DEVICE=host)",
+                  fn, i == 0 ? "sendbuff" : "recvbuff", buffers[i], c.gpuInProcess->name(), device);
+  }
+  return ncclSuccess;
+}
+
 // Validates and enqueues. `sendElems`/`recvElems`: elements the rank's
 // send and receive buffers must hold (0 = buffer not used by this rank).
 ncclResult_t submit(const char* fn, Op op, ncclComm_t comm, ncclRedOp_t redop, bool reduces, bool rooted,
@@ -117,6 +134,7 @@ ncclResult_t submit(const char* fn, Op op, ncclComm_t comm, ncclRedOp_t redop, b
     r = c->vendor->run(op, vendorOp, op.stream);
     return r == ncclSuccess ? r : bad(r);
   }
+  if (c->gpuInProcess && (r = refuseDeviceBuffers(*c, op, fn)) != ncclSuccess) return bad(r);
   if (reduces) {
     r = resolveReduction(c, redop, op.type, fn, &op.red);
     if (r != ncclSuccess) return bad(r);

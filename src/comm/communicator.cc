@@ -100,6 +100,7 @@ ncclResult_t Communicator::createDomains() {
                     d.name.c_str(), d.members[0], peers[d.members[0]].runtime, peers[d.members[0]].library, m,
                     peers[m].runtime, peers[m].library);
   Runtime& rt = processRuntime();
+  if (!rt.hasDevices()) gpuInProcess = loadedGpuRuntime();
   if (partition.single()) {
     // The communicator is its own backend: the vendor's library, or
     // hetccl's native algorithms for host ranks.

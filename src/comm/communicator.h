@@ -109,6 +109,7 @@ class Communicator {
   std::unique_ptr<VendorCommunicator> vendor; // one vendor domain: every call passes through to it
   std::unique_ptr<HostStaging> hostStaging;   // GPU ranks among several domains (first version)
   bool nativeOnly = false;                    // a domain of a staged communicator: host algorithms
+  Runtime* gpuInProcess = nullptr;            // host ranks: a GPU runtime the process uses (to refuse device buffers)
   PlanCache plans;                            // cross-domain plans by shape
   std::atomic<unsigned long long> bytesStaged{0};  // copied through staging by cross-domain plans
   unsigned long long operations = 0;

@@ -83,6 +83,10 @@ Runtime& hostRuntime();
 // nullptr when the library is missing or has no device. *why says why.
 Runtime* cudaRuntime(std::string* why = nullptr);
 Runtime* hipRuntime(std::string* why = nullptr);
+// A GPU runtime this process already uses (its driver library is loaded),
+// without loading one: how a CPU rank recognizes device memory it was
+// given by mistake. nullptr if none.
+Runtime* loadedGpuRuntime();
 // This process's runtime: the host if HETCCL_DEVICE=host, else CUDA if it
 // has a device, else HIP if it has one, else the host.
 Runtime& processRuntime();

@@ -387,6 +387,17 @@ Runtime* hipRuntime(std::string* why) {
   return loadOnce(spec, why);
 }
 
+Runtime* loadedGpuRuntime() {
+  auto loaded = [](const char* soname) {
+    void* h = dlopen(soname, RTLD_LAZY | RTLD_NOLOAD);
+    if (h) dlclose(h);
+    return h != nullptr;
+  };
+  if (loaded("libcuda.so.1")) return cudaRuntime();
+  if (loaded("libamdhip64.so.6") || loaded("libamdhip64.so.5")) return hipRuntime();
+  return nullptr;
+}
+
 Runtime& processRuntime() {
   static Runtime* chosen = [] {
     if (params().device == "host") return &hostRuntime();

@@ -1,7 +1,9 @@
 // Communicators of GPU ranks (skipped on machines without a GPU, such as
-// CI): bad input on a pass-through communicator gets a clear error, and a
-// GPU domain without its vendor library falls back to hetccl's native
-// algorithms on host-staged buffers.
+// CI): bad input gets a clear error (host memory or a foreign stream on a
+// pass-through communicator, device memory on a CPU rank, graph capture of
+// a cross-domain call); a GPU domain without its vendor library falls
+// back to hetccl's native algorithms; cross-domain results are ordered on
+// the caller's stream (and, asynchronously, the call returns at once).
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -174,6 +176,29 @@ TEST(GpuCrossDomain, GraphCaptureIsRefusedClearly) {
     RANK_NCCL(ncclAllReduce(dev, dev, 1024, ncclFloat32, ncclSum, comm, static_cast<cudaStream_t>(s)));
     RANK_EXPECT(rt.synchronize(s) == ncclSuccess, "sync");
     RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
+// A CPU rank (HETCCL_DEVICE=host) in a process that uses a GPU is given
+// device memory by mistake: a clear error, not a crash in the host code.
+TEST(GpuCpuRank, DeviceBufferIsRefused) {
+  REQUIRE_GPUS(1);
+  EXPECT_RANKS_PASS(2, mp::Env{{"HETCCL_DEVICE", "host"}}, 120, [](int rank, int n, const ncclUniqueId& id) {
+    hetccl::Runtime* gpu = hetccl::cudaRuntime();
+    if (!gpu) return 0;  // not an NVIDIA machine
+    void* dev = nullptr;
+    RANK_EXPECT(gpu->setDevice(0) == ncclSuccess && gpu->allocDevice(&dev, 4096) == ncclSuccess, "alloc");
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    ncclResult_t r = ncclAllReduce(dev, dev, 1024, ncclFloat32, ncclSum, comm, nullptr);
+    RANK_EXPECT(r == ncclInvalidArgument, "device buffer on a CPU rank gave %d", r);
+    RANK_EXPECT(strstr(ncclGetLastError(comm), "CPU rank") != nullptr, "message: %s", ncclGetLastError(comm));
+    std::vector<float> host(1024, 1.0f);
+    RANK_NCCL(ncclAllReduce(host.data(), host.data(), 1024, ncclFloat32, ncclSum, comm, nullptr));
+    RANK_EXPECT(host[0] == 2.0f, "sum %g", host[0]);
+    RANK_NCCL(ncclCommDestroy(comm));
+    gpu->freeDevice(dev);
     return 0;
   });
 }
