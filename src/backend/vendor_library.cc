@@ -83,33 +83,84 @@ std::vector<std::string> loadedLibrariesNamed(const char* stem) {
   return found;
 }
 
-// Loads a private copy of `path` from an in-memory file (a new inode, so
-// the loader maps a second instance); nullptr and *why on failure.
-void* loadPrivateCopy(const std::string& path, std::string* why) {
+// The folder for private copies: HETCCL_CACHE_DIR, else
+// $XDG_CACHE_HOME/hetccl, else ~/.cache/hetccl; created 0700. Empty if it
+// cannot be used safely (not ours, or writable by others).
+std::string cacheDirectory() {
+  std::string dir = params().cacheDir;
+  if (dir.empty()) {
+    if (const char* x = getenv("XDG_CACHE_HOME"); x && *x) dir = std::string(x) + "/hetccl";
+    else if (const char* h = getenv("HOME"); h && *h) dir = std::string(h) + "/.cache/hetccl";
+    else return {};
+  }
+  for (size_t at = 1; at != std::string::npos; at = dir.find('/', at + 1))
+    mkdir(dir.substr(0, at).c_str(), 0700);
+  mkdir(dir.c_str(), 0700);
+  struct stat st{};
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 022)) return {};
+  return dir;
+}
+
+// Copies `src` into `dst` (a descriptor); true when complete.
+bool copyFile(int src, int dst, off_t size) {
+  off_t offset = 0;
+  while (offset < size) {
+    const ssize_t n = sendfile(dst, src, &offset, static_cast<size_t>(size - offset));
+    if (n <= 0) return false;
+  }
+  return true;
+}
+
+// A private copy of `path`: a second file (a new inode, so the loader maps
+// a second instance) opened with RTLD_DEEPBIND. Kept in the cache folder so
+// the processes of a job share its pages (made once, by an atomic rename);
+// an in-memory file where no cache folder can be used. nullptr and *why
+// on failure; *copyPath says where the copy lives.
+void* loadPrivateCopy(const std::string& path, std::string* why, std::string* copyPath) {
   const int src = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (src < 0) {
+  struct stat st{};
+  if (src < 0 || fstat(src, &st) != 0) {
+    if (src >= 0) close(src);
     *why += "; cannot read " + path;
     return nullptr;
   }
-  struct stat st{};
-  fstat(src, &st);
-  const int copy = memfd_create("hetccl-vendor-library", MFD_CLOEXEC);
-  off_t offset = 0;
-  bool ok = copy >= 0;
-  while (ok && offset < st.st_size) {
-    const ssize_t n = sendfile(copy, src, &offset, static_cast<size_t>(st.st_size - offset));
-    ok = n > 0;
+  void* handle = nullptr;
+  if (const std::string dir = cacheDirectory(); !dir.empty()) {
+    const std::string base = path.substr(path.rfind('/') + 1);
+    char key[96];
+    snprintf(key, sizeof(key), "%lx-%lx-%lx-%lx", static_cast<unsigned long>(st.st_dev),
+             static_cast<unsigned long>(st.st_ino), static_cast<unsigned long>(st.st_size),
+             static_cast<unsigned long>(st.st_mtime));
+    const std::string target = dir + "/private-" + key + "-" + base;
+    struct stat have{};
+    const bool ready = stat(target.c_str(), &have) == 0 && have.st_size == st.st_size && have.st_uid == getuid() &&
+                       !(have.st_mode & 022);
+    if (!ready) {
+      std::string temp = target + ".XXXXXX";
+      const int out = mkstemp(temp.data());
+      if (out >= 0) {
+        const bool ok = copyFile(src, out, st.st_size) && fchmod(out, 0500) == 0;
+        close(out);
+        if (!ok || rename(temp.c_str(), target.c_str()) != 0) unlink(temp.c_str());
+      }
+    }
+    handle = dlopen(target.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    if (handle) *copyPath = target;
+  }
+  if (!handle) {
+    const int copy = memfd_create("hetccl-vendor-library", MFD_CLOEXEC);
+    lseek(src, 0, SEEK_SET);
+    if (copy >= 0 && copyFile(src, copy, st.st_size)) {
+      const std::string fdPath = "/proc/self/fd/" + std::to_string(copy);
+      handle = dlopen(fdPath.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+      if (handle) *copyPath = "memory";
+      else *why += std::string("; private copy of ") + path + ": " + dlerror();
+    } else {
+      *why += "; cannot copy " + path + " into memory";
+    }
+    if (copy >= 0) close(copy);  // the mapping outlives the descriptor
   }
   close(src);
-  void* handle = nullptr;
-  if (ok) {
-    const std::string fdPath = "/proc/self/fd/" + std::to_string(copy);
-    handle = dlopen(fdPath.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-    if (!handle) *why += std::string("; private copy of ") + path + ": " + dlerror();
-  } else {
-    *why += "; cannot copy " + path + " into memory";
-  }
-  if (copy >= 0) close(copy);  // the mapping outlives the descriptor
   return handle;
 }
 
@@ -149,7 +200,7 @@ bool VendorLibrary::load(const std::string& configured, std::string* why) {
       const std::string file = loadedPath(loaded);
       dlclose(loaded);
       if (self || file.empty()) continue;
-      handle_ = loadPrivateCopy(file, why);
+      handle_ = loadPrivateCopy(file, why, &copyPath_);
       if (!handle_) continue;
       path_ = file;
       privateCopy_ = true;
@@ -263,7 +314,7 @@ ncclResult_t VendorLibrary::groupEnd(const std::vector<VendorLibrary*>& libs) {
 
 std::string VendorLibrary::describe() const {
   return std::string(name_) + " " + std::to_string(version_ / 10000) + "." + std::to_string(version_ / 100 % 100) + "." +
-         std::to_string(version_ % 100) + " (" + path_ + (privateCopy_ ? ", private copy" : "") + ")";
+         std::to_string(version_ % 100) + " (" + path_ + (privateCopy_ ? ", private copy in " + copyPath_ : "") + ")";
 }
 
 ncclResult_t VendorLibrary::check(ncclResult_t r, const char* what, VendorComm comm) const {

@@ -3,8 +3,9 @@
 // opened with RTLD_DEEPBIND (its references bind to itself first), and,
 // when the process already holds the library (an application linked
 // against it, hetccl LD_PRELOADed on top), a private copy is loaded from
-// an in-memory file, since the loaded instance's calls were already bound
-// to hetccl. A self-check at load proves the isolation.
+// a file of its own (in the cache folder, shared by the job's processes,
+// or in memory), since the loaded instance's calls were already bound to
+// hetccl. A self-check at load proves the isolation.
 #pragma once
 
 #include <string>
@@ -75,6 +76,7 @@ class VendorLibrary {
   void* handle_ = nullptr;  // stays open until exit
   std::string path_;
   bool privateCopy_ = false;
+  std::string copyPath_;  // where the private copy lives (a cache file, or "memory")
   int version_ = 0;
   VendorApi api_{};
 };

@@ -70,6 +70,7 @@ Params load() {
   p.vendorLibraries = envLong("HETCCL_VENDOR_LIBS", 1, 0) != 0;
   p.asyncStaging = envLong("HETCCL_ASYNC_STAGING", 0, 0) != 0;
   p.forceStaging = envLong("HETCCL_FORCE_STAGING", 0, 0) != 0;
+  if (const char* v = env("HETCCL_CACHE_DIR")) p.cacheDir = v;
   p.vendorIsolation = envLong("HETCCL_VENDOR_ISOLATION", 1, 0) != 0;
   if (const char* v = env("HETCCL_DOMAIN")) p.domain = std::string(v).substr(0, 31);
   if (const char* v = env("HETCCL_REDUCE_TYPES")) {

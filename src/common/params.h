@@ -35,6 +35,7 @@ struct Params {
   bool vendorLibraries = true;        // HETCCL_VENDOR_LIBS=0: native algorithms on GPUs too
   bool asyncStaging = false;          // HETCCL_ASYNC_STAGING=1: staged calls return at once (experimental)
   bool forceStaging = false;          // HETCCL_FORCE_STAGING=1: host ranks take the GPU ranks' staging path (tests)
+  std::string cacheDir;               // HETCCL_CACHE_DIR: where private copies of vendor libraries are kept
   bool vendorIsolation = true;        // HETCCL_VENDOR_ISOLATION=0: plain dlopen (tests the self-check)
   std::string domain;                 // HETCCL_DOMAIN: put this rank in the named domain
   uint32_t reducibleTypes = 0xfff;    // HETCCL_REDUCE_TYPES: types the native library may reduce

@@ -1,8 +1,9 @@
 // hetccl loading the vendor's NCCL for a domain backend, without a GPU:
 // the vendor's internal calls (its ncclBcast calls its ncclBroadcast) must
 // stay inside the vendor library even though hetccl exports the same names.
-//   vendor_isolation_probe private   linked against NVIDIA's NCCL, hetccl
-//                                    LD_PRELOADed: a private copy is loaded
+//   vendor_isolation_probe private [where]  linked against NVIDIA's NCCL,
+//                                    hetccl LD_PRELOADed: a private copy is
+//                                    loaded (from `where`, if given)
 //   vendor_isolation_probe deepbind  linked against hetccl only: the vendor
 //                                    library is opened with RTLD_DEEPBIND
 //   vendor_isolation_probe refused   HETCCL_VENDOR_ISOLATION=0 (plain
@@ -40,6 +41,10 @@ int main(int argc, char** argv) {
   const bool privateCopy = strstr(described, "private copy") != nullptr;
   if (privateCopy != (strcmp(mode, "private") == 0)) {
     printf("FAIL: mode %s but got %s\n", mode, described);
+    return 1;
+  }
+  if (argc > 2 && !strstr(described, argv[2])) {
+    printf("FAIL: expected '%s' in %s\n", argv[2], described);
     return 1;
   }
   printf("OK: %s\n", described);
