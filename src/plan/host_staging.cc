@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "common/log.h"
+#include "common/params.h"
 
 namespace hetccl {
 
@@ -28,11 +29,12 @@ Extents extentsOf(const Op& op, int rank, int nranks) {
 HostStaging::HostStaging(Runtime& runtime, int device, int rank, int nranks, bool async, HostRunner runner,
                          ErrorSink onError)
     : rt_(runtime), device_(device), rank_(rank), nranks_(nranks), async_(async), runner_(std::move(runner)),
-      onError_(std::move(onError)) {
+      onError_(std::move(onError)), timeoutSeconds_(params().timeoutSeconds) {
   void* flag = nullptr;
   if (rt_.allocPinned(&flag, 64) == ncclSuccess) {
     flag_ = static_cast<volatile uint32_t*>(flag);
-    *flag_ = 0;
+    flag_[0] = 0;  // done: the last finished ticket
+    flag_[1] = 0;  // ready: the last ticket whose inputs the stream has copied
   }
   rt_.createStream(&copyStream_);
   if (async_) thread_ = std::thread(&HostStaging::loop, this);
@@ -45,7 +47,6 @@ HostStaging::~HostStaging() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  for (Event e : freeEvents_) rt_.destroyEvent(e);
   if (copyStream_) rt_.destroyStream(copyStream_);
   if (pinned_) rt_.freePinned(pinned_);
   if (flag_) rt_.freePinned(const_cast<uint32_t*>(flag_));
@@ -59,16 +60,6 @@ ncclResult_t HostStaging::checkDeviceMemory(const void* p, const char* what, con
   if (kind == MemoryKind::Device || kind == MemoryKind::Managed) return ncclSuccess;
   return fail(ncclInvalidArgument, "%s: %s %p is %s memory; a %s rank needs device memory", opKindName(op.kind), what, p,
               memoryKindName(kind), rt_.name());
-}
-
-ncclResult_t HostStaging::takeEvent(Event* e) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!freeEvents_.empty()) {
-    *e = freeEvents_.back();
-    freeEvents_.pop_back();
-    return ncclSuccess;
-  }
-  return rt_.createEvent(e);
 }
 
 ncclResult_t HostStaging::enqueue(std::span<const Op* const> ops) {
@@ -92,29 +83,42 @@ ncclResult_t HostStaging::enqueue(std::span<const Op* const> ops) {
                   "run them outside the capture, or keep the ranks in one domain (pass-through captures as NCCL does)",
                   opKindName(ops[0]->kind));
   }
-  HETCCL_TRY(reserve(layout(job.ops).total));
-  if (!async_) {
+  const Layout l = layout(job.ops);
+  const bool async = async_ && streams.size() == 1;
+  // Staging memory is shared by the calls: a call on another stream (or a
+  // synchronous one) waits until the calls in flight are done.
+  if (!async || streams[0] != lastStream_) drain();
+  HETCCL_TRY(reserve(l.total));
+  if (!async) {
     // Synchronous: the callers' streams first, then the whole call here.
     for (cudaStream_t s : streams) HETCCL_TRY(rt_.synchronize(s));
     const ncclResult_t r = runJob(job);
     if (r != ncclSuccess) onError_(r);
     return r;
   }
-  for (cudaStream_t s : streams) {
-    Event e = nullptr;
-    HETCCL_TRY(takeEvent(&e));
-    HETCCL_TRY(rt_.recordEvent(e, s));
-    job.ready.push_back(e);
-  }
+  // Asynchronous: everything that touches the device is queued on the
+  // caller's stream now, so the staging thread makes no runtime call: the
+  // stream copies the buffers to pinned memory and raises `ready`; the
+  // staging thread runs the host plans and raises `done`; the stream,
+  // waiting on `done`, copies the results back.
+  cudaStream_t stream = streams[0];
+  lastStream_ = stream;
   uint32_t ticket;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    ticket = job.ticket = ++issued_;
+    ticket = ++issued_;
+  }
+  for (const Region& g : l.regions) HETCCL_TRY(rt_.copyAsync(pinned_ + g.offset, g.device, g.bytes, stream));
+  HETCCL_TRY(rt_.writeFlag(stream, flag_ + 1, ticket));
+  job.ticket = ticket;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(std::move(job));
   }
   cv_.notify_all();
-  // Later work on the callers' streams waits for this call's results.
-  for (cudaStream_t s : streams) HETCCL_TRY(rt_.waitFlag(s, flag_, ticket));
+  HETCCL_TRY(rt_.waitFlag(stream, flag_, ticket));
+  for (const Region& g : l.regions)
+    if (g.written) HETCCL_TRY(rt_.copyAsync(g.device, pinned_ + g.offset, g.bytes, stream));
   return ncclSuccess;
 }
 
@@ -124,7 +128,6 @@ void HostStaging::drain() {
 }
 
 void HostStaging::loop() {
-  if (device_ >= 0) rt_.setDevice(device_);
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
@@ -132,25 +135,31 @@ void HostStaging::loop() {
     Job job = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    const ncclResult_t r = runJob(job);
+    const ncclResult_t r = runStaged(job);
     if (r != ncclSuccess) onError_(r);
-    __atomic_store_n(flag_, job.ticket, __ATOMIC_RELEASE);  // releases the callers' streams, even after an error
+    __atomic_store_n(flag_, job.ticket, __ATOMIC_RELEASE);  // releases the caller's stream, even after an error
     lock.lock();
-    for (Event e : job.ready) freeEvents_.push_back(e);
     finished_ = job.ticket;
     cv_.notify_all();
   }
 }
 
-ncclResult_t HostStaging::runJob(Job& job) {
-  // The work queued before the call on the callers' streams comes first.
-  for (Event e : job.ready) {
-    for (bool done = false;;) {
-      HETCCL_TRY(rt_.eventDone(e, &done));
-      if (done) break;
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
+ncclResult_t HostStaging::runStaged(const Job& job) {
+  // The stream has copied the inputs once it raised `ready`.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds_);
+  while (__atomic_load_n(flag_ + 1, __ATOMIC_ACQUIRE) < job.ticket) {
+    if (std::chrono::steady_clock::now() > deadline)
+      return fail(ncclSystemError, "%s: the stream did not reach a staged call within %.0f s", rt_.name(), timeoutSeconds_);
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
+  const Layout l = layout(job.ops);
+  std::vector<Op> staged = translate(l, job.ops);
+  std::vector<const Op*> list;
+  for (const Op& op : staged) list.push_back(&op);
+  return runner_(std::span<const Op* const>(list));
+}
+
+ncclResult_t HostStaging::runJob(Job& job) {
   HETCCL_TRY(stageIn(job.ops));
   std::vector<const Op*> staged;
   for (const Op& op : stagedOps_) staged.push_back(&op);
@@ -201,24 +210,28 @@ ncclResult_t HostStaging::reserve(size_t bytes) {
   return ncclSuccess;
 }
 
+std::vector<Op> HostStaging::translate(const Layout& l, const std::vector<Op>& ops) const {
+  std::vector<Op> staged;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    Op op = ops[i];
+    const OpRegions& p = l.ops[i];
+    auto at = [&](const char* user, size_t region) -> char* {
+      const Region& g = l.regions[region];
+      return pinned_ + g.offset + (user - g.device);
+    };
+    if (p.first != SIZE_MAX) op.sendbuff = at(p.sendBegin, p.first);
+    if (p.second != SIZE_MAX) op.recvbuff = at(p.recvBegin, p.second);
+    staged.push_back(op);
+  }
+  return staged;
+}
+
 ncclResult_t HostStaging::stageIn(const std::vector<Op>& ops) {
   const Layout l = layout(ops);
   regions_ = l.regions;
-  stagedOps_.clear();
-  if (l.total > pinnedBytes_) return fail(ncclInternalError, "staging buffer of %zu bytes too small for %zu", pinnedBytes_, l.total);
   for (const Region& g : regions_) HETCCL_TRY(rt_.copyAsync(pinned_ + g.offset, g.device, g.bytes, copyStream_));
   HETCCL_TRY(rt_.synchronize(copyStream_));
-  for (size_t i = 0; i < ops.size(); ++i) {
-    Op staged = ops[i];
-    const OpRegions& p = l.ops[i];
-    auto translate = [&](const char* user, size_t region) -> char* {
-      const Region& g = regions_[region];
-      return pinned_ + g.offset + (user - g.device);
-    };
-    if (p.first != SIZE_MAX) staged.sendbuff = translate(p.sendBegin, p.first);
-    if (p.second != SIZE_MAX) staged.recvbuff = translate(p.recvBegin, p.second);
-    stagedOps_.push_back(staged);
-  }
+  stagedOps_ = translate(l, ops);
   return ncclSuccess;
 }
 

@@ -7,11 +7,13 @@
 //
 // Two modes. Synchronous (the default, run on H200s): the call waits for
 // its streams, does all of the above and returns when done. Asynchronous
-// (HETCCL_ASYNC_STAGING=1, experimental): the call returns at once; a
-// staging thread waits for the work queued before it on the caller's
-// stream (an event), does the same, and raises a flag in pinned memory
-// that the caller's stream waits on (stream wait-value). It passes on host
-// ranks but hung on the H200s in its first version (see docs/performance.md).
+// (HETCCL_ASYNC_STAGING=1, experimental): the call queues the copies on
+// the caller's stream around two flags in pinned memory (the stream
+// raises `ready` after copying the inputs, then waits for `done`) and
+// returns; a staging thread, which makes no runtime call at all, waits for
+// `ready`, runs the host plans and raises `done`. Its first version (a
+// staging thread that copied and allocated itself) hung on the H200s; this
+// one passes on host ranks and has not run on a GPU yet.
 #pragma once
 
 #include <condition_variable>
@@ -57,7 +59,6 @@ class HostStaging {
  private:
   struct Job {
     std::vector<Op> ops;
-    std::vector<Event> ready;  // recorded on the callers' streams
     uint32_t ticket = 0;
   };
   struct Region {
@@ -76,27 +77,29 @@ class HostStaging {
     size_t total = 0;
   };
   Layout layout(const std::vector<Op>& ops) const;
+  std::vector<Op> translate(const Layout& l, const std::vector<Op>& ops) const;  // pointers into the pinned buffer
+  ncclResult_t runStaged(const Job& job);  // the staging thread's part of an asynchronous call
   ncclResult_t reserve(size_t bytes);
   void loop();
   ncclResult_t runJob(Job& job);
   ncclResult_t stageIn(const std::vector<Op>& ops);
   ncclResult_t stageOut();
   ncclResult_t checkDeviceMemory(const void* p, const char* what, const Op& op);
-  ncclResult_t takeEvent(Event* e);
 
   Runtime& rt_;
   const int device_, rank_, nranks_;
   const bool async_;
   HostRunner runner_;
   ErrorSink onError_;
+  const double timeoutSeconds_;  // HETCCL_TIMEOUT: longest wait for a stream to stage a call in
   Stream copyStream_ = nullptr;
-  volatile uint32_t* flag_ = nullptr;  // pinned: the last finished ticket
+  volatile uint32_t* flag_ = nullptr;  // pinned: [0] the last finished ticket, [1] the last staged-in ticket
+  cudaStream_t lastStream_ = nullptr;   // the stream of the calls in flight
   uint32_t issued_ = 0;
   char* pinned_ = nullptr;
   size_t pinnedBytes_ = 0;
   std::vector<Region> regions_;
   std::vector<Op> stagedOps_;
-  std::vector<Event> freeEvents_;
 
   std::mutex mutex_;
   std::condition_variable cv_;
