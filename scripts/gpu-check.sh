@@ -81,6 +81,9 @@ step gpus_without_vendor_library_all_types_ops env HETCCL_VENDOR_LIBS=0 "$build/
 step two_gpu_domains_all_reduce_bandwidth "$build/hetccl-perf" all_reduce -N 2 --domains 2 -b 1M -e 256M -f 4 -n 5 -w 2 -c 1
 # 6. PyTorch, unchanged, with hetccl preloaded.
 step torch_preload env LD_PRELOAD="$lib" torchrun --nproc-per-node 2 examples/torch_allreduce_smoke.py
+step torch_distributed_all_ops env LD_PRELOAD="$lib" torchrun --nproc_per_node 2 examples/torch_distributed_check.py
+step torch_distributed_all_ops_two_domains env LD_PRELOAD="$lib" torchrun --nproc_per_node 2 --no_python bash -c \
+  "HETCCL_DOMAIN=d\$LOCAL_RANK exec python3 examples/torch_distributed_check.py"
 # 7. Training (DDP, FSDP): plain NCCL, hetccl pass-through (losses must be
 #    identical), and hetccl with the GPUs in two domains (within 1e-5).
 for mode in ddp fsdp; do

@@ -1,0 +1,201 @@
+"""Every torch.distributed operation on a few dtypes, checked exactly, for
+running PyTorch unchanged on hetccl:
+
+    LD_PRELOAD=/path/to/libhetccl.so torchrun --nproc-per-node 2 examples/torch_distributed_check.py
+
+Inputs are small integers (exact in every dtype), so each result is
+compared for equality. Prints one line per check; exits 1 if any fails.
+On a machine without GPUs it runs on the CPU with Gloo, and operations
+Gloo lacks are reported as skipped (with NCCL nothing may be skipped).
+"""
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+results = []
+
+
+def check(name, fn):
+    try:
+        ok = fn()
+        results.append((name, "pass" if ok else "FAIL"))
+    except (RuntimeError, ValueError, AttributeError, NotImplementedError) as e:
+        try:
+            gloo = dist.get_backend() == "gloo"
+        except (RuntimeError, ValueError):
+            gloo = not torch.cuda.is_available()
+        gloo_gap = gloo and ("support" in str(e) or isinstance(e, AttributeError))
+        results.append((name, "skipped (gloo)" if gloo_gap else f"FAIL ({type(e).__name__}: {str(e)[:120]})"))
+
+
+def main():
+    cuda = torch.cuda.is_available()
+    local = int(os.environ.get("LOCAL_RANK", 0))
+    device = torch.device("cuda", local) if cuda else torch.device("cpu")
+    if cuda:
+        torch.cuda.set_device(device)
+        dist.init_process_group("nccl", device_id=device)  # eager init
+    else:
+        dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    dtypes = [torch.float32, torch.bfloat16, torch.float16, torch.int32] if cuda else [torch.float32, torch.int32]
+
+    def t(values, dtype):
+        return torch.tensor(values, dtype=dtype, device=device)
+
+    def mine(dtype, n=6, r=None):
+        r = rank if r is None else r
+        return t([(r + 1) * (i + 1) % 7 for i in range(n)], dtype)
+
+    def everyone(dtype, n=6):
+        return [mine(dtype, n, r) for r in range(world)]
+
+    for dt in dtypes:
+        name = str(dt).replace("torch.", "")
+        floating = dt.is_floating_point
+        reductions = [("sum", dist.ReduceOp.SUM, lambda xs: sum(xs)),
+                      ("max", dist.ReduceOp.MAX, lambda xs: torch.stack(xs).max(0).values),
+                      ("min", dist.ReduceOp.MIN, lambda xs: torch.stack(xs).min(0).values),
+                      ("product", dist.ReduceOp.PRODUCT, lambda xs: torch.stack(xs).prod(0).to(dt))]
+        if floating and cuda:
+            reductions.append(("avg", dist.ReduceOp.AVG, lambda xs: sum(xs) / world))
+        for opname, op, ref in reductions:
+            def all_reduce(op=op, ref=ref):
+                x = mine(dt)
+                dist.all_reduce(x, op=op)
+                return torch.equal(x, ref(everyone(dt)).to(dt))
+            check(f"all_reduce {opname} {name}", all_reduce)
+        if floating and cuda and hasattr(dist, "_make_nccl_premul_sum"):
+            def premul():
+                x = mine(dt)
+                dist.all_reduce(x, op=dist._make_nccl_premul_sum(2.0))
+                return torch.equal(x, (sum(everyone(dt)) * 2).to(dt))
+            check(f"all_reduce premul_sum {name}", premul)
+
+        def all_gather():
+            out = [torch.zeros(6, dtype=dt, device=device) for _ in range(world)]
+            dist.all_gather(out, mine(dt))
+            return all(torch.equal(o, e) for o, e in zip(out, everyone(dt)))
+        check(f"all_gather {name}", all_gather)
+
+        def all_gather_into_tensor():
+            out = torch.zeros(6 * world, dtype=dt, device=device)
+            dist.all_gather_into_tensor(out, mine(dt))
+            return torch.equal(out, torch.cat(everyone(dt)))
+        check(f"all_gather_into_tensor {name}", all_gather_into_tensor)
+
+        def reduce_scatter():
+            out = torch.zeros(6, dtype=dt, device=device)
+            dist.reduce_scatter(out, [mine(dt) * (j + 1) for j in range(world)])
+            return torch.equal(out, sum(everyone(dt)) * (rank + 1))
+        check(f"reduce_scatter {name}", reduce_scatter)
+
+        def reduce_scatter_tensor():
+            out = torch.zeros(6, dtype=dt, device=device)
+            dist.reduce_scatter_tensor(out, torch.cat([mine(dt) * (j + 1) for j in range(world)]))
+            return torch.equal(out, sum(everyone(dt)) * (rank + 1))
+        check(f"reduce_scatter_tensor {name}", reduce_scatter_tensor)
+
+        def broadcast():
+            x = mine(dt)
+            dist.broadcast(x, src=world - 1)
+            return torch.equal(x, mine(dt, r=world - 1))
+        check(f"broadcast {name}", broadcast)
+
+        def reduce():
+            x = mine(dt)
+            dist.reduce(x, dst=0)
+            return rank != 0 or torch.equal(x, sum(everyone(dt)))
+        check(f"reduce {name}", reduce)
+
+        def all_to_all():
+            out = [torch.zeros(6, dtype=dt, device=device) for _ in range(world)]
+            dist.all_to_all(out, [mine(dt) + j for j in range(world)])
+            return all(torch.equal(out[j], mine(dt, r=j) + rank) for j in range(world))
+        check(f"all_to_all {name}", all_to_all)
+
+        def all_to_all_single():
+            out = torch.zeros(6 * world, dtype=dt, device=device)
+            dist.all_to_all_single(out, torch.cat([mine(dt) + j for j in range(world)]))
+            return torch.equal(out, torch.cat([mine(dt, r=j) + rank for j in range(world)]))
+        check(f"all_to_all_single {name}", all_to_all_single)
+
+        def gather():
+            out = [torch.zeros(6, dtype=dt, device=device) for _ in range(world)] if rank == 0 else None
+            dist.gather(mine(dt), out, dst=0)
+            return rank != 0 or all(torch.equal(o, e) for o, e in zip(out, everyone(dt)))
+        check(f"gather {name}", gather)
+
+        def scatter():
+            out = torch.zeros(6, dtype=dt, device=device)
+            dist.scatter(out, [mine(dt, r=j) for j in range(world)] if rank == 0 else None, src=0)
+            return torch.equal(out, mine(dt))
+        check(f"scatter {name}", scatter)
+
+        def send_recv():
+            nxt, prv = (rank + 1) % world, (rank - 1) % world
+            out = torch.zeros(6, dtype=dt, device=device)
+            if rank % 2 == 0:
+                dist.send(mine(dt), nxt)
+                dist.recv(out, prv)
+            else:
+                dist.recv(out, prv)
+                dist.send(mine(dt), nxt)
+            return torch.equal(out, mine(dt, r=prv))
+        check(f"send/recv {name}", send_recv)
+
+        def batch_isend_irecv():
+            nxt, prv = (rank + 1) % world, (rank - 1) % world
+            out = torch.zeros(6, dtype=dt, device=device)
+            ops = [dist.P2POp(dist.isend, mine(dt), nxt), dist.P2POp(dist.irecv, out, prv)]
+            for req in dist.batch_isend_irecv(ops):
+                req.wait()
+            return torch.equal(out, mine(dt, r=prv))
+        check(f"batch_isend_irecv {name}", batch_isend_irecv)
+
+    check("barrier", lambda: dist.barrier() is None)
+
+    def groups():
+        # A group of every other rank (new_group), and the same through a split when available.
+        evens = list(range(0, world, 2))
+        g = dist.new_group(ranks=evens)
+        ok = True
+        if rank in evens:
+            x = mine(torch.float32)
+            dist.all_reduce(x, group=g)
+            ok = torch.equal(x, sum(mine(torch.float32, r=r) for r in evens))
+        if hasattr(dist, "split_group") and cuda:
+            s = dist.split_group(split_ranks=[evens, [r for r in range(world) if r % 2]])
+            x = mine(torch.float32)
+            dist.all_reduce(x, group=s)
+            same = [r for r in range(world) if r % 2 == rank % 2]
+            ok = ok and torch.equal(x, sum(mine(torch.float32, r=r) for r in same))
+        return ok
+    check("new_group / split_group", groups)
+
+    dist.destroy_process_group()
+
+    def recreate():
+        if cuda:
+            dist.init_process_group("nccl", device_id=device)
+        else:
+            dist.init_process_group("gloo")
+        x = mine(torch.float32)
+        dist.all_reduce(x)
+        ok = torch.equal(x, sum(everyone(torch.float32)))
+        dist.destroy_process_group()
+        return ok
+    check("destroy and recreate the process group", recreate)
+
+    failed = [r for r in results if r[1].startswith("FAIL")]
+    if rank == 0 or failed:
+        for name, outcome in results:
+            print(f"rank {rank}: {outcome:>16}  {name}")
+        print(f"rank {rank}: {len(results) - len(failed)} of {len(results)} checks without failure")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
