@@ -44,8 +44,7 @@ class PerfBuffers {
   char* send() { return gpu_ ? static_cast<char*>(send_) : hostSend_.data(); }
   char* recv() { return gpu_ ? static_cast<char*>(recv_) : hostRecv_.data(); }
   cudaStream_t stream() const { return static_cast<cudaStream_t>(stream_); }
-  // Host mirrors of send() and recv() (the buffers themselves on the host).
-  char* hostSend() { return hostSend_.data(); }
+  // The host mirror of recv() (the buffer itself on the host).
   char* hostRecv() { return hostRecv_.data(); }
   // The host address that mirrors device address p (p itself on the host).
   char* mirrorOf(const char* p) {

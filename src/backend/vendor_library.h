@@ -62,8 +62,7 @@ class VendorLibrary {
   const char* name() const { return name_; }
   int version() const { return version_; }
   const std::string& path() const { return path_; }
-  bool privateCopy() const { return privateCopy_; }
-  std::string describe() const;  // "nccl 2.28.9 (/usr/lib/.../libnccl.so.2, private copy)"
+  std::string describe() const;  // "nccl 2.28.9 (/usr/lib/.../libnccl.so.2, private copy in <where>)"
   // Checks a vendor result; on failure records the vendor's own message.
   ncclResult_t check(ncclResult_t r, const char* what, VendorComm comm = nullptr) const;
 

@@ -35,14 +35,6 @@ DynamicLibrary DynamicLibrary::open(const std::string& name, int flags, std::str
   return lib;
 }
 
-DynamicLibrary DynamicLibrary::openFirst(std::initializer_list<const char*> names, int flags, std::string* why) {
-  for (const char* name : names) {
-    DynamicLibrary lib = open(name, flags, why);
-    if (lib.loaded()) return lib;
-  }
-  return {};
-}
-
 void* DynamicLibrary::symbol(const char* name) const { return handle_ ? dlsym(handle_, name) : nullptr; }
 
 }  // namespace hetccl

@@ -1,7 +1,6 @@
 // A shared library opened with dlopen, closed when the owner goes away.
 #pragma once
 
-#include <initializer_list>
 #include <string>
 
 namespace hetccl {
@@ -15,9 +14,7 @@ class DynamicLibrary {
   DynamicLibrary(const DynamicLibrary&) = delete;
   DynamicLibrary& operator=(const DynamicLibrary&) = delete;
 
-  // The first of `names` that loads (dlopen's search: a bare name goes by
-  // the soname and the library path). On failure *why lists each error.
-  static DynamicLibrary openFirst(std::initializer_list<const char*> names, int flags, std::string* why);
+  // dlopen(name, flags); on failure, not loaded and the error appended to *why.
   static DynamicLibrary open(const std::string& name, int flags, std::string* why);
 
   void* symbol(const char* name) const;

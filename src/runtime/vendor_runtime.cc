@@ -123,8 +123,7 @@ constexpr unsigned kStreamNonBlocking = 0x1;
 constexpr unsigned kEventDisableTiming = 0x2;
 constexpr int kMemcpyDefault = 4;
 constexpr unsigned kWaitGeq = 0x0;
-constexpr int kErrorNotReady = 600;      // cudaErrorNotReady
-constexpr int kHipErrorNotReady = 600;   // hipErrorNotReady
+constexpr int kErrorNotReady = 600;      // cudaErrorNotReady, hipErrorNotReady
 constexpr int kDmabufHandle = 1;         // CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD
 
 struct VendorSpec {
@@ -240,7 +239,7 @@ class VendorRuntime : public Runtime {
   ncclResult_t eventDone(Event e, bool* done) override {
     const int r = api_.eventQuery(e);
     *done = r == 0;
-    if (r == 0 || r == (spec_.hip ? kHipErrorNotReady : kErrorNotReady)) return ncclSuccess;
+    if (r == 0 || r == kErrorNotReady) return ncclSuccess;
     return check(r, "event query");
   }
   ncclResult_t waitEvent(Stream s, Event e) override { return check(api_.streamWaitEvent(s, e, 0), "stream wait event"); }
