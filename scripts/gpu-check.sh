@@ -25,6 +25,7 @@ logs=$out/steps.log  # every step's output, one after another
 work=$(mktemp -d)
 step() {  # step NAME COMMAND...: runs with a time limit, logs, records pass/fail
   local name=$1; shift
+  if [ -n "${ONLY:-}" ] && ! [[ $name =~ $ONLY ]]; then return 0; fi  # ONLY=regex: a subset of the steps
   local start=$SECONDS
   timeout --kill-after=10 "${STEP_TIMEOUT:-150}" "$@" > "$work/$name.log" 2>&1
   local rc=$?
@@ -78,9 +79,17 @@ done
 step two_gpu_domains_all_types_ops "$build/hetccl-perf" $all -N 2 --domains 2 -b 8 -e 1M -f 32 -d all -o all -n 1 -w 0 -c 1
 step gpus_and_cpu_ranks_all_types_ops "$build/hetccl-perf" $all -N 4 --host-ranks 2 -b 8 -e 1M -f 32 -d all -o all -n 1 -w 0 -c 1
 step gpus_without_vendor_library_all_types_ops env HETCCL_VENDOR_LIBS=0 "$build/hetccl-perf" $all -N 2 -b 8 -e 1M -f 32 -d float,bfloat16,int32 -o all -n 1 -w 0 -c 1
-step two_gpu_domains_all_reduce_bandwidth "$build/hetccl-perf" all_reduce -N 2 --domains 2 -b 1M -e 256M -f 4 -n 5 -w 2 -c 1
+# All-reduce across the two domains: on the GPUs' streams through shared
+# pinned memory (the default; part sizes compared), and host-staged.
+for part in 1M 2M 4M; do
+  step "two_gpu_domains_all_reduce_stream_part_$part" env HETCCL_STREAM_PART_BYTES=$((${part%M} << 20)) \
+    "$build/hetccl-perf" all_reduce -N 2 --domains 2 -b 1M -e 1G -f 4 -n 10 -w 3 -c 1
+done
+step two_gpu_domains_all_reduce_host_staged env HETCCL_STREAM_ALLREDUCE=0 \
+  "$build/hetccl-perf" all_reduce -N 2 --domains 2 -b 1M -e 256M -f 4 -n 5 -w 2 -c 1
 # 6. PyTorch, unchanged, with hetccl preloaded.
 step torch_preload env LD_PRELOAD="$lib" torchrun --nproc-per-node 2 examples/torch_allreduce_smoke.py
+step torch_distributed_all_ops_plain_nccl torchrun --nproc_per_node 2 examples/torch_distributed_check.py
 step torch_distributed_all_ops env LD_PRELOAD="$lib" torchrun --nproc_per_node 2 examples/torch_distributed_check.py
 step torch_distributed_all_ops_two_domains env LD_PRELOAD="$lib" torchrun --nproc_per_node 2 --no_python bash -c \
   "HETCCL_DOMAIN=d\$LOCAL_RANK exec python3 examples/torch_distributed_check.py"

@@ -134,9 +134,13 @@ Expected reduced(const Case& k, size_t i) {
   }
   if (k.op == ncclMax || k.op == ncclMin) return {acc, 0};
   const double eps = typeEpsilon(k.type);
+  // Each rounding can also lose up to one subnormal step (absolute): NCCL's
+  // avg scales every input by 1/n before summing, which in fp8 rounds
+  // small values differently from dividing the sum.
+  const double step = n * typeSubnormalStep(k.type);
   if (k.op == ncclProd) return {acc, 2.0 * n * eps * std::fabs(acc) + 1e-300};
-  if (k.op == ncclAvg) return {acc / n, (n + 1) * eps * mag / n + eps * std::fabs(acc / n)};
-  return {acc, n * eps * mag};
+  if (k.op == ncclAvg) return {acc / n, (n + 1) * eps * mag / n + eps * std::fabs(acc / n) + step};
+  return {acc, n * eps * mag + step};
 }
 
 }  // namespace
@@ -228,6 +232,18 @@ double typeEpsilon(ncclDataType_t t) {
     case ncclFloat8e5m2: return std::ldexp(1.0, -2);
     case ncclFloat32: return std::ldexp(1.0, -22);
     case ncclFloat64: return std::ldexp(1.0, -50);
+    default: return 0;
+  }
+}
+
+double typeSubnormalStep(ncclDataType_t t) {
+  switch (t) {
+    case ncclFloat16: return std::ldexp(1.0, -24);
+    case ncclBfloat16: return std::ldexp(1.0, -133);
+    case ncclFloat8e4m3: return std::ldexp(1.0, -9);
+    case ncclFloat8e5m2: return std::ldexp(1.0, -16);
+    case ncclFloat32: return std::ldexp(1.0, -149);
+    case ncclFloat64: return std::ldexp(1.0, -1074);
     default: return 0;
   }
 }

@@ -63,6 +63,8 @@ size_t countWrong(const Case& k, int rank, const void* recvBuffer, std::string* 
 // Tolerance used for floating types: relative to the sum of magnitudes of
 // the contributions, n * eps(type) (see docs/numerics.md).
 double typeEpsilon(ncclDataType_t t);
+// The gap between adjacent subnormals of a floating type (0 for integers).
+double typeSubnormalStep(ncclDataType_t t);
 
 // Random seed for a test run: HETCCL_TEST_SEED if set, else fresh.
 uint64_t runSeed();

@@ -118,8 +118,11 @@ HETCCL_EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks,
   HETCCL_TRY(readConfig(config, &cfg));
   DecodedId decoded;
   HETCCL_TRY(decodeUniqueId(commId, &decoded));  // reject garbage before any thread starts
+  // The device current now, at the call: a group's inits run later, on
+  // other threads (one process driving several GPUs sets each in turn).
+  const int device = currentDevice();
   return startInit(
-      comm, cfg, [=](Communicator* c) { return initFromId(c, nranks, commId, rank, currentDevice()); }, inGroup());
+      comm, cfg, [=](Communicator* c) { return initFromId(c, nranks, commId, rank, device); }, inGroup());
 }
 HETCCL_WEAK_ALIAS(ncclCommInitRankConfig)
 
@@ -266,6 +269,7 @@ ncclResult_t release(ncclComm_t comm, bool abort, const char* caller) {
   if (abort) {
     c->abort.store(true);  // wakes any operation blocked in another thread
     if (c->vendor) c->vendor->markAborted();
+    if (c->streamAllReduce) c->streamAllReduce->release();  // no stream waits for a peer any longer
   }
   c->waitReady();
   {
@@ -372,6 +376,8 @@ HETCCL_EXPORT const char* hetcclCommDescribePlan(ncclComm_t comm, const char* co
     op.kind = k.kind;
     op.count = count;
     op.type = datatype;
+    if (k.kind == OpKind::AllReduce && c->streamAllReduce)
+      return "stream: reduce-scatter and all-gather through shared pinned memory, on the devices' streams";
     return planName(*c, op);
   }
   return nullptr;

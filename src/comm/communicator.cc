@@ -131,7 +131,35 @@ ncclResult_t Communicator::createDomains() {
   HETCCL_TRY(r);
   backend = makeNativeBackend(*domainComm);
   proxy = std::make_unique<Proxy>();
+  if (staged && streamAllReduceFits()) {
+    StreamAllReduceSetup s;
+    s.runtime = &rt;
+    s.rank = rank;
+    s.nranks = nranks;
+    s.secret = secret;
+    for (const RankInfo& p : peers) s.pids.push_back(p.pid);
+    s.ring = &ring;
+    s.abort = &abort;
+    s.partBytes = params().streamPartBytes;
+    s.slots = params().streamSlots;
+    s.timeoutSeconds = params().timeoutSeconds;
+    s.onError = [this](ncclResult_t e) { setFatal(e); };
+    HETCCL_TRY(StreamAllReduce::create(s, &streamAllReduce));
+  }
   return ncclSuccess;
+}
+
+// Every rank decides the same from the exchanged table (and the same
+// environment): all ranks staged, one per domain, on one host.
+bool Communicator::streamAllReduceFits() const {
+  if (!params().streamAllReduce || nranks < 2) return false;
+  for (const Domain& d : partition.domains)
+    if (d.members.size() != 1) return false;
+  for (const RankInfo& p : peers) {
+    if (p.hostHash != peers[0].hostHash || !p.shmAllowed) return false;
+    if (strcmp(p.runtime, "host") == 0 && !params().forceStaging) return false;
+  }
+  return true;
 }
 
 void Communicator::startStaging(Runtime& rt) {

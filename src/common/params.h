@@ -34,6 +34,9 @@ struct Params {
   std::string rcclLib;                // HETCCL_RCCL_LIB: the RCCL library for AMD domains
   bool vendorLibraries = true;        // HETCCL_VENDOR_LIBS=0: native algorithms on GPUs too
   bool asyncStaging = false;          // HETCCL_ASYNC_STAGING=1: staged calls return at once (experimental)
+  bool streamAllReduce = true;        // HETCCL_STREAM_ALLREDUCE=0: GPU all-reduce across domains takes the host-staged path
+  size_t streamPartBytes = 2 << 20;   // HETCCL_STREAM_PART_BYTES: per rank and piece, stream all-reduce
+  int streamSlots = 8;                // HETCCL_STREAM_SLOTS: pieces in flight, stream all-reduce
   bool forceStaging = false;          // HETCCL_FORCE_STAGING=1: host ranks take the GPU ranks' staging path (tests)
   std::string cacheDir;               // HETCCL_CACHE_DIR: where private copies of vendor libraries are kept
   bool vendorIsolation = true;        // HETCCL_VENDOR_ISOLATION=0: plain dlopen (tests the self-check)

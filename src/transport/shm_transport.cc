@@ -23,6 +23,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/params.h"
+#include "transport/shm_segment.h"
 #include "transport/transport.h"
 #include "transport/transport_context.h"
 
@@ -63,117 +64,26 @@ struct alignas(64) SegmentHeader {
 size_t slotStride(size_t slotBytes) { return sizeof(SlotHeader) + ((slotBytes + 63) & ~size_t(63)); }
 size_t segmentBytes(uint32_t slots, size_t slotBytes) { return sizeof(SegmentHeader) + slots * slotStride(slotBytes); }
 
-// /hetccl-<uid>-<secret>-<from>-<to>-<creator pid>: the pid lets a later
-// process remove segments whose creator died before its peer attached.
-std::string segmentName(uint64_t secret, int from, int to, int creatorPid) {
-  char name[112];
-  snprintf(name, sizeof(name), "/hetccl-%d-%016llx-%d-%d-%d", static_cast<int>(getuid()),
-           static_cast<unsigned long long>(secret), from, to, creatorPid);
-  return name;
-}
-
-// Once per process: unlink this user's segments left by dead processes.
-void removeStaleSegments() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    char prefix[32];
-    snprintf(prefix, sizeof(prefix), "hetccl-%d-", static_cast<int>(getuid()));
-    DIR* dir = opendir("/dev/shm");
-    if (!dir) return;
-    while (dirent* e = readdir(dir)) {
-      if (strncmp(e->d_name, prefix, strlen(prefix)) != 0) continue;
-      const char* dash = strrchr(e->d_name, '-');
-      int pid = dash ? atoi(dash + 1) : 0;
-      if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
-        shm_unlink((std::string("/") + e->d_name).c_str());
-        HETCCL_INFO("removed stale shared memory /dev/shm/%s (creator %d has exited)", e->d_name, pid);
-      }
-    }
-    closedir(dir);
-  });
-}
-
-// The mapping and, on the creating side, the name to unlink.
 class Segment {
  public:
-  ~Segment() {
-    if (base_) munmap(base_, bytes_);
-    if (!name_.empty()) shm_unlink(name_.c_str());
-  }
   ncclResult_t create(const std::string& name, uint32_t slots, size_t slotBytes) {
-    bytes_ = segmentBytes(slots, slotBytes);
-    shm_unlink(name.c_str());
-    int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0) return fail(ncclSystemError, "shm_open(%s) failed: %s", name.c_str(), strerror(errno));
-    name_ = name;
-    if (ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {
-      ::close(fd);
-      return fail(ncclSystemError, "cannot size shared memory %s to %zu bytes: %s", name.c_str(), bytes_,
-                  strerror(errno));
-    }
-    return map(fd);
+    return shared_.create(name, segmentBytes(slots, slotBytes));
   }
   ncclResult_t open(const std::string& name, const Deadline& deadline, const AbortFlag* abort) {
-    int fd = -1;
-    for (;;) {
-      fd = shm_open(name.c_str(), O_RDWR, 0600);
-      if (fd >= 0) {
-        struct stat st;
-        if (fstat(fd, &st) == 0 && st.st_size >= static_cast<off_t>(sizeof(SegmentHeader))) break;
-        ::close(fd);
-      }
-      if (abort && abort->load()) return fail(ncclInvalidUsage, "communicator aborted while connecting");
-      if (deadline.expired()) return fail(ncclRemoteError, "peer never created shared memory %s (HETCCL_TIMEOUT)", name.c_str());
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-    struct stat st;
-    fstat(fd, &st);
-    bytes_ = static_cast<size_t>(st.st_size);
-    shm_unlink(name.c_str());  // both sides have it now: leave nothing behind
-    return map(fd);
+    HETCCL_TRY(shared_.open(name, sizeof(SegmentHeader), deadline, abort));
+    shared_.unlink();
+    return ncclSuccess;
   }
-  SegmentHeader* header() const { return static_cast<SegmentHeader*>(base_); }
+  SegmentHeader* header() const { return reinterpret_cast<SegmentHeader*>(shared_.base()); }
   SlotHeader* slot(uint64_t index) const {
     SegmentHeader* h = header();
-    return reinterpret_cast<SlotHeader*>(static_cast<char*>(base_) + sizeof(SegmentHeader) +
-                                         (index % h->slots) * slotStride(h->slotBytes));
+    return reinterpret_cast<SlotHeader*>(shared_.base() + sizeof(SegmentHeader) + (index % h->slots) * slotStride(h->slotBytes));
   }
   char* payload(uint64_t index) const { return reinterpret_cast<char*>(slot(index)) + sizeof(SlotHeader); }
 
  private:
-  ncclResult_t map(int fd) {
-    base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    ::close(fd);
-    if (base_ == MAP_FAILED) {
-      base_ = nullptr;
-      return fail(ncclSystemError, "mmap of shared memory failed: %s", strerror(errno));
-    }
-    return ncclSuccess;
-  }
-  void* base_ = nullptr;
-  size_t bytes_ = 0;
-  std::string name_;
+  SharedSegment shared_;
 };
-
-// A peer on this host is gone when its process no longer exists or is a
-// zombie (exited, not yet reaped by its launcher).
-ncclResult_t peerAlive(int pid, int peer) {
-  if (pid <= 0) return ncclSuccess;
-  bool gone = kill(pid, 0) != 0 && errno == ESRCH;
-  if (!gone) {
-    char path[64], buf[256] = {0};
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    if (FILE* f = fopen(path, "r")) {
-      size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-      fclose(f);
-      buf[n] = 0;
-      const char* close = strrchr(buf, ')');  // state follows "pid (comm) "
-      gone = close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X');
-    }
-  }
-  if (gone) return fail(ncclRemoteError, "rank %d (pid %d) has exited", peer, pid);
-  return ncclSuccess;
-}
 
 class ShmSender : public Connection {
  public:
@@ -347,7 +257,7 @@ class ShmTransport : public Transport {
   ncclResult_t connect(int peer, std::unique_ptr<Connection>* out) override {
     const Params& p = params();
     auto seg = std::make_unique<Segment>();
-    HETCCL_TRY(seg->create(segmentName(ctx_.secret, ctx_.rank, peer, getpid()), static_cast<uint32_t>(p.shmSlots), p.shmSlotBytes));
+    HETCCL_TRY(seg->create(sharedSegmentName(ctx_.secret, "", ctx_.rank, peer, getpid()), static_cast<uint32_t>(p.shmSlots), p.shmSlotBytes));
     SegmentHeader* h = seg->header();
     h->slots = static_cast<uint32_t>(p.shmSlots);
     h->slotBytes = p.shmSlotBytes;
@@ -360,7 +270,7 @@ class ShmTransport : public Transport {
 
   ncclResult_t accept(int peer, std::unique_ptr<Connection>* out) override {
     auto seg = std::make_unique<Segment>();
-    HETCCL_TRY(seg->open(segmentName(ctx_.secret, peer, ctx_.rank, (*ctx_.peers)[peer].pid), Deadline(ctx_.timeoutSeconds), ctx_.abort));
+    HETCCL_TRY(seg->open(sharedSegmentName(ctx_.secret, "", peer, ctx_.rank, (*ctx_.peers)[peer].pid), Deadline(ctx_.timeoutSeconds), ctx_.abort));
     SegmentHeader* h = seg->header();
     const Deadline deadline(ctx_.timeoutSeconds);
     while (!h->initialized.load(std::memory_order_acquire)) {

@@ -98,13 +98,14 @@ TEST(GpuNativeFallback, NoVendorLibraryStillReducesCorrectly) {
 }
 
 // GPU ranks in two domains; work queued after the call on the same stream
-// sees the results. With HETCCL_ASYNC_STAGING=1 the call must also return
-// long before the data has moved (the stream waits on the staging flag;
-// nothing else synchronizes).
-void crossDomainAllReduce(bool async) {
-  auto env = [async](int rank) {
-    mp::Env e{{"HETCCL_DOMAIN", rank == 0 ? "a" : "b"}};
-    if (async) e.push_back({"HETCCL_ASYNC_STAGING", "1"});
+// sees the results. The stream all-reduce (the default) and the host-staged
+// asynchronous mode must also return long before the data has moved (the
+// stream waits on flags; nothing else synchronizes). A first call, untimed,
+// sets up what the calls keep.
+void crossDomainAllReduce(mp::Env extra, bool async) {
+  auto env = [extra](int rank) {
+    mp::Env e = extra;
+    e.push_back({"HETCCL_DOMAIN", rank == 0 ? "a" : "b"});
     return e;
   };
   EXPECT_RANKS_PASS_EACH(2, env, 180, [async](int rank, int n, const ncclUniqueId& id) {
@@ -119,6 +120,10 @@ void crossDomainAllReduce(bool async) {
     hetccl::Stream s = nullptr;
     RANK_EXPECT(rt.allocDevice(&dev, count * 4) == ncclSuccess && rt.createStream(&s) == ncclSuccess, "alloc");
     RANK_EXPECT(rt.copyAsync(dev, host.data(), count * 4, s) == ncclSuccess && rt.synchronize(s) == ncclSuccess, "upload");
+    void* spare = nullptr;
+    RANK_EXPECT(rt.allocDevice(&spare, count * 4) == ncclSuccess, "alloc");
+    RANK_NCCL(ncclAllReduce(spare, spare, count, ncclFloat32, ncclSum, comm, static_cast<cudaStream_t>(s)));
+    RANK_EXPECT(rt.synchronize(s) == ncclSuccess, "sync");
     auto t0 = std::chrono::steady_clock::now();
     RANK_NCCL(ncclAllReduce(dev, dev, count, ncclFloat32, ncclSum, comm, static_cast<cudaStream_t>(s)));
     const double callUs = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
@@ -134,18 +139,24 @@ void crossDomainAllReduce(bool async) {
     RANK_NCCL(ncclCommDestroy(comm));
     rt.destroyStream(s);
     rt.freeDevice(dev);
+    rt.freeDevice(spare);
     return 0;
   });
 }
 
-TEST(GpuCrossDomain, ResultsAreOrderedOnTheStream) {
+TEST(GpuCrossDomain, StreamAllReduceReturnsAtOnceAndTheStreamIsOrderedAfterIt) {
   REQUIRE_GPUS(2);
-  crossDomainAllReduce(false);
+  crossDomainAllReduce({}, true);
 }
 
-TEST(GpuCrossDomain, AsyncCallReturnsAtOnceAndTheStreamIsOrderedAfterIt) {
+TEST(GpuCrossDomain, HostStagedResultsAreOrderedOnTheStream) {
   REQUIRE_GPUS(2);
-  crossDomainAllReduce(true);
+  crossDomainAllReduce({{"HETCCL_STREAM_ALLREDUCE", "0"}}, false);
+}
+
+TEST(GpuCrossDomain, HostStagedAsyncCallReturnsAtOnceAndTheStreamIsOrderedAfterIt) {
+  REQUIRE_GPUS(2);
+  crossDomainAllReduce({{"HETCCL_STREAM_ALLREDUCE", "0"}, {"HETCCL_ASYNC_STAGING", "1"}}, true);
 }
 
 // Graph capture: a cross-domain collective refuses it at capture time with

@@ -1,0 +1,29 @@
+// Element-wise reductions queued on a runtime's stream, whatever the
+// device: the GPU kernels (DeviceKernels) on CUDA and HIP ranks, the host
+// reductions (done at once, the host's streams being synchronous) on CPU
+// ranks. Stream plans use it so they run, and are tested, on either.
+#pragma once
+
+#include <memory>
+
+#include "common/types.h"
+#include "runtime/runtime.h"
+
+namespace hetccl {
+
+class Reducer {
+ public:
+  virtual ~Reducer() = default;
+  // dst = incoming (op) pre(local); dst may alias either input.
+  virtual ncclResult_t reduce(const Reduction& r, void* dst, const void* incoming, const void* local, size_t n,
+                              Stream s) = 0;
+  // dst = pre(local): PreMulSum's scaling of a rank's own input.
+  virtual ncclResult_t prepare(const Reduction& r, void* dst, const void* local, size_t n, Stream s) = 0;
+  // data /= nranks, for ncclAvg.
+  virtual ncclResult_t average(const Reduction& r, void* data, size_t n, int nranks, Stream s) = 0;
+};
+
+// The reducer for `runtime`'s current device (loads the GPU kernels).
+ncclResult_t makeReducer(Runtime& runtime, std::unique_ptr<Reducer>* out);
+
+}  // namespace hetccl

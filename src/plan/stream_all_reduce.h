@@ -1,0 +1,134 @@
+// All-reduce across domains for ranks on one host with one rank per domain
+// (two GPUs of different vendors in one box, or the H200 pair split in
+// two), run entirely on the device's streams. The call records an event on
+// the caller's stream, makes that stream wait for four flags and returns
+// (microseconds); an issuing thread queues the pieces below on the rank's
+// own streams. No hetccl thread copies, reduces or waits for the data.
+//
+// Each rank owns a shared-memory segment, registered as pinned memory in
+// every rank's process, so a device-to-host copy by one GPU lands where
+// another GPU's host-to-device copy reads. A message is cut into pieces,
+// each piece into one part per rank (reduce-scatter, then all-gather):
+//
+//   send stream    D2H the parts other ranks own into my segment, raise `posted`
+//   reduce stream  wait for each peer's `posted`, H2D its copy of my part,
+//                  raise `consumed`, reduce my part with the GPU kernels
+//   result stream  (after the reduction) D2H my reduced part, raise `reduced`
+//   gather stream  wait for each peer's `reduced`, H2D its part into the output
+//
+// Flags are 32-bit words in the segments, written and waited on by the
+// streams themselves (stream write/wait value); every piece has a sequence
+// number, so slots are reused once every peer has consumed them. Copies in
+// both directions, transfers between GPUs and reductions of different
+// pieces overlap. The caller's stream waits for all four at the end.
+//
+// A watchdog thread checks, while pieces are in flight, that the peers
+// live and that the ranks' calls match (each rank publishes its calls'
+// shapes in its segment); on a dead peer, a mismatch or HETCCL_TIMEOUT
+// without progress it reports the error (ncclCommGetAsyncError) and
+// releases the streams by raising every flag, so nothing hangs.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "algorithms/op.h"
+#include "common/deadline.h"
+#include "kernels/reducer.h"
+#include "runtime/runtime.h"
+#include "transport/shm_segment.h"
+
+namespace hetccl {
+
+class Ring;
+
+struct StreamAllReduceSetup {
+  Runtime* runtime = nullptr;
+  int rank = 0, nranks = 1;
+  uint64_t secret = 0;
+  std::vector<int> pids;  // every rank's process
+  const Ring* ring = nullptr;
+  const AbortFlag* abort = nullptr;
+  size_t partBytes = 2 << 20;  // HETCCL_STREAM_PART_BYTES
+  int slots = 8;               // HETCCL_STREAM_SLOTS
+  double timeoutSeconds = 300;
+  std::function<void(ncclResult_t)> onError;  // the communicator turns fatal
+};
+
+class StreamAllReduce {
+ public:
+  // Collective: every rank of the communicator calls it.
+  static ncclResult_t create(const StreamAllReduceSetup& setup, std::unique_ptr<StreamAllReduce>* out);
+  ~StreamAllReduce();
+  StreamAllReduce(const StreamAllReduce&) = delete;
+  StreamAllReduce& operator=(const StreamAllReduce&) = delete;
+
+  // Queues the all-reduce on op.stream and returns.
+  ncclResult_t enqueue(const Op& op);
+  // Raises every flag so that no stream waits any longer (abort, dead peer).
+  void release();
+
+ private:
+  struct Segment;
+  struct Job {
+    Op op;
+    uint32_t ticket;
+    Event start;
+  };
+  struct Part {
+    size_t offset, count;  // in elements, within the message
+  };
+  explicit StreamAllReduce(const StreamAllReduceSetup& setup);
+  ncclResult_t connect();
+  ncclResult_t checkBuffers(const Op& op);
+  ncclResult_t publishCall(const Op& op, uint64_t call);
+  ncclResult_t checkCall(uint64_t call) const;
+  ncclResult_t queuePiece(const Op& op, size_t start, size_t length, uint32_t seq);
+  Part partOf(size_t start, size_t length, int owner) const;
+  void issueLoop();
+  ncclResult_t issue(const Job& job);
+  void watch();
+  ncclResult_t checkPeers();
+  uint32_t completedPieces() const;
+
+  StreamAllReduceSetup setup_;
+  Runtime& rt_;
+  const int rank_, nranks_, slots_;
+  const size_t partBytes_;
+  std::unique_ptr<Reducer> reducer_;
+  std::vector<std::unique_ptr<Segment>> segments_;  // by rank; mine is created, the others opened
+  Stream send_ = nullptr, reduce_ = nullptr, result_ = nullptr, gather_ = nullptr;
+  std::vector<Event> reduced_;  // per slot: my part of the piece is reduced
+  static constexpr uint32_t kStartEvents = 16;
+  Event startEvents_[kStartEvents] = {};  // per call in the queue: where it starts on the caller's stream
+  char* incoming_ = nullptr;    // device: per slot and peer, the peer's copy of my part
+  char* outgoing_ = nullptr;    // device: per peer, my scaled input (PreMulSum)
+  std::atomic<uint32_t> issued_{0};  // pieces queued so far (their sequence numbers are 1..issued_)
+  std::atomic<uint64_t> calls_{0};   // calls published so far
+  int device_ = -1;
+  bool registered_ = false;
+  const void* checked_[2] = {};      // buffers already known to be device memory
+
+  // Calls queued for the issuing thread.
+  std::mutex queueMutex_;
+  std::condition_variable queueCv_;
+  std::deque<Job> jobs_;
+  std::atomic<uint32_t> tickets_{0};  // calls queued
+  uint32_t issuedCalls_ = 0;  // calls whose pieces are on the streams
+  bool stopIssuing_ = false;
+  std::thread issuer_;
+
+  std::mutex mutex_;  // the watchdog's
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::atomic<bool> released_{false};
+  std::thread watchdog_;
+};
+
+}  // namespace hetccl

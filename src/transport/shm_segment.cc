@@ -1,0 +1,118 @@
+#include "transport/shm_segment.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "common/error.h"
+#include "common/log.h"
+
+namespace hetccl {
+
+std::string sharedSegmentName(uint64_t secret, const char* kind, int from, int to, int creatorPid) {
+  char name[128];
+  snprintf(name, sizeof(name), "/hetccl-%d-%016llx-%s%d-%d-%d", static_cast<int>(getuid()),
+           static_cast<unsigned long long>(secret), kind, from, to, creatorPid);
+  return name;
+}
+
+void removeStaleSegments() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    char prefix[32];
+    snprintf(prefix, sizeof(prefix), "hetccl-%d-", static_cast<int>(getuid()));
+    DIR* dir = opendir("/dev/shm");
+    if (!dir) return;
+    while (dirent* e = readdir(dir)) {
+      if (strncmp(e->d_name, prefix, strlen(prefix)) != 0) continue;
+      const char* dash = strrchr(e->d_name, '-');
+      int pid = dash ? atoi(dash + 1) : 0;
+      if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
+        shm_unlink((std::string("/") + e->d_name).c_str());
+        HETCCL_INFO("removed stale shared memory /dev/shm/%s (creator %d has exited)", e->d_name, pid);
+      }
+    }
+    closedir(dir);
+  });
+}
+
+ncclResult_t peerAlive(int pid, int peer) {
+  if (pid <= 0) return ncclSuccess;
+  bool gone = kill(pid, 0) != 0 && errno == ESRCH;
+  if (!gone) {
+    char path[64], buf[256] = {0};
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    if (FILE* f = fopen(path, "r")) {
+      size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+      fclose(f);
+      buf[n] = 0;
+      const char* close = strrchr(buf, ')');  // state follows "pid (comm) "
+      gone = close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X');
+    }
+  }
+  if (gone) return fail(ncclRemoteError, "rank %d (pid %d) has exited", peer, pid);
+  return ncclSuccess;
+}
+
+SharedSegment::~SharedSegment() {
+  if (base_) munmap(base_, bytes_);
+  unlink();
+}
+
+void SharedSegment::unlink() {
+  if (!name_.empty()) shm_unlink(name_.c_str());
+  name_.clear();
+}
+
+ncclResult_t SharedSegment::create(const std::string& name, size_t bytes) {
+  bytes_ = bytes;
+  shm_unlink(name.c_str());
+  int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0) return fail(ncclSystemError, "shm_open(%s) failed: %s", name.c_str(), strerror(errno));
+  name_ = name;
+  if (ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {
+    ::close(fd);
+    return fail(ncclSystemError, "cannot size shared memory %s to %zu bytes: %s", name.c_str(), bytes_, strerror(errno));
+  }
+  return map(fd);
+}
+
+ncclResult_t SharedSegment::open(const std::string& name, size_t minBytes, const Deadline& deadline,
+                                 const AbortFlag* abort) {
+  int fd = -1;
+  struct stat st;
+  for (;;) {
+    fd = shm_open(name.c_str(), O_RDWR, 0600);
+    if (fd >= 0) {
+      if (fstat(fd, &st) == 0 && st.st_size >= static_cast<off_t>(minBytes)) break;
+      ::close(fd);
+    }
+    if (abort && abort->load()) return fail(ncclInvalidUsage, "communicator aborted while connecting");
+    if (deadline.expired()) return fail(ncclRemoteError, "peer never created shared memory %s (HETCCL_TIMEOUT)", name.c_str());
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  bytes_ = static_cast<size_t>(st.st_size);
+  name_ = name;
+  return map(fd);
+}
+
+ncclResult_t SharedSegment::map(int fd) {
+  base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (base_ == MAP_FAILED) {
+    base_ = nullptr;
+    return fail(ncclSystemError, "mmap of shared memory failed: %s", strerror(errno));
+  }
+  return ncclSuccess;
+}
+
+}  // namespace hetccl

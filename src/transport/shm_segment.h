@@ -1,0 +1,52 @@
+// Named POSIX shared memory between processes of one host: the creator
+// makes and sizes it, the peer opens it by name (waiting until it exists),
+// and once both have it mapped the name is removed so nothing is left
+// behind. Names carry the creator's pid so a later process can remove the
+// segments of creators that died before their peer attached.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/deadline.h"
+#include "nccl.h"
+
+namespace hetccl {
+
+// /hetccl-<uid>-<secret>-<kind><from>-<to>-<creator pid>
+std::string sharedSegmentName(uint64_t secret, const char* kind, int from, int to, int creatorPid);
+
+// Once per process: unlink this user's segments left by dead processes.
+void removeStaleSegments();
+
+// ncclRemoteError naming the rank if the process `pid` (on this host) has
+// exited or is a zombie.
+ncclResult_t peerAlive(int pid, int peer);
+
+class SharedSegment {
+ public:
+  SharedSegment() = default;
+  ~SharedSegment();
+  SharedSegment(const SharedSegment&) = delete;
+  SharedSegment& operator=(const SharedSegment&) = delete;
+
+  // Creates `bytes` of zeroed memory under `name`.
+  ncclResult_t create(const std::string& name, size_t bytes);
+  // Opens the segment once it exists with at least `minBytes`.
+  ncclResult_t open(const std::string& name, size_t minBytes, const Deadline& deadline, const AbortFlag* abort);
+  // Removes the name (idempotent; also done at destruction): once every
+  // process that needs the segment has opened it.
+  void unlink();
+
+  char* base() const { return static_cast<char*>(base_); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  ncclResult_t map(int fd);
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
+  std::string name_;  // until unlinked
+};
+
+}  // namespace hetccl

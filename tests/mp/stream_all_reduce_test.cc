@@ -1,0 +1,93 @@
+// The all-reduce that runs on the devices' streams (src/plan/
+// stream_all_reduce.h: one rank per domain, one host), exercised on host
+// ranks (HETCCL_FORCE_STAGING=1, whose "streams" run each step at once):
+// the collective matrix with many pieces and reused slots, a call that
+// does not match across ranks, and a peer that dies mid-call. The same
+// code drives the H200s in scripts/gpu-check.sh.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "hetccl.h"
+#include "matrix.h"
+
+namespace {
+
+// Small parts and three slots: every call of the matrix spans many pieces
+// and wraps around the slots several times.
+mp::Env streamEnv(const char* timeout = "60") {
+  return {{"HETCCL_FORCE_STAGING", "1"}, {"HETCCL_STREAM_PART_BYTES", "4096"}, {"HETCCL_STREAM_SLOTS", "3"},
+          {"HETCCL_TIMEOUT", timeout}};
+}
+
+TEST(StreamAllReduce, IsThePlanForOneRankPerDomain) {
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, streamEnv()), 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    const char* plan = hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32);
+    RANK_EXPECT(plan && strncmp(plan, "stream", 6) == 0, "plan: %s", plan ? plan : "(null)");
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
+TEST(StreamAllReduce, EveryCollectiveTypeOpCountAndPlacement) {
+  const uint64_t seed = hetccl::testing::runSeed();
+  fprintf(stderr, "seed %llu (HETCCL_TEST_SEED)\n", static_cast<unsigned long long>(seed));
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, streamEnv()), 500,
+                         [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
+}
+
+TEST(StreamAllReduce, MismatchedCountsFailWithoutHanging) {
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, streamEnv("10")), 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<float> x(100000, 1.0f);
+    RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr));
+    RANK_EXPECT(x[0] == 2.0f && x.back() == 2.0f, "sum %g %g", x[0], x.back());
+    const auto t0 = std::chrono::steady_clock::now();
+    const size_t count = rank == 0 ? x.size() : x.size() / 2;  // rank 1 calls with another count
+    ncclResult_t r = ncclAllReduce(x.data(), x.data(), count, ncclFloat32, ncclSum, comm, nullptr);
+    ncclResult_t async = ncclSuccess;
+    for (int i = 0; i < 400 && r == ncclSuccess && async == ncclSuccess; ++i) {
+      RANK_NCCL(ncclCommGetAsyncError(comm, &async));
+      if (async == ncclSuccess) usleep(50000);
+    }
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    RANK_EXPECT(r != ncclSuccess || async != ncclSuccess, "a mismatched all-reduce went unnoticed");
+    RANK_EXPECT(waited < 15, "the error took %.1f s", waited);
+    RANK_EXPECT(strstr(ncclGetLastError(comm), "does not match") || strstr(ncclGetLastError(comm), "gave up"), "message: %s",
+                ncclGetLastError(comm));
+    // The communicator is unusable now, and says so.
+    RANK_EXPECT(ncclAllReduce(x.data(), x.data(), 10, ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess,
+                "a call after the mismatch succeeded");
+    ncclCommAbort(comm);
+    return 0;
+  });
+}
+
+TEST(StreamAllReduce, DeadPeerIsAnErrorNotAHang) {
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, streamEnv("20")), 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<float> x(1 << 18, 1.0f);
+    RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr));
+    if (rank == 2) _exit(0);
+    const auto t0 = std::chrono::steady_clock::now();
+    ncclResult_t r = ncclSuccess, async = ncclSuccess;
+    for (int i = 0; i < 5 && r == ncclSuccess && async == ncclSuccess; ++i) {
+      r = ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr);
+      ncclCommGetAsyncError(comm, &async);
+    }
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    RANK_EXPECT(r != ncclSuccess || async != ncclSuccess, "all-reduces with a dead peer succeeded");
+    RANK_EXPECT(waited < 15, "the error took %.1f s", waited);
+    ncclCommAbort(comm);
+    return 0;
+  });
+}
+
+}  // namespace
