@@ -71,6 +71,9 @@ def main():
     p.add_argument("--vocab", type=int, default=4096)
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--out", default="")
+    p.add_argument("--die-rank", type=int, default=-1, help="this rank exits abruptly (examples/dead_rank_check.py)")
+    p.add_argument("--die-at-step", type=int, default=5)
+    p.add_argument("--pg-timeout", type=float, default=600, help="process group timeout, seconds")
     a = p.parse_args()
 
     cuda = torch.cuda.is_available()
@@ -78,7 +81,8 @@ def main():
     device = torch.device("cuda", local) if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
-    dist.init_process_group("nccl" if cuda else "gloo")
+    import datetime
+    dist.init_process_group("nccl" if cuda else "gloo", timeout=datetime.timedelta(seconds=a.pg_timeout))
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.use_deterministic_algorithms(True)
     torch.backends.cudnn.benchmark = False
@@ -99,6 +103,9 @@ def main():
     losses = []
     start = None
     for step in range(a.steps):
+        if step == a.die_at_step and rank == a.die_rank:
+            print(f"rank {rank}: exiting abruptly at step {step}", flush=True)
+            os._exit(1)
         if step == 2:  # the first steps warm up (allocations, kernel selection)
             if cuda:
                 torch.cuda.synchronize()

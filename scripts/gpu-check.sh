@@ -79,14 +79,17 @@ done
 step two_gpu_domains_all_types_ops "$build/hetccl-perf" $all -N 2 --domains 2 -b 8 -e 1M -f 32 -d all -o all -n 1 -w 0 -c 1
 step gpus_and_cpu_ranks_all_types_ops "$build/hetccl-perf" $all -N 4 --host-ranks 2 -b 8 -e 1M -f 32 -d all -o all -n 1 -w 0 -c 1
 step gpus_without_vendor_library_all_types_ops env HETCCL_VENDOR_LIBS=0 "$build/hetccl-perf" $all -N 2 -b 8 -e 1M -f 32 -d float,bfloat16,int32 -o all -n 1 -w 0 -c 1
-# All-reduce across the two domains: on the GPUs' streams through shared
-# pinned memory (the default; part sizes compared), and host-staged.
-for part in 1M 2M 4M; do
-  step "two_gpu_domains_all_reduce_stream_part_$part" env HETCCL_STREAM_PART_BYTES=$((${part%M} << 20)) \
-    "$build/hetccl-perf" all_reduce -N 2 --domains 2 -b 1M -e 1G -f 4 -n 10 -w 3 -c 1
+# All-reduce, reduce-scatter and all-gather across the two domains: on the
+# GPUs' streams through shared pinned memory (the default), and host-staged.
+# Many pieces per call and reused slots (small parts, three slots), checked.
+step two_gpu_domains_stream_many_pieces env HETCCL_STREAM_PART_BYTES=65536 HETCCL_STREAM_SLOTS=3 \
+  "$build/hetccl-perf" all_reduce,reduce_scatter,all_gather -N 2 --domains 2 -b 8 -e 4M -f 8 \
+  -d int8,int32,float,bfloat16,f8e4m3,double -o all -n 2 -w 1 -c 1
+for coll in all_reduce reduce_scatter all_gather; do
+  step "two_gpu_domains_stream_bandwidth_$coll" "$build/hetccl-perf" $coll -N 2 --domains 2 -b 1M -e 1G -f 4 -n 10 -w 3 -c 1
 done
-step two_gpu_domains_all_reduce_host_staged env HETCCL_STREAM_ALLREDUCE=0 \
-  "$build/hetccl-perf" all_reduce -N 2 --domains 2 -b 1M -e 256M -f 4 -n 5 -w 2 -c 1
+step two_gpu_domains_host_staged_bandwidth env HETCCL_STREAM_COLLECTIVES=0 \
+  "$build/hetccl-perf" all_reduce,reduce_scatter,all_gather -N 2 --domains 2 -b 1M -e 256M -f 4 -n 5 -w 2 -c 1
 # 6. PyTorch, unchanged, with hetccl preloaded.
 step torch_preload env LD_PRELOAD="$lib" torchrun --nproc-per-node 2 examples/torch_allreduce_smoke.py
 step torch_distributed_all_ops_plain_nccl torchrun --nproc_per_node 2 examples/torch_distributed_check.py
@@ -105,6 +108,21 @@ for mode in ddp fsdp; do
   step "train_${mode}_losses_two_domains" python3 examples/compare_losses.py "$work/$mode-nccl.json" "$work/$mode-split.json" \
     --tolerance 1e-5
 done
+# 7b. PyTorch's all_reduce bandwidth, plain NCCL vs hetccl preloaded
+#     (pass-through), alternating; the table below compares the medians.
+mkdir -p "$work/torchbw"
+for i in $(seq 1 "$repeats"); do
+  for who in nccl het; do
+    pre=""; [ $who = het ] && pre="$lib"
+    step "torch_busbw_${who}_$i" env LD_PRELOAD="$pre" torchrun --nproc-per-node 2 bench/torch_allreduce_busbw.py
+    cp "$work/torch_busbw_${who}_$i.log" "$work/torchbw/$who.$i" 2>/dev/null
+  done
+done
+# 8. A rank dies during DDP training: the others must get an error within
+#    90 s, not hang (plain NCCL for comparison, hetccl in one and two domains).
+step dead_rank_plain_nccl python3 examples/dead_rank_check.py --limit 90
+step dead_rank_hetccl env LD_PRELOAD="$lib" python3 examples/dead_rank_check.py --limit 90 --port 29562
+step dead_rank_hetccl_two_domains env LD_PRELOAD="$lib" python3 examples/dead_rank_check.py --limit 90 --port 29563 --domains
 
 {
   echo
@@ -113,5 +131,8 @@ done
   echo
   python3 bench/median_table.py "8-byte all_reduce time (us), raw NCCL vs hetccl" "$work/side" "$repeats" \
     raw-NCCL lraw 5 hetccl lhet 5
+  echo
+  python3 bench/median_table.py "PyTorch all_reduce busbw, plain NCCL vs hetccl preloaded" "$work/torchbw" "$repeats" \
+    torch-NCCL nccl 7 torch-hetccl het 7
 } >> "$results" 2>&1
 cat "$results"

@@ -269,7 +269,7 @@ ncclResult_t release(ncclComm_t comm, bool abort, const char* caller) {
   if (abort) {
     c->abort.store(true);  // wakes any operation blocked in another thread
     if (c->vendor) c->vendor->markAborted();
-    if (c->streamAllReduce) c->streamAllReduce->release();  // no stream waits for a peer any longer
+    if (c->streamCollectives) c->streamCollectives->release();  // no stream waits for a peer any longer
   }
   c->waitReady();
   {
@@ -376,8 +376,8 @@ HETCCL_EXPORT const char* hetcclCommDescribePlan(ncclComm_t comm, const char* co
     op.kind = k.kind;
     op.count = count;
     op.type = datatype;
-    if (k.kind == OpKind::AllReduce && c->streamAllReduce)
-      return "stream: reduce-scatter and all-gather through shared pinned memory, on the devices' streams";
+    if (c->streamCollectives && StreamCollectives::handles(k.kind))
+      return "stream: through shared pinned memory, on the devices' streams";
     return planName(*c, op);
   }
   return nullptr;

@@ -34,7 +34,8 @@ ncclResult_t runOnComm(Communicator* c, std::span<const Op* const> ops) {
   // releases the callers' streams when done (errors surface later through
   // ncclCommGetAsyncError and the next call).
   c->operations += ops.size();
-  if (c->streamAllReduce && ops.size() == 1 && ops[0]->kind == OpKind::AllReduce) return c->streamAllReduce->enqueue(*ops[0]);
+  if (c->streamCollectives && ops.size() == 1 && StreamCollectives::handles(ops[0]->kind))
+    return c->streamCollectives->enqueue(*ops[0]);
   if (c->hostStaging) return c->hostStaging->enqueue(ops);  // nothing has moved if it fails
   ncclResult_t r = runOperations(*c, ops);
   if (r != ncclSuccess) {

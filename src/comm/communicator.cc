@@ -1,6 +1,7 @@
 #include "comm/communicator.h"
 
 #include <cstring>
+#include <mutex>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -22,6 +23,18 @@ ncclResult_t readConfig(const ncclConfig_t* config, CommConfig* out) {
   if (n < offsetof(ncclConfig_t, blocking) + sizeof(int) || n > 4096)
     return fail(ncclInvalidArgument, "ncclConfig_t has an invalid size %zu", n);
   memcpy(&c, config, n < sizeof(c) ? n : sizeof(c));
+  if (n > sizeof(c)) {
+    // A newer NCCL's struct (a newer PyTorch, say): the fields hetccl knows
+    // are read; the new ones cannot be honoured, and the user is told once.
+    char text[240];
+    snprintf(text, sizeof(text),
+             "ncclConfig_t of %zu bytes (version %u) is newer than the NCCL %d.%d.%d layout hetccl knows (%zu bytes): "
+             "its fields past byte %zu are ignored",
+             n, config->version, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH, sizeof(c), sizeof(c));
+    out->note = text;
+    static std::once_flag once;
+    std::call_once(once, [&] { HETCCL_WARN("%s", text); });
+  }
   if (c.blocking != NCCL_CONFIG_UNDEF_INT) {
     if (c.blocking != 0 && c.blocking != 1)
       return fail(ncclInvalidArgument, "ncclConfig_t.blocking must be 0 or 1, not %d", c.blocking);
@@ -131,8 +144,8 @@ ncclResult_t Communicator::createDomains() {
   HETCCL_TRY(r);
   backend = makeNativeBackend(*domainComm);
   proxy = std::make_unique<Proxy>();
-  if (staged && streamAllReduceFits()) {
-    StreamAllReduceSetup s;
+  if (staged && streamCollectivesFit()) {
+    StreamSetup s;
     s.runtime = &rt;
     s.rank = rank;
     s.nranks = nranks;
@@ -144,15 +157,15 @@ ncclResult_t Communicator::createDomains() {
     s.slots = params().streamSlots;
     s.timeoutSeconds = params().timeoutSeconds;
     s.onError = [this](ncclResult_t e) { setFatal(e); };
-    HETCCL_TRY(StreamAllReduce::create(s, &streamAllReduce));
+    HETCCL_TRY(StreamCollectives::create(s, &streamCollectives));
   }
   return ncclSuccess;
 }
 
 // Every rank decides the same from the exchanged table (and the same
 // environment): all ranks staged, one per domain, on one host.
-bool Communicator::streamAllReduceFits() const {
-  if (!params().streamAllReduce || nranks < 2) return false;
+bool Communicator::streamCollectivesFit() const {
+  if (!params().streamCollectives || nranks < 2) return false;
   for (const Domain& d : partition.domains)
     if (d.members.size() != 1) return false;
   for (const RankInfo& p : peers) {

@@ -19,7 +19,7 @@
 #include "bootstrap/rank_info.h"
 #include "comm/domains.h"
 #include "plan/host_staging.h"
-#include "plan/stream_all_reduce.h"
+#include "plan/stream_collectives.h"
 #include "runtime/runtime.h"
 #include "plan/plan.h"
 #include "proxy/proxy.h"
@@ -32,6 +32,7 @@ namespace hetccl {
 struct CommConfig {
   bool blocking = true;
   std::string name;
+  std::string note;  // what could not be honoured (a newer struct's fields)
 };
 
 // Reads an application's ncclConfig_t of any layout from NCCL 2.14 on.
@@ -109,7 +110,7 @@ class Communicator {
   std::unique_ptr<Proxy> proxy;               // inter-domain steps (several domains only)
   std::unique_ptr<VendorCommunicator> vendor; // one vendor domain: every call passes through to it
   std::unique_ptr<HostStaging> hostStaging;   // GPU ranks among several domains (first version)
-  std::unique_ptr<StreamAllReduce> streamAllReduce;  // all-reduce on the GPUs' streams (one rank per domain, one host)
+  std::unique_ptr<StreamCollectives> streamCollectives;  // all-reduce on the GPUs' streams (one rank per domain, one host)
   bool nativeOnly = false;                    // a domain of a staged communicator: host algorithms
   Runtime* gpuInProcess = nullptr;            // host ranks: a GPU runtime the process uses (to refuse device buffers)
   PlanCache plans;                            // cross-domain plans by shape
@@ -131,7 +132,7 @@ class Communicator {
  private:
   ncclResult_t createDomains();
   void startStaging(Runtime& rt);
-  bool streamAllReduceFits() const;
+  bool streamCollectivesFit() const;
   std::vector<char> scratch_, staging_;
 };
 

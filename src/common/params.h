@@ -34,7 +34,7 @@ struct Params {
   std::string rcclLib;                // HETCCL_RCCL_LIB: the RCCL library for AMD domains
   bool vendorLibraries = true;        // HETCCL_VENDOR_LIBS=0: native algorithms on GPUs too
   bool asyncStaging = false;          // HETCCL_ASYNC_STAGING=1: staged calls return at once (experimental)
-  bool streamAllReduce = true;        // HETCCL_STREAM_ALLREDUCE=0: GPU all-reduce across domains takes the host-staged path
+  bool streamCollectives = true;        // HETCCL_STREAM_COLLECTIVES=0: GPU all-reduce across domains takes the host-staged path
   size_t streamPartBytes = 2 << 20;   // HETCCL_STREAM_PART_BYTES: per rank and piece, stream all-reduce
   int streamSlots = 8;                // HETCCL_STREAM_SLOTS: pieces in flight, stream all-reduce
   bool forceStaging = false;          // HETCCL_FORCE_STAGING=1: host ranks take the GPU ranks' staging path (tests)

@@ -70,3 +70,23 @@ TEST(Config, RejectsBadMagicAndBlocking) {
   cfg.size = 3;
   EXPECT_EQ(readConfig(&cfg, &out), ncclInvalidArgument);
 }
+
+// A newer NCCL's struct (larger, say from a newer PyTorch): read, with a
+// note that its extra fields are ignored; not a crash.
+TEST(Config, NewerLayoutIsReadWithANote) {
+  std::vector<unsigned char> buf(sizeof(ncclConfig_t) + 64, 0xff);
+  ncclConfig_t init = NCCL_CONFIG_INITIALIZER;
+  init.blocking = 0;
+  memcpy(buf.data(), &init, sizeof(init));
+  auto* cfg = reinterpret_cast<ncclConfig_t*>(buf.data());
+  cfg->size = buf.size();
+  cfg->version = NCCL_VERSION(2, 99, 0);
+  hetccl::CommConfig out;
+  ASSERT_EQ(hetccl::readConfig(cfg, &out), ncclSuccess);
+  EXPECT_FALSE(out.blocking);
+  EXPECT_NE(out.note.find("newer"), std::string::npos) << out.note;
+  EXPECT_NE(out.note.find("ignored"), std::string::npos) << out.note;
+  ncclConfig_t current = NCCL_CONFIG_INITIALIZER;
+  ASSERT_EQ(hetccl::readConfig(&current, &out), ncclSuccess);
+  EXPECT_TRUE(out.note.empty());
+}

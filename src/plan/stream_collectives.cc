@@ -1,4 +1,4 @@
-#include "plan/stream_all_reduce.h"
+#include "plan/stream_collectives.h"
 
 #include <unistd.h>
 
@@ -25,7 +25,7 @@ struct CallRecord {
   uint32_t type;
   uint32_t kind;  // RedKind
   uint32_t average;
-  uint32_t pad;
+  uint32_t collective;  // OpKind
 };
 
 size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
@@ -34,7 +34,7 @@ size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 // A rank's segment: flags, published calls, then per slot one send part
 // per rank (the part that rank owns) and the rank's reduced part.
-struct StreamAllReduce::Segment {
+struct StreamCollectives::Segment {
   SharedSegment shared;
   size_t slots = 0, nranks = 0, partBytes = 0;
 
@@ -66,20 +66,20 @@ struct StreamAllReduce::Segment {
   char* reducedPart(size_t slot) const { return shared.base() + dataOffset(slots) + (slot * (nranks + 1) + nranks) * partBytes; }
 };
 
-StreamAllReduce::StreamAllReduce(const StreamAllReduceSetup& setup)
+StreamCollectives::StreamCollectives(const StreamSetup& setup)
     : setup_(setup), rt_(*setup.runtime), rank_(setup.rank), nranks_(setup.nranks), slots_(std::max(2, setup.slots)),
       partBytes_(alignUp(std::max<size_t>(setup.partBytes, 4096), 256)) {}
 
-ncclResult_t StreamAllReduce::create(const StreamAllReduceSetup& setup, std::unique_ptr<StreamAllReduce>* out) {
-  std::unique_ptr<StreamAllReduce> s(new StreamAllReduce(setup));
+ncclResult_t StreamCollectives::create(const StreamSetup& setup, std::unique_ptr<StreamCollectives>* out) {
+  std::unique_ptr<StreamCollectives> s(new StreamCollectives(setup));
   HETCCL_TRY(s->connect());
-  s->watchdog_ = std::thread(&StreamAllReduce::watch, s.get());
-  s->issuer_ = std::thread(&StreamAllReduce::issueLoop, s.get());
+  s->watchdog_ = std::thread(&StreamCollectives::watch, s.get());
+  s->issuer_ = std::thread(&StreamCollectives::issueLoop, s.get());
   *out = std::move(s);
   return ncclSuccess;
 }
 
-ncclResult_t StreamAllReduce::connect() {
+ncclResult_t StreamCollectives::connect() {
   HETCCL_TRY(rt_.currentDevice(&device_));
   HETCCL_TRY(makeReducer(rt_, &reducer_));
   removeStaleSegments();
@@ -102,7 +102,7 @@ ncclResult_t StreamAllReduce::connect() {
                          deadline, setup_.abort));
     if (peer.bytes() != bytes)
       return fail(ncclInvalidUsage,
-                  "rank %d's all-reduce staging has %zu bytes, rank %d's %zu: HETCCL_STREAM_PART_BYTES and "
+                  "rank %d's stream staging has %zu bytes, rank %d's %zu: HETCCL_STREAM_PART_BYTES and "
                   "HETCCL_STREAM_SLOTS must be the same on every rank",
                   r, peer.bytes(), rank_, bytes);
   }
@@ -123,7 +123,7 @@ ncclResult_t StreamAllReduce::connect() {
   return ncclSuccess;
 }
 
-StreamAllReduce::~StreamAllReduce() {
+StreamCollectives::~StreamCollectives() {
   // Queued calls are issued, then the streams finish them (the watchdog,
   // still running, releases them if a peer is gone).
   {
@@ -152,13 +152,13 @@ StreamAllReduce::~StreamAllReduce() {
     for (auto& seg : segments_) rt_.unregisterHost(seg->shared.base());
 }
 
-StreamAllReduce::Part StreamAllReduce::partOf(size_t start, size_t length, int owner) const {
+StreamCollectives::Part StreamCollectives::partOf(size_t start, size_t length, int owner) const {
   const size_t n = static_cast<size_t>(nranks_), q = static_cast<size_t>(owner);
   const size_t begin = length * q / n, end = length * (q + 1) / n;
   return Part{start + begin, end - begin};
 }
 
-ncclResult_t StreamAllReduce::checkBuffers(const Op& op) {
+ncclResult_t StreamCollectives::checkBuffers(const Op& op) {
   if (!rt_.hasDevices()) return ncclSuccess;
   for (const void* p : {static_cast<const void*>(op.sendbuff), static_cast<const void*>(op.recvbuff)}) {
     if (p == checked_[0] || p == checked_[1]) continue;
@@ -166,7 +166,7 @@ ncclResult_t StreamAllReduce::checkBuffers(const Op& op) {
     int device;
     HETCCL_TRY(rt_.memoryKind(p, &kind, &device));
     if (kind != MemoryKind::Device && kind != MemoryKind::Managed)
-      return fail(ncclInvalidArgument, "ncclAllReduce: buffer %p is %s memory; a %s rank needs device memory", p,
+      return fail(ncclInvalidArgument, "%s: buffer %p is %s memory; a %s rank needs device memory", opKindName(op.kind), p,
                   memoryKindName(kind), rt_.name());
     checked_[1] = checked_[0];
     checked_[0] = p;
@@ -175,13 +175,13 @@ ncclResult_t StreamAllReduce::checkBuffers(const Op& op) {
   HETCCL_TRY(rt_.streamCapturing(op.stream, &capturing));
   if (capturing)
     return fail(ncclInvalidUsage,
-                "ncclAllReduce: collectives across domains cannot be captured in a CUDA graph yet (the stream is "
-                "capturing); run them outside the capture, or keep the ranks in one domain (pass-through captures as "
-                "NCCL does)");
+                "%s: collectives across domains cannot be captured in a CUDA graph yet (the stream is capturing); run "
+                "them outside the capture, or keep the ranks in one domain (pass-through captures as NCCL does)",
+                opKindName(op.kind));
   return ncclSuccess;
 }
 
-ncclResult_t StreamAllReduce::publishCall(const Op& op, uint64_t call) {
+ncclResult_t StreamCollectives::publishCall(const Op& op, uint64_t call) {
   // Published first, so that a peer's watchdog sees a mismatch too.
   CallRecord* slot = segments_[static_cast<size_t>(rank_)]->call(call);
   __atomic_store_n(&slot->call, 0, __ATOMIC_RELEASE);  // readers skip a record being written
@@ -190,6 +190,7 @@ ncclResult_t StreamAllReduce::publishCall(const Op& op, uint64_t call) {
   slot->type = static_cast<uint32_t>(op.type);
   slot->kind = static_cast<uint32_t>(op.red.kind);
   slot->average = op.red.average ? 1u : 0u;
+  slot->collective = static_cast<uint32_t>(op.kind);
   __atomic_store_n(&slot->call, call, __ATOMIC_RELEASE);
   return checkCall(call);
 }
@@ -203,31 +204,34 @@ bool readCall(const CallRecord* slot, uint64_t call, CallRecord* out) {
   out->type = __atomic_load_n(&slot->type, __ATOMIC_RELAXED);
   out->kind = __atomic_load_n(&slot->kind, __ATOMIC_RELAXED);
   out->average = __atomic_load_n(&slot->average, __ATOMIC_RELAXED);
+  out->collective = __atomic_load_n(&slot->collective, __ATOMIC_RELAXED);
   __atomic_thread_fence(__ATOMIC_ACQUIRE);
   return __atomic_load_n(&slot->call, __ATOMIC_RELAXED) == call;
 }
 }  // namespace
 
-ncclResult_t StreamAllReduce::checkCall(uint64_t call) const {
+ncclResult_t StreamCollectives::checkCall(uint64_t call) const {
   CallRecord mine, theirs;
   if (!readCall(segments_[static_cast<size_t>(rank_)]->call(call), call, &mine)) return ncclSuccess;
   for (int r = 0; r < nranks_; ++r) {
     if (r == rank_) continue;
     if (readCall(segments_[static_cast<size_t>(r)]->call(call), call, &theirs) &&
-        (theirs.count != mine.count || theirs.type != mine.type || theirs.kind != mine.kind || theirs.average != mine.average))
+        (theirs.count != mine.count || theirs.type != mine.type || theirs.kind != mine.kind ||
+         theirs.average != mine.average || theirs.collective != mine.collective))
       return fail(ncclInvalidUsage,
-                  "ncclAllReduce call %llu does not match across ranks: rank %d has count %llu of type %u, rank %d "
-                  "count %llu of type %u (or a different op)",
-                  static_cast<unsigned long long>(call), r, static_cast<unsigned long long>(theirs.count), theirs.type,
-                  rank_, static_cast<unsigned long long>(mine.count), mine.type);
+                  "collective call %llu across domains does not match across ranks: rank %d has %s of count %llu, "
+                  "type %u, rank %d %s of count %llu, type %u (or a different op)",
+                  static_cast<unsigned long long>(call), r, opKindName(static_cast<OpKind>(theirs.collective)),
+                  static_cast<unsigned long long>(theirs.count), theirs.type, rank_,
+                  opKindName(static_cast<OpKind>(mine.collective)), static_cast<unsigned long long>(mine.count), mine.type);
   }
   return ncclSuccess;
 }
 
-ncclResult_t StreamAllReduce::enqueue(const Op& op) {
-  if (released_.load()) return fail(ncclRemoteError, "ncclAllReduce: the communicator's streams were released after an error");
+ncclResult_t StreamCollectives::enqueue(const Op& op) {
+  if (released_.load()) return fail(ncclRemoteError, "%s: the communicator's streams were released after an error", opKindName(op.kind));
   if (uint32_t who = __atomic_load_n(segments_[static_cast<size_t>(rank_)]->broken(), __ATOMIC_ACQUIRE)) {
-    ncclResult_t r = fail(ncclRemoteError, "ncclAllReduce: rank %u gave up after an error", who - 1);
+    ncclResult_t r = fail(ncclRemoteError, "%s: rank %u gave up after an error", opKindName(op.kind), who - 1);
     if (setup_.onError) setup_.onError(r);
     released_.store(true);
     return r;
@@ -246,6 +250,8 @@ ncclResult_t StreamAllReduce::enqueue(const Op& op) {
   std::unique_lock<std::mutex> lock(queueMutex_);
   const uint32_t ticket = ++tickets_;
   queueCv_.wait(lock, [&] { return ticket - issuedCalls_ <= kStartEvents || released_.load(); });  // its event is free
+  if (released_.load())
+    return fail(ncclRemoteError, "%s: the communicator's streams were released after an error", opKindName(op.kind));
   Event start = startEvents_[ticket % kStartEvents];
   HETCCL_TRY(rt_.recordEvent(start, op.stream));
   jobs_.push_back(Job{op, ticket, start});
@@ -257,7 +263,7 @@ ncclResult_t StreamAllReduce::enqueue(const Op& op) {
   return ncclSuccess;
 }
 
-void StreamAllReduce::issueLoop() {
+void StreamCollectives::issueLoop() {
   rt_.setDevice(device_);  // the streams, events and kernels are this rank's device's
   std::unique_lock<std::mutex> lock(queueMutex_);
   for (;;) {
@@ -268,7 +274,7 @@ void StreamAllReduce::issueLoop() {
     lock.unlock();
     ncclResult_t r = released_.load() ? ncclRemoteError : issue(job);
     if (r != ncclSuccess && !released_.load()) {
-      HETCCL_WARN("rank %d: could not queue an all-reduce: %s", rank_, lastError());
+      HETCCL_WARN("rank %d: could not queue a collective: %s", rank_, lastError());
       if (setup_.onError) setup_.onError(r);
       release();  // also raises the flags the caller's stream waits for
     }
@@ -278,11 +284,18 @@ void StreamAllReduce::issueLoop() {
   }
 }
 
-ncclResult_t StreamAllReduce::issue(const Job& job) {
+ncclResult_t StreamCollectives::issue(const Job& job) {
   const Op& op = job.op;
   Stream streams[4] = {send_, reduce_, result_, gather_};
   for (Stream s : streams) HETCCL_TRY(rt_.waitEvent(s, job.start));
-  const size_t pieceElems = static_cast<size_t>(nranks_) * (partBytes_ / typeSize(op.type));
+  const size_t es = typeSize(op.type);
+  // All-reduce cuts a piece into one part per rank; the others move one
+  // part-sized slice of every rank's block per piece.
+  const size_t pieceElems = (op.kind == OpKind::AllReduce ? static_cast<size_t>(nranks_) : 1) * (partBytes_ / es);
+  if (op.kind == OpKind::AllGather) {  // my own block, unless in place
+    char* ownBlock = static_cast<char*>(op.recvbuff) + static_cast<size_t>(rank_) * op.count * es;
+    if (ownBlock != op.sendbuff) HETCCL_TRY(rt_.copyAsync(ownBlock, op.sendbuff, op.count * es, gather_));
+  }
   for (size_t start = 0; start < op.count; start += pieceElems) {
     const uint32_t seq = issued_.load() + 1;
     issued_.store(seq);  // in flight from now on (a host rank's "stream" may block in it)
@@ -294,7 +307,37 @@ ncclResult_t StreamAllReduce::issue(const Job& job) {
   return ncclSuccess;
 }
 
-ncclResult_t StreamAllReduce::queuePiece(const Op& op, size_t start, size_t length, uint32_t seq) {
+StreamCollectives::Shape StreamCollectives::shapeOf(const Op& op, size_t start, size_t length) const {
+  Shape sh;
+  const size_t n = static_cast<size_t>(nranks_);
+  sh.toRank.resize(n);
+  sh.landsAt.resize(n);
+  switch (op.kind) {
+    case OpKind::AllReduce:  // part q of the piece is reduced by rank q, then gathered everywhere
+      sh.reduces = sh.gathers = true;
+      for (int q = 0; q < nranks_; ++q) {
+        sh.toRank[static_cast<size_t>(q)] = partOf(start, length, q);
+        sh.landsAt[static_cast<size_t>(q)] = sh.toRank[static_cast<size_t>(q)];
+      }
+      sh.reducedAt = sh.toRank[static_cast<size_t>(rank_)].offset;
+      sh.mine = sh.toRank[static_cast<size_t>(rank_)];
+      break;
+    case OpKind::ReduceScatter:  // the slice of block q goes to rank q
+      sh.reduces = true;
+      for (size_t q = 0; q < n; ++q) sh.toRank[q] = Part{q * op.count + start, length};
+      sh.reducedAt = start;
+      break;
+    default:  // all-gather: my slice goes to every rank's block `rank_`
+      sh.gathers = true;
+      sh.mineFromSend = true;
+      sh.mine = Part{start, length};
+      for (size_t q = 0; q < n; ++q) sh.landsAt[q] = Part{q * op.count + start, length};
+      break;
+  }
+  return sh;
+}
+
+ncclResult_t StreamCollectives::queuePiece(const Op& op, size_t start, size_t length, uint32_t seq) {
   const size_t slot = (seq - 1) % static_cast<size_t>(slots_);
   const uint32_t reuse = seq > static_cast<uint32_t>(slots_) ? seq - static_cast<uint32_t>(slots_) : 0;
   const size_t es = typeSize(op.type);
@@ -302,14 +345,16 @@ ncclResult_t StreamAllReduce::queuePiece(const Op& op, size_t start, size_t leng
   char* recv = static_cast<char*>(op.recvbuff);
   Segment& mine = *segments_[static_cast<size_t>(rank_)];
   auto peer = [&](int r) -> Segment& { return *segments_[static_cast<size_t>(r)]; };
-  const Part own = partOf(start, length, rank_);
+  const Shape sh = shapeOf(op, start, length);
+  // Every piece raises every flag, also for a phase its collective skips,
+  // so slots are reused the same way whatever ran in them before.
 
-  // Send stream: the parts the peers own, into my slot, once they have all
-  // read what the slot held before.
+  // Phase 1 (reduce-scatter). Send stream: the parts the peers reduce,
+  // into my slot, once they have all read what the slot held before.
   for (int q = 0; q < nranks_; ++q) {
     if (q == rank_) continue;
     if (reuse) HETCCL_TRY(rt_.waitFlag(send_, peer(q).consumed(slot), reuse));
-    const Part p = partOf(start, length, q);
+    const Part p = sh.reduces ? sh.toRank[static_cast<size_t>(q)] : Part{0, 0};
     if (!p.count) continue;
     const void* from = send + p.offset * es;
     if (op.red.kind == RedKind::PreMulSum) {  // each rank scales its own input by its own scalar
@@ -323,6 +368,7 @@ ncclResult_t StreamAllReduce::queuePiece(const Op& op, size_t start, size_t leng
 
   // Reduce stream: every peer's copy of my part, then the reduction (my own
   // input first, then the peers' in rank order) into the output.
+  const Part own = sh.reduces ? sh.toRank[static_cast<size_t>(rank_)] : Part{0, 0};
   auto incoming = [&](int q) {
     return incoming_ + (slot * static_cast<size_t>(nranks_) + static_cast<size_t>(q)) * partBytes_;
   };
@@ -332,8 +378,8 @@ ncclResult_t StreamAllReduce::queuePiece(const Op& op, size_t start, size_t leng
     if (own.count) HETCCL_TRY(rt_.copyAsync(incoming(q), peer(q).sendPart(slot, rank_), own.count * es, reduce_));
   }
   HETCCL_TRY(rt_.writeFlag(reduce_, mine.consumed(slot), seq));
-  char* out = recv + own.offset * es;
   if (own.count) {
+    char* out = recv + sh.reducedAt * es;
     const Reduction& red = op.red;
     const Reduction merge = red.merging();  // the peers' parts come scaled already
     const void* acc = send + own.offset * es;
@@ -350,24 +396,28 @@ ncclResult_t StreamAllReduce::queuePiece(const Op& op, size_t start, size_t leng
   }
   HETCCL_TRY(rt_.recordEvent(reduced_[slot], reduce_));
 
-  // Result stream: my reduced part, for the peers.
+  // Phase 2 (all-gather). Result stream: my part (reduced, or my input),
+  // for the peers.
   HETCCL_TRY(rt_.waitEvent(result_, reduced_[slot]));
   for (int q = 0; q < nranks_ && reuse; ++q)
     if (q != rank_) HETCCL_TRY(rt_.waitFlag(result_, peer(q).gathered(slot), reuse));
-  if (own.count) HETCCL_TRY(rt_.copyAsync(mine.reducedPart(slot), out, own.count * es, result_));
+  if (sh.gathers && sh.mine.count) {
+    const char* from = (sh.mineFromSend ? send : recv) + sh.mine.offset * es;
+    HETCCL_TRY(rt_.copyAsync(mine.reducedPart(slot), from, sh.mine.count * es, result_));
+  }
   HETCCL_TRY(rt_.writeFlag(result_, mine.reduced(slot), seq));
 
-  // Gather stream: the peers' reduced parts, into the output.
+  // Gather stream: the peers' parts, into the output.
   for (int q = 0; q < nranks_; ++q) {
     if (q == rank_) continue;
     HETCCL_TRY(rt_.waitFlag(gather_, peer(q).reduced(slot), seq));
-    const Part p = partOf(start, length, q);
+    const Part p = sh.gathers ? sh.landsAt[static_cast<size_t>(q)] : Part{0, 0};
     if (p.count) HETCCL_TRY(rt_.copyAsync(recv + p.offset * es, peer(q).reducedPart(slot), p.count * es, gather_));
   }
   return rt_.writeFlag(gather_, mine.gathered(slot), seq);
 }
 
-uint32_t StreamAllReduce::completedPieces() const {
+uint32_t StreamCollectives::completedPieces() const {
   // The gather stream raises its flags in sequence order: the highest is
   // the last piece this rank has finished.
   uint32_t best = 0;
@@ -377,7 +427,7 @@ uint32_t StreamAllReduce::completedPieces() const {
   return best;
 }
 
-ncclResult_t StreamAllReduce::checkPeers() {
+ncclResult_t StreamCollectives::checkPeers() {
   for (int r = 0; r < nranks_; ++r)
     if (r != rank_) HETCCL_TRY(peerAlive(setup_.pids[static_cast<size_t>(r)], r));
   // Calls both sides have published must match (the calling thread checks
@@ -387,7 +437,7 @@ ncclResult_t StreamAllReduce::checkPeers() {
   return ncclSuccess;
 }
 
-void StreamAllReduce::watch() {
+void StreamCollectives::watch() {
   std::unique_lock<std::mutex> lock(mutex_);
   uint32_t lastDone = 0;
   auto lastMove = std::chrono::steady_clock::now();
@@ -397,7 +447,7 @@ void StreamAllReduce::watch() {
     if (stop_ || released_.load()) continue;
     if (uint32_t who = __atomic_load_n(segments_[static_cast<size_t>(rank_)]->broken(), __ATOMIC_ACQUIRE)) {
       // A peer gave up (and raised the flags): what is in flight is wrong.
-      ncclResult_t r = fail(ncclRemoteError, "ncclAllReduce across domains: rank %u gave up after an error", who - 1);
+      ncclResult_t r = fail(ncclRemoteError, "collective across domains: rank %u gave up after an error", who - 1);
       if (setup_.onError) setup_.onError(r);
       released_.store(true);
       continue;
@@ -414,7 +464,7 @@ void StreamAllReduce::watch() {
     }
     ncclResult_t r = checkPeers();
     if (r == ncclSuccess && std::chrono::duration<double>(now - lastMove).count() > setup_.timeoutSeconds)
-      r = fail(ncclRemoteError, "ncclAllReduce across domains made no progress for %.0f s (HETCCL_TIMEOUT): a peer "
+      r = fail(ncclRemoteError, "collective across domains made no progress for %.0f s (HETCCL_TIMEOUT): a peer "
                "has not made the matching call", setup_.timeoutSeconds);
     if (r != ncclSuccess) {
       HETCCL_WARN("rank %d: %s; releasing the streams", rank_, lastError());
@@ -426,7 +476,7 @@ void StreamAllReduce::watch() {
   }
 }
 
-void StreamAllReduce::release() {
+void StreamCollectives::release() {
   released_.store(true);
   for (auto& seg : segments_)  // the peers learn that this rank gave up
     if (seg->shared.base()) __atomic_store_n(seg->broken(), static_cast<uint32_t>(rank_ + 1), __ATOMIC_RELEASE);

@@ -1,26 +1,30 @@
-// All-reduce across domains for ranks on one host with one rank per domain
-// (two GPUs of different vendors in one box, or the H200 pair split in
-// two), run entirely on the device's streams. The call records an event on
-// the caller's stream, makes that stream wait for four flags and returns
-// (microseconds); an issuing thread queues the pieces below on the rank's
-// own streams. No hetccl thread copies, reduces or waits for the data.
+// All-reduce, reduce-scatter and all-gather across domains for ranks on one
+// host with one rank per domain (two GPUs of different vendors in one box,
+// or the H200 pair split in two), run entirely on the devices' streams. The
+// call records an event on the caller's stream, makes that stream wait for
+// four flags and returns (microseconds); an issuing thread queues the
+// pieces below on the rank's own streams. No hetccl thread copies, reduces
+// or waits for the data.
 //
 // Each rank owns a shared-memory segment, registered as pinned memory in
 // every rank's process, so a device-to-host copy by one GPU lands where
-// another GPU's host-to-device copy reads. A message is cut into pieces,
-// each piece into one part per rank (reduce-scatter, then all-gather):
+// another GPU's host-to-device copy reads. A message is cut into pieces
+// and each piece runs up to two phases, on four streams per rank:
 //
-//   send stream    D2H the parts other ranks own into my segment, raise `posted`
-//   reduce stream  wait for each peer's `posted`, H2D its copy of my part,
-//                  raise `consumed`, reduce my part with the GPU kernels
-//   result stream  (after the reduction) D2H my reduced part, raise `reduced`
-//   gather stream  wait for each peer's `reduced`, H2D its part into the output
+//   phase 1, reduce-scatter (all-reduce, reduce-scatter)
+//     send stream    D2H the slices other ranks reduce into my segment, raise `posted`
+//     reduce stream  wait for each peer's `posted`, H2D its copy of my slice,
+//                    raise `consumed`, reduce my slice with the GPU kernels
+//   phase 2, all-gather (all-reduce, all-gather)
+//     result stream  (after the reduction) D2H my slice, raise `reduced`
+//     gather stream  wait for each peer's `reduced`, H2D its slice into the output
 //
 // Flags are 32-bit words in the segments, written and waited on by the
 // streams themselves (stream write/wait value); every piece has a sequence
-// number, so slots are reused once every peer has consumed them. Copies in
-// both directions, transfers between GPUs and reductions of different
-// pieces overlap. The caller's stream waits for all four at the end.
+// number and raises every flag (also for a phase it skips), so slots are
+// reused once every peer has consumed them. Copies in both directions and
+// reductions of different pieces overlap. The caller's stream waits for
+// all four streams at the end.
 //
 // A watchdog thread checks, while pieces are in flight, that the peers
 // live and that the ranks' calls match (each rank publishes its calls'
@@ -48,7 +52,7 @@ namespace hetccl {
 
 class Ring;
 
-struct StreamAllReduceSetup {
+struct StreamSetup {
   Runtime* runtime = nullptr;
   int rank = 0, nranks = 1;
   uint64_t secret = 0;
@@ -61,15 +65,18 @@ struct StreamAllReduceSetup {
   std::function<void(ncclResult_t)> onError;  // the communicator turns fatal
 };
 
-class StreamAllReduce {
+class StreamCollectives {
  public:
   // Collective: every rank of the communicator calls it.
-  static ncclResult_t create(const StreamAllReduceSetup& setup, std::unique_ptr<StreamAllReduce>* out);
-  ~StreamAllReduce();
-  StreamAllReduce(const StreamAllReduce&) = delete;
-  StreamAllReduce& operator=(const StreamAllReduce&) = delete;
+  static ncclResult_t create(const StreamSetup& setup, std::unique_ptr<StreamCollectives>* out);
+  ~StreamCollectives();
+  StreamCollectives(const StreamCollectives&) = delete;
+  StreamCollectives& operator=(const StreamCollectives&) = delete;
 
-  // Queues the all-reduce on op.stream and returns.
+  // Queues an all-reduce, reduce-scatter or all-gather on op.stream and returns.
+  static bool handles(OpKind kind) {
+    return kind == OpKind::AllReduce || kind == OpKind::ReduceScatter || kind == OpKind::AllGather;
+  }
   ncclResult_t enqueue(const Op& op);
   // Raises every flag so that no stream waits any longer (abort, dead peer).
   void release();
@@ -84,20 +91,30 @@ class StreamAllReduce {
   struct Part {
     size_t offset, count;  // in elements, within the message
   };
-  explicit StreamAllReduce(const StreamAllReduceSetup& setup);
+  explicit StreamCollectives(const StreamSetup& setup);
   ncclResult_t connect();
   ncclResult_t checkBuffers(const Op& op);
   ncclResult_t publishCall(const Op& op, uint64_t call);
   ncclResult_t checkCall(uint64_t call) const;
   ncclResult_t queuePiece(const Op& op, size_t start, size_t length, uint32_t seq);
+  // Where one piece's data is, in elements from the start of the buffers.
+  struct Shape {
+    bool reduces = false, gathers = false;  // phase 1 (reduce-scatter), phase 2 (all-gather)
+    std::vector<Part> toRank;   // phase 1: per rank, the slice of sendbuff it reduces
+    size_t reducedAt = 0;       // phase 1: where my reduced slice goes in recvbuff
+    Part mine{0, 0};            // phase 2: my slice, in recvbuff (or sendbuff: mineFromSend)
+    bool mineFromSend = false;
+    std::vector<Part> landsAt;  // phase 2: per rank, where its slice goes in recvbuff
+  };
   Part partOf(size_t start, size_t length, int owner) const;
+  Shape shapeOf(const Op& op, size_t start, size_t length) const;
   void issueLoop();
   ncclResult_t issue(const Job& job);
   void watch();
   ncclResult_t checkPeers();
   uint32_t completedPieces() const;
 
-  StreamAllReduceSetup setup_;
+  StreamSetup setup_;
   Runtime& rt_;
   const int rank_, nranks_, slots_;
   const size_t partBytes_;

@@ -1,5 +1,6 @@
-// The all-reduce that runs on the devices' streams (src/plan/
-// stream_all_reduce.h: one rank per domain, one host), exercised on host
+// The collectives that run on the devices' streams (src/plan/
+// stream_collectives.h: all-reduce, reduce-scatter, all-gather; one rank
+// per domain, one host), exercised on host
 // ranks (HETCCL_FORCE_STAGING=1, whose "streams" run each step at once):
 // the collective matrix with many pieces and reused slots, a call that
 // does not match across ranks, and a peer that dies mid-call. The same
@@ -23,25 +24,29 @@ mp::Env streamEnv(const char* timeout = "60") {
           {"HETCCL_TIMEOUT", timeout}};
 }
 
-TEST(StreamAllReduce, IsThePlanForOneRankPerDomain) {
+TEST(StreamCollectives, AreThePlanForOneRankPerDomain) {
   EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, streamEnv()), 60, [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
-    const char* plan = hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32);
-    RANK_EXPECT(plan && strncmp(plan, "stream", 6) == 0, "plan: %s", plan ? plan : "(null)");
+    for (const char* coll : {"all_reduce", "reduce_scatter", "all_gather"}) {
+      const char* plan = hetcclCommDescribePlan(comm, coll, 1 << 20, ncclFloat32);
+      RANK_EXPECT(plan && strncmp(plan, "stream", 6) == 0, "%s plan: %s", coll, plan ? plan : "(null)");
+    }
+    const char* other = hetcclCommDescribePlan(comm, "broadcast", 1 << 20, ncclFloat32);
+    RANK_EXPECT(other && strncmp(other, "stream", 6) != 0, "broadcast plan: %s", other ? other : "(null)");
     RANK_NCCL(ncclCommDestroy(comm));
     return 0;
   });
 }
 
-TEST(StreamAllReduce, EveryCollectiveTypeOpCountAndPlacement) {
+TEST(StreamCollectives, EveryCollectiveTypeOpCountAndPlacement) {
   const uint64_t seed = hetccl::testing::runSeed();
   fprintf(stderr, "seed %llu (HETCCL_TEST_SEED)\n", static_cast<unsigned long long>(seed));
   EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, streamEnv()), 500,
                          [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
 }
 
-TEST(StreamAllReduce, MismatchedCountsFailWithoutHanging) {
+TEST(StreamCollectives, MismatchedCountsFailWithoutHanging) {
   EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, streamEnv("10")), 60, [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
@@ -69,7 +74,27 @@ TEST(StreamAllReduce, MismatchedCountsFailWithoutHanging) {
   });
 }
 
-TEST(StreamAllReduce, DeadPeerIsAnErrorNotAHang) {
+// The same number of pieces, but different collectives: caught by the
+// published call shapes, not by a wrong result.
+TEST(StreamCollectives, DifferentCollectivesAcrossRanksFail) {
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, streamEnv("10")), 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<float> in(2000, 1.0f), out(4000, 0.0f);
+    ncclResult_t r = rank == 0 ? ncclAllGather(in.data(), out.data(), 2000, ncclFloat32, comm, nullptr)
+                               : ncclReduceScatter(out.data(), in.data(), 2000, ncclFloat32, ncclSum, comm, nullptr);
+    ncclResult_t async = ncclSuccess;
+    for (int i = 0; i < 200 && r == ncclSuccess && async == ncclSuccess; ++i) {
+      RANK_NCCL(ncclCommGetAsyncError(comm, &async));
+      if (async == ncclSuccess) usleep(50000);
+    }
+    RANK_EXPECT(r != ncclSuccess || async != ncclSuccess, "different collectives across ranks went unnoticed");
+    ncclCommAbort(comm);
+    return 0;
+  });
+}
+
+TEST(StreamCollectives, DeadPeerIsAnErrorNotAHang) {
   EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, streamEnv("20")), 60, [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));

@@ -1,0 +1,49 @@
+"""torch.distributed all_reduce bus bandwidth, as nccl-tests counts it, for
+comparing PyTorch on plain NCCL with PyTorch on hetccl (LD_PRELOAD) side by
+side:
+
+    torchrun --nproc-per-node 2 bench/torch_allreduce_busbw.py
+    LD_PRELOAD=build/libhetccl.so torchrun --nproc-per-node 2 bench/torch_allreduce_busbw.py
+
+Rank 0 prints one row per size in hetccl-perf's column layout (bytes,
+count, type, op, root, time us, algbw, busbw), so bench/median_table.py
+can put repeated runs of both side by side (busbw is column 7).
+"""
+import os
+
+import torch
+import torch.distributed as dist
+
+
+def main():
+    local = int(os.environ.get("LOCAL_RANK", 0))
+    device = torch.device("cuda", local)
+    torch.cuda.set_device(device)
+    dist.init_process_group("nccl", device_id=device)
+    world = dist.get_world_size()
+    sizes = [1 << s for s in range(20, 31, 2)]  # 1 MiB .. 1 GiB, floats
+    buf = torch.ones(sizes[-1] // 4, dtype=torch.float32, device=device)
+    if dist.get_rank() == 0:
+        print(f"# torch {torch.__version__}, all_reduce float sum, {world} ranks, LD_PRELOAD={os.environ.get('LD_PRELOAD', '')}")
+    for nbytes in sizes:
+        x = buf[: nbytes // 4]
+        iters = max(5, min(200, (256 << 20) // nbytes * 5))
+        for _ in range(3):  # warm-up
+            dist.all_reduce(x)
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iters):
+            dist.all_reduce(x)
+        end.record()
+        torch.cuda.synchronize()
+        us = start.elapsed_time(end) * 1e3 / iters
+        algbw = nbytes / us / 1e3
+        busbw = algbw * 2 * (world - 1) / world
+        if dist.get_rank() == 0:
+            print(f"{nbytes:12d} {nbytes // 4:12d} float sum -1 {us:10.1f} {algbw:8.2f} {busbw:8.2f}", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""A rank dies in the middle of training; the others must get an error, not
+hang (issue: errors the way PyTorch expects them). Starts WORLD copies of
+examples/train_gpt.py directly (not under torchrun, which would kill the
+survivors itself), makes rank DIE exit abruptly at a step, and checks that
+every other rank ends, with a non-zero status, within LIMIT seconds: the
+error reached PyTorch (through ncclCommGetAsyncError with NCCL/hetccl, its
+watchdog then aborts the communicator), the survivors did not hang.
+
+    LD_PRELOAD=build/libhetccl.so python3 examples/dead_rank_check.py [--domains]
+
+--domains puts each rank in its own domain (HETCCL_DOMAIN=d<rank>).
+Exit status 0 when the check holds. Runs on CPU ranks with Gloo too.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+p = argparse.ArgumentParser()
+p.add_argument("--world", type=int, default=2)
+p.add_argument("--die", type=int, default=1)
+p.add_argument("--limit", type=float, default=90)
+p.add_argument("--pg-timeout", type=float, default=300, help="PyTorch's own timeout: well above --limit")
+p.add_argument("--domains", action="store_true")
+p.add_argument("--port", type=int, default=29561)
+p.add_argument("--train-args", default="", help="more arguments for train_gpt.py (e.g. a smaller model on CPUs)")
+a = p.parse_args()
+
+here = os.path.dirname(os.path.abspath(__file__))
+procs = []
+for r in range(a.world):
+    env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(a.world), LOCAL_WORLD_SIZE=str(a.world),
+               MASTER_ADDR="127.0.0.1", MASTER_PORT=str(a.port))
+    if a.domains:
+        env["HETCCL_DOMAIN"] = f"d{r}"
+    cmd = [sys.executable, os.path.join(here, "train_gpt.py"), "--steps", "1000", "--die-rank", str(a.die),
+           "--die-at-step", "5", "--pg-timeout", str(a.pg_timeout)] + a.train_args.split()
+    procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+
+start = time.monotonic()
+died_at = None
+status = [None] * a.world
+while time.monotonic() - start < a.limit + 60:
+    for r, proc in enumerate(procs):
+        if status[r] is None and proc.poll() is not None:
+            status[r] = (proc.returncode, time.monotonic() - start)
+            if r == a.die:
+                died_at = status[r][1]
+    if all(s is not None for s in status):
+        break
+    time.sleep(0.1)
+
+ok = True
+for r, proc in enumerate(procs):
+    if status[r] is None:
+        proc.kill()
+    out = proc.communicate()[0] or ""
+    tail = "\n".join("    " + line for line in out.strip().splitlines()[-6:])
+    if r == a.die:
+        print(f"rank {r}: exited with {status[r][0] if status[r] else 'nothing (still running)'} (it was told to die)")
+        continue
+    if status[r] is None:
+        ok = False
+        print(f"rank {r}: HUNG: still running {a.limit + 60:.0f} s after the start\n{tail}")
+        continue
+    code, t = status[r]
+    waited = t - (died_at or 0)
+    good = code != 0 and waited <= a.limit
+    ok = ok and good
+    print(f"rank {r}: {'ok' if good else 'FAIL'}: exited with {code} {waited:.1f} s after rank {a.die} died\n{tail}")
+print("dead rank check:", "passed" if ok else "FAILED")
+sys.exit(0 if ok else 1)
