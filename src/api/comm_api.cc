@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "api/api_util.h"
+#include "api/single_nccl.h"
 #include "backend/vendor_library.h"
 #include "api/group.h"
 #include "bootstrap/unique_id.h"
@@ -77,6 +78,7 @@ ncclResult_t startInit(ncclComm_t* out, const CommConfig& config, Body body, boo
 
 ncclResult_t checkInitArgs(ncclComm_t* comm, int nranks, int rank) {
   if (!comm) return fail(ncclInvalidArgument, "comm pointer is NULL");
+  HETCCL_TRY(checkSingleNccl());
   if (nranks < 1) return fail(ncclInvalidArgument, "invalid nranks %d (must be at least 1)", nranks);
   if (rank < 0 || rank >= nranks) return fail(ncclInvalidArgument, "invalid rank %d (nranks is %d)", rank, nranks);
   return ncclSuccess;
@@ -142,6 +144,7 @@ HETCCL_WEAK_ALIAS(ncclCommInitRankScalable)
 
 HETCCL_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
   if (!comms) return fail(ncclInvalidArgument, "ncclCommInitAll: comms is NULL");
+  HETCCL_TRY(checkSingleNccl());
   if (ndev < 1) return fail(ncclInvalidArgument, "ncclCommInitAll: invalid ndev %d", ndev);
   if (devlist) {
     for (int i = 0; i < ndev; ++i)

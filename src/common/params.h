@@ -37,6 +37,7 @@ struct Params {
   bool streamCollectives = true;        // HETCCL_STREAM_COLLECTIVES=0: GPU all-reduce across domains takes the host-staged path
   size_t streamPartBytes = 2 << 20;   // HETCCL_STREAM_PART_BYTES: per rank and piece, stream all-reduce
   int streamSlots = 8;                // HETCCL_STREAM_SLOTS: pieces in flight, stream all-reduce
+  bool allowTwoNccl = false;          // HETCCL_ALLOW_TWO_NCCL=1: init even when another NCCL's symbols come first
   bool forceStaging = false;          // HETCCL_FORCE_STAGING=1: host ranks take the GPU ranks' staging path (tests)
   std::string cacheDir;               // HETCCL_CACHE_DIR: where private copies of vendor libraries are kept
   bool vendorIsolation = true;        // HETCCL_VENDOR_ISOLATION=0: plain dlopen (tests the self-check)
