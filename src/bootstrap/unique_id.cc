@@ -189,6 +189,9 @@ Tunables Tunables::fromParams() {
   Tunables t;
   t.smallAllReduceBytes = params().smallAllReduceBytes;
   t.pipelineChunkBytes = params().pipelineChunkBytes;
+  t.streamPartBytes = params().streamPartBytes;
+  t.streamSlots = static_cast<uint32_t>(params().streamSlots);
+  t.streamCollectives = params().streamCollectives ? 1 : 0;
   return t;
 }
 

@@ -153,8 +153,8 @@ ncclResult_t Communicator::createDomains() {
     for (const RankInfo& p : peers) s.pids.push_back(p.pid);
     s.ring = &ring;
     s.abort = &abort;
-    s.partBytes = params().streamPartBytes;
-    s.slots = params().streamSlots;
+    s.partBytes = tunables.streamPartBytes;  // rank 0's, as every rank's
+    s.slots = static_cast<int>(tunables.streamSlots);
     s.timeoutSeconds = params().timeoutSeconds;
     s.onError = [this](ncclResult_t e) { setFatal(e); };
     HETCCL_TRY(StreamCollectives::create(s, &streamCollectives));
@@ -162,10 +162,10 @@ ncclResult_t Communicator::createDomains() {
   return ncclSuccess;
 }
 
-// Every rank decides the same from the exchanged table (and the same
-// environment): all ranks staged, one per domain, on one host.
+// Every rank decides the same from the exchanged table (rank 0's
+// HETCCL_STREAM_* settings): all ranks staged, one per domain, on one host.
 bool Communicator::streamCollectivesFit() const {
-  if (!params().streamCollectives || nranks < 2) return false;
+  if (!tunables.streamCollectives || nranks < 2) return false;
   for (const Domain& d : partition.domains)
     if (d.members.size() != 1) return false;
   for (const RankInfo& p : peers) {

@@ -9,6 +9,7 @@
 #include "bootstrap/bootstrap.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "plan/host_staging.h"
 
 namespace hetccl {
 
@@ -26,6 +27,8 @@ struct CallRecord {
   uint32_t kind;  // RedKind
   uint32_t average;
   uint32_t collective;  // OpKind
+  int32_t root;         // broadcast, reduce
+  uint32_t pad;
 };
 
 size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
@@ -160,8 +163,10 @@ StreamCollectives::Part StreamCollectives::partOf(size_t start, size_t length, i
 
 ncclResult_t StreamCollectives::checkBuffers(const Op& op) {
   if (!rt_.hasDevices()) return ncclSuccess;
-  for (const void* p : {static_cast<const void*>(op.sendbuff), static_cast<const void*>(op.recvbuff)}) {
-    if (p == checked_[0] || p == checked_[1]) continue;
+  const Extents used = extentsOf(op, rank_, nranks_);  // e.g. a broadcast's sendbuff only at the root
+  for (const void* p : {used.sendBytes ? static_cast<const void*>(op.sendbuff) : nullptr,
+                        used.recvBytes ? static_cast<const void*>(op.recvbuff) : nullptr}) {
+    if (!p || p == checked_[0] || p == checked_[1]) continue;
     MemoryKind kind;
     int device;
     HETCCL_TRY(rt_.memoryKind(p, &kind, &device));
@@ -191,6 +196,7 @@ ncclResult_t StreamCollectives::publishCall(const Op& op, uint64_t call) {
   slot->kind = static_cast<uint32_t>(op.red.kind);
   slot->average = op.red.average ? 1u : 0u;
   slot->collective = static_cast<uint32_t>(op.kind);
+  slot->root = op.kind == OpKind::Broadcast || op.kind == OpKind::Reduce ? op.root : -1;
   __atomic_store_n(&slot->call, call, __ATOMIC_RELEASE);
   return checkCall(call);
 }
@@ -205,6 +211,7 @@ bool readCall(const CallRecord* slot, uint64_t call, CallRecord* out) {
   out->kind = __atomic_load_n(&slot->kind, __ATOMIC_RELAXED);
   out->average = __atomic_load_n(&slot->average, __ATOMIC_RELAXED);
   out->collective = __atomic_load_n(&slot->collective, __ATOMIC_RELAXED);
+  out->root = __atomic_load_n(&slot->root, __ATOMIC_RELAXED);
   __atomic_thread_fence(__ATOMIC_ACQUIRE);
   return __atomic_load_n(&slot->call, __ATOMIC_RELAXED) == call;
 }
@@ -217,10 +224,10 @@ ncclResult_t StreamCollectives::checkCall(uint64_t call) const {
     if (r == rank_) continue;
     if (readCall(segments_[static_cast<size_t>(r)]->call(call), call, &theirs) &&
         (theirs.count != mine.count || theirs.type != mine.type || theirs.kind != mine.kind ||
-         theirs.average != mine.average || theirs.collective != mine.collective))
+         theirs.average != mine.average || theirs.collective != mine.collective || theirs.root != mine.root))
       return fail(ncclInvalidUsage,
                   "collective call %llu across domains does not match across ranks: rank %d has %s of count %llu, "
-                  "type %u, rank %d %s of count %llu, type %u (or a different op)",
+                  "type %u, rank %d %s of count %llu, type %u (or a different op or root)",
                   static_cast<unsigned long long>(call), r, opKindName(static_cast<OpKind>(theirs.collective)),
                   static_cast<unsigned long long>(theirs.count), theirs.type, rank_,
                   opKindName(static_cast<OpKind>(mine.collective)), static_cast<unsigned long long>(mine.count), mine.type);
@@ -292,10 +299,12 @@ ncclResult_t StreamCollectives::issue(const Job& job) {
   // All-reduce cuts a piece into one part per rank; the others move one
   // part-sized slice of every rank's block per piece.
   const size_t pieceElems = (op.kind == OpKind::AllReduce ? static_cast<size_t>(nranks_) : 1) * (partBytes_ / es);
-  if (op.kind == OpKind::AllGather) {  // my own block, unless in place
-    char* ownBlock = static_cast<char*>(op.recvbuff) + static_cast<size_t>(rank_) * op.count * es;
-    if (ownBlock != op.sendbuff) HETCCL_TRY(rt_.copyAsync(ownBlock, op.sendbuff, op.count * es, gather_));
-  }
+  // My own input's place in my output, unless in place: all-gather's
+  // block, the broadcast root's buffer.
+  char* ownPlace = nullptr;
+  if (op.kind == OpKind::AllGather) ownPlace = static_cast<char*>(op.recvbuff) + static_cast<size_t>(rank_) * op.count * es;
+  if (op.kind == OpKind::Broadcast && rank_ == op.root) ownPlace = static_cast<char*>(op.recvbuff);
+  if (ownPlace && ownPlace != op.sendbuff) HETCCL_TRY(rt_.copyAsync(ownPlace, op.sendbuff, op.count * es, gather_));
   for (size_t start = 0; start < op.count; start += pieceElems) {
     const uint32_t seq = issued_.load() + 1;
     issued_.store(seq);  // in flight from now on (a host rank's "stream" may block in it)
@@ -326,6 +335,17 @@ StreamCollectives::Shape StreamCollectives::shapeOf(const Op& op, size_t start, 
       sh.reduces = true;
       for (size_t q = 0; q < n; ++q) sh.toRank[q] = Part{q * op.count + start, length};
       sh.reducedAt = start;
+      break;
+    case OpKind::Reduce:  // every rank's slice goes to the root, which reduces it
+      sh.reduces = true;
+      sh.toRank[static_cast<size_t>(op.root)] = Part{start, length};
+      sh.reducedAt = start;
+      break;
+    case OpKind::Broadcast:  // the root's slice goes to every rank
+      sh.gathers = true;
+      sh.mineFromSend = true;
+      if (rank_ == op.root) sh.mine = Part{start, length};
+      sh.landsAt[static_cast<size_t>(op.root)] = Part{start, length};
       break;
     default:  // all-gather: my slice goes to every rank's block `rank_`
       sh.gathers = true;

@@ -1,6 +1,7 @@
-// All-reduce, reduce-scatter and all-gather across domains for ranks on one
-// host with one rank per domain (two GPUs of different vendors in one box,
-// or the H200 pair split in two), run entirely on the devices' streams. The
+// All-reduce, reduce-scatter, all-gather, broadcast and reduce across
+// domains for ranks on one host with one rank per domain (two GPUs of
+// different vendors in one box, or the H200 pair split in two), run
+// entirely on the devices' streams. The
 // call records an event on the caller's stream, makes that stream wait for
 // four flags and returns (microseconds); an issuing thread queues the
 // pieces below on the rank's own streams. No hetccl thread copies, reduces
@@ -11,11 +12,11 @@
 // another GPU's host-to-device copy reads. A message is cut into pieces
 // and each piece runs up to two phases, on four streams per rank:
 //
-//   phase 1, reduce-scatter (all-reduce, reduce-scatter)
+//   phase 1, reduce-scatter (all-reduce, reduce-scatter; reduce: to the root only)
 //     send stream    D2H the slices other ranks reduce into my segment, raise `posted`
 //     reduce stream  wait for each peer's `posted`, H2D its copy of my slice,
 //                    raise `consumed`, reduce my slice with the GPU kernels
-//   phase 2, all-gather (all-reduce, all-gather)
+//   phase 2, all-gather (all-reduce, all-gather; broadcast: from the root only)
 //     result stream  (after the reduction) D2H my slice, raise `reduced`
 //     gather stream  wait for each peer's `reduced`, H2D its slice into the output
 //
@@ -73,9 +74,11 @@ class StreamCollectives {
   StreamCollectives(const StreamCollectives&) = delete;
   StreamCollectives& operator=(const StreamCollectives&) = delete;
 
-  // Queues an all-reduce, reduce-scatter or all-gather on op.stream and returns.
+  // Queues an all-reduce, reduce-scatter, all-gather, broadcast or reduce on
+  // op.stream and returns.
   static bool handles(OpKind kind) {
-    return kind == OpKind::AllReduce || kind == OpKind::ReduceScatter || kind == OpKind::AllGather;
+    return kind == OpKind::AllReduce || kind == OpKind::ReduceScatter || kind == OpKind::AllGather ||
+           kind == OpKind::Broadcast || kind == OpKind::Reduce;
   }
   ncclResult_t enqueue(const Op& op);
   // Raises every flag so that no stream waits any longer (abort, dead peer).
@@ -100,11 +103,11 @@ class StreamCollectives {
   // Where one piece's data is, in elements from the start of the buffers.
   struct Shape {
     bool reduces = false, gathers = false;  // phase 1 (reduce-scatter), phase 2 (all-gather)
-    std::vector<Part> toRank;   // phase 1: per rank, the slice of sendbuff it reduces
+    std::vector<Part> toRank;   // phase 1: per rank, the slice of sendbuff it reduces (empty: none)
     size_t reducedAt = 0;       // phase 1: where my reduced slice goes in recvbuff
     Part mine{0, 0};            // phase 2: my slice, in recvbuff (or sendbuff: mineFromSend)
     bool mineFromSend = false;
-    std::vector<Part> landsAt;  // phase 2: per rank, where its slice goes in recvbuff
+    std::vector<Part> landsAt;  // phase 2: per rank, where its slice goes in my recvbuff (empty: none)
   };
   Part partOf(size_t start, size_t length, int owner) const;
   Shape shapeOf(const Op& op, size_t start, size_t length) const;

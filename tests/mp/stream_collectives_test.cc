@@ -1,6 +1,6 @@
 // The collectives that run on the devices' streams (src/plan/
-// stream_collectives.h: all-reduce, reduce-scatter, all-gather; one rank
-// per domain, one host), exercised on host
+// stream_collectives.h: all-reduce, reduce-scatter, all-gather, broadcast,
+// reduce; one rank per domain, one host), exercised on host
 // ranks (HETCCL_FORCE_STAGING=1, whose "streams" run each step at once):
 // the collective matrix with many pieces and reused slots, a call that
 // does not match across ranks, and a peer that dies mid-call. The same
@@ -28,12 +28,38 @@ TEST(StreamCollectives, AreThePlanForOneRankPerDomain) {
   EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, streamEnv()), 60, [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
-    for (const char* coll : {"all_reduce", "reduce_scatter", "all_gather"}) {
+    for (const char* coll : {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"}) {
       const char* plan = hetcclCommDescribePlan(comm, coll, 1 << 20, ncclFloat32);
       RANK_EXPECT(plan && strncmp(plan, "stream", 6) == 0, "%s plan: %s", coll, plan ? plan : "(null)");
     }
-    const char* other = hetcclCommDescribePlan(comm, "broadcast", 1 << 20, ncclFloat32);
-    RANK_EXPECT(other && strncmp(other, "stream", 6) != 0, "broadcast plan: %s", other ? other : "(null)");
+    const char* other = hetcclCommDescribePlan(comm, "alltoall", 1 << 20, ncclFloat32);
+    RANK_EXPECT(other && strncmp(other, "stream", 6) != 0, "alltoall plan: %s", other ? other : "(null)");
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
+// Rank 0's HETCCL_STREAM_* settings hold for every rank (they decide the
+// segments' layout and whether the path is taken at all): different
+// settings on another rank change nothing.
+TEST(StreamCollectives, RankZerosSettingsAreEveryones) {
+  auto env = [](int rank) {
+    mp::Env e = streamEnv();
+    e.push_back({"HETCCL_DOMAIN", rank == 0 ? "a" : "b"});
+    if (rank == 1) {
+      e.push_back({"HETCCL_STREAM_COLLECTIVES", "0"});
+      e.push_back({"HETCCL_STREAM_SLOTS", "7"});
+    }
+    return e;
+  };
+  EXPECT_RANKS_PASS_EACH(2, env, 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    const char* plan = hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32);
+    RANK_EXPECT(plan && strncmp(plan, "stream", 6) == 0, "plan: %s", plan ? plan : "(null)");
+    std::vector<float> x(100003, static_cast<float>(rank + 1));
+    RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr));
+    RANK_EXPECT(x[0] == 3.0f && x.back() == 3.0f, "sum %g %g", x[0], x.back());
     RANK_NCCL(ncclCommDestroy(comm));
     return 0;
   });
@@ -89,6 +115,23 @@ TEST(StreamCollectives, DifferentCollectivesAcrossRanksFail) {
       if (async == ncclSuccess) usleep(50000);
     }
     RANK_EXPECT(r != ncclSuccess || async != ncclSuccess, "different collectives across ranks went unnoticed");
+    ncclCommAbort(comm);
+    return 0;
+  });
+}
+
+TEST(StreamCollectives, DifferentRootsAcrossRanksFail) {
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, streamEnv("10")), 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<float> x(5000, static_cast<float>(rank));
+    ncclResult_t r = ncclBroadcast(x.data(), x.data(), x.size(), ncclFloat32, rank, comm, nullptr);  // each its own root
+    ncclResult_t async = ncclSuccess;
+    for (int i = 0; i < 200 && r == ncclSuccess && async == ncclSuccess; ++i) {
+      RANK_NCCL(ncclCommGetAsyncError(comm, &async));
+      if (async == ncclSuccess) usleep(50000);
+    }
+    RANK_EXPECT(r != ncclSuccess || async != ncclSuccess, "broadcasts with different roots went unnoticed");
     ncclCommAbort(comm);
     return 0;
   });
