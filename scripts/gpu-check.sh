@@ -87,9 +87,10 @@ step gpus_without_vendor_library_all_types_ops env HETCCL_VENDOR_LIBS=0 "$build/
 # GPUs' streams through shared pinned memory (the default), and host-staged.
 # Many pieces per call and reused slots (small parts, three slots), checked.
 step two_gpu_domains_stream_many_pieces env HETCCL_STREAM_PART_BYTES=65536 HETCCL_STREAM_SLOTS=3 \
-  "$build/hetccl-perf" all_reduce,reduce_scatter,all_gather,broadcast,reduce -N 2 --domains 2 -b 8 -e 4M -f 8 \
+  "$build/hetccl-perf" all_reduce,reduce_scatter,all_gather,broadcast,reduce,alltoall,gather,scatter -N 2 --domains 2 \
+  -b 8 -e 4M -f 8 \
   -d int8,int32,float,bfloat16,f8e4m3,double -o all -n 2 -w 1 -c 1
-for coll in all_reduce reduce_scatter all_gather broadcast reduce; do
+for coll in all_reduce reduce_scatter all_gather broadcast reduce alltoall; do
   step "two_gpu_domains_stream_bandwidth_$coll" "$build/hetccl-perf" $coll -N 2 --domains 2 -b 1M -e 1G -f 4 -n 10 -w 3 -c 1
 done
 step two_gpu_domains_host_staged_bandwidth env HETCCL_STREAM_COLLECTIVES=0 \

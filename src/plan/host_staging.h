@@ -2,8 +2,8 @@
 // call's device buffers are copied to pinned host memory, the host plans
 // run on the copies, and the results are copied back. Correct for every
 // collective, type and op, but host-bound (about 3.5 GB/s on H200s). With
-// one GPU rank per domain on one host, all-reduce, reduce-scatter,
-// all-gather, broadcast and reduce take the stream collectives instead (stream_collectives.h);
+// one GPU rank per domain on one host, every collective but send/recv takes
+// the stream collectives instead (stream_collectives.h);
 // everything else still comes here.
 //
 // Two modes. Synchronous (the default, run on H200s): the call waits for

@@ -196,7 +196,9 @@ ncclResult_t StreamCollectives::publishCall(const Op& op, uint64_t call) {
   slot->kind = static_cast<uint32_t>(op.red.kind);
   slot->average = op.red.average ? 1u : 0u;
   slot->collective = static_cast<uint32_t>(op.kind);
-  slot->root = op.kind == OpKind::Broadcast || op.kind == OpKind::Reduce ? op.root : -1;
+  const bool rooted = op.kind == OpKind::Broadcast || op.kind == OpKind::Reduce || op.kind == OpKind::Gather ||
+                     op.kind == OpKind::Scatter;
+  slot->root = rooted ? op.root : -1;
   __atomic_store_n(&slot->call, call, __ATOMIC_RELEASE);
   return checkCall(call);
 }
@@ -299,12 +301,22 @@ ncclResult_t StreamCollectives::issue(const Job& job) {
   // All-reduce cuts a piece into one part per rank; the others move one
   // part-sized slice of every rank's block per piece.
   const size_t pieceElems = (op.kind == OpKind::AllReduce ? static_cast<size_t>(nranks_) : 1) * (partBytes_ / es);
-  // My own input's place in my output, unless in place: all-gather's
-  // block, the broadcast root's buffer.
-  char* ownPlace = nullptr;
-  if (op.kind == OpKind::AllGather) ownPlace = static_cast<char*>(op.recvbuff) + static_cast<size_t>(rank_) * op.count * es;
-  if (op.kind == OpKind::Broadcast && rank_ == op.root) ownPlace = static_cast<char*>(op.recvbuff);
-  if (ownPlace && ownPlace != op.sendbuff) HETCCL_TRY(rt_.copyAsync(ownPlace, op.sendbuff, op.count * es, gather_));
+  // My own input's place in my output, copied once, unless in place.
+  const size_t block = op.count * es, mineAt = static_cast<size_t>(rank_) * block;
+  char* recv = static_cast<char*>(op.recvbuff);
+  const char* send = static_cast<const char*>(op.sendbuff);
+  const bool root = rank_ == op.root;
+  char* ownTo = nullptr;
+  const char* ownFrom = send;
+  switch (op.kind) {
+    case OpKind::AllGather: ownTo = recv + mineAt; break;
+    case OpKind::AlltoAll: ownTo = recv + mineAt; ownFrom = send + mineAt; break;
+    case OpKind::Broadcast: ownTo = root ? recv : nullptr; break;
+    case OpKind::Gather: ownTo = root ? recv + mineAt : nullptr; break;
+    case OpKind::Scatter: ownTo = root ? recv : nullptr; ownFrom = send + mineAt; break;
+    default: break;
+  }
+  if (ownTo && ownTo != ownFrom) HETCCL_TRY(rt_.copyAsync(ownTo, ownFrom, block, gather_));
   for (size_t start = 0; start < op.count; start += pieceElems) {
     const uint32_t seq = issued_.load() + 1;
     issued_.store(seq);  // in flight from now on (a host rank's "stream" may block in it)
@@ -320,6 +332,7 @@ StreamCollectives::Shape StreamCollectives::shapeOf(const Op& op, size_t start, 
   Shape sh;
   const size_t n = static_cast<size_t>(nranks_);
   sh.toRank.resize(n);
+  sh.fromRank.resize(n);
   sh.landsAt.resize(n);
   switch (op.kind) {
     case OpKind::AllReduce:  // part q of the piece is reduced by rank q, then gathered everywhere
@@ -346,6 +359,22 @@ StreamCollectives::Shape StreamCollectives::shapeOf(const Op& op, size_t start, 
       sh.mineFromSend = true;
       if (rank_ == op.root) sh.mine = Part{start, length};
       sh.landsAt[static_cast<size_t>(op.root)] = Part{start, length};
+      break;
+    case OpKind::AlltoAll:  // block q's slice goes to rank q, which puts it in its block `rank_`
+      sh.exchanges = true;
+      for (size_t q = 0; q < n; ++q) sh.toRank[q] = sh.fromRank[q] = Part{q * op.count + start, length};
+      break;
+    case OpKind::Gather:  // every rank's slice goes to the root's block of that rank
+      sh.exchanges = true;
+      sh.toRank[static_cast<size_t>(op.root)] = Part{start, length};
+      if (rank_ == op.root)
+        for (size_t q = 0; q < n; ++q) sh.fromRank[q] = Part{q * op.count + start, length};
+      break;
+    case OpKind::Scatter:  // the root's block q goes to rank q
+      sh.exchanges = true;
+      if (rank_ == op.root)
+        for (size_t q = 0; q < n; ++q) sh.toRank[q] = Part{q * op.count + start, length};
+      sh.fromRank[static_cast<size_t>(op.root)] = Part{start, length};
       break;
     default:  // all-gather: my slice goes to every rank's block `rank_`
       sh.gathers = true;
@@ -374,7 +403,7 @@ ncclResult_t StreamCollectives::queuePiece(const Op& op, size_t start, size_t le
   for (int q = 0; q < nranks_; ++q) {
     if (q == rank_) continue;
     if (reuse) HETCCL_TRY(rt_.waitFlag(send_, peer(q).consumed(slot), reuse));
-    const Part p = sh.reduces ? sh.toRank[static_cast<size_t>(q)] : Part{0, 0};
+    const Part p = sh.reduces || sh.exchanges ? sh.toRank[static_cast<size_t>(q)] : Part{0, 0};
     if (!p.count) continue;
     const void* from = send + p.offset * es;
     if (op.red.kind == RedKind::PreMulSum) {  // each rank scales its own input by its own scalar
@@ -392,9 +421,15 @@ ncclResult_t StreamCollectives::queuePiece(const Op& op, size_t start, size_t le
   auto incoming = [&](int q) {
     return incoming_ + (slot * static_cast<size_t>(nranks_) + static_cast<size_t>(q)) * partBytes_;
   };
+  // Exchanges land in the output, which in place is also the input: only
+  // once my own send stream has read this piece.
+  if (sh.exchanges) HETCCL_TRY(rt_.waitFlag(reduce_, mine.posted(slot), seq));
   for (int q = 0; q < nranks_; ++q) {
     if (q == rank_) continue;
     HETCCL_TRY(rt_.waitFlag(reduce_, peer(q).posted(slot), seq));
+    const Part from = sh.fromRank[static_cast<size_t>(q)];
+    if (sh.exchanges && from.count)
+      HETCCL_TRY(rt_.copyAsync(recv + from.offset * es, peer(q).sendPart(slot, rank_), from.count * es, reduce_));
     if (own.count) HETCCL_TRY(rt_.copyAsync(incoming(q), peer(q).sendPart(slot, rank_), own.count * es, reduce_));
   }
   HETCCL_TRY(rt_.writeFlag(reduce_, mine.consumed(slot), seq));

@@ -1,5 +1,5 @@
-// All-reduce, reduce-scatter, all-gather, broadcast and reduce across
-// domains for ranks on one host with one rank per domain (two GPUs of
+// Every collective (all but send/recv) across domains for ranks on one
+// host with one rank per domain (two GPUs of
 // different vendors in one box, or the H200 pair split in two), run
 // entirely on the devices' streams. The
 // call records an event on the caller's stream, makes that stream wait for
@@ -12,7 +12,8 @@
 // another GPU's host-to-device copy reads. A message is cut into pieces
 // and each piece runs up to two phases, on four streams per rank:
 //
-//   phase 1, reduce-scatter (all-reduce, reduce-scatter; reduce: to the root only)
+//   phase 1, reduce-scatter (all-reduce, reduce-scatter; reduce: to the root only;
+//            all-to-all, gather, scatter: no reduction, slices land in the output)
 //     send stream    D2H the slices other ranks reduce into my segment, raise `posted`
 //     reduce stream  wait for each peer's `posted`, H2D its copy of my slice,
 //                    raise `consumed`, reduce my slice with the GPU kernels
@@ -74,11 +75,11 @@ class StreamCollectives {
   StreamCollectives(const StreamCollectives&) = delete;
   StreamCollectives& operator=(const StreamCollectives&) = delete;
 
-  // Queues an all-reduce, reduce-scatter, all-gather, broadcast or reduce on
-  // op.stream and returns.
+  // Queues a collective (not send/recv) on op.stream and returns.
   static bool handles(OpKind kind) {
     return kind == OpKind::AllReduce || kind == OpKind::ReduceScatter || kind == OpKind::AllGather ||
-           kind == OpKind::Broadcast || kind == OpKind::Reduce;
+           kind == OpKind::Broadcast || kind == OpKind::Reduce || kind == OpKind::AlltoAll ||
+           kind == OpKind::Gather || kind == OpKind::Scatter;
   }
   ncclResult_t enqueue(const Op& op);
   // Raises every flag so that no stream waits any longer (abort, dead peer).
@@ -103,7 +104,9 @@ class StreamCollectives {
   // Where one piece's data is, in elements from the start of the buffers.
   struct Shape {
     bool reduces = false, gathers = false;  // phase 1 (reduce-scatter), phase 2 (all-gather)
+    bool exchanges = false;     // phase 1 without reduction: slices land in the output (all-to-all, gather, scatter)
     std::vector<Part> toRank;   // phase 1: per rank, the slice of sendbuff it reduces (empty: none)
+    std::vector<Part> fromRank; // phase 1 exchanges: per rank, where its slice lands in my recvbuff
     size_t reducedAt = 0;       // phase 1: where my reduced slice goes in recvbuff
     Part mine{0, 0};            // phase 2: my slice, in recvbuff (or sendbuff: mineFromSend)
     bool mineFromSend = false;

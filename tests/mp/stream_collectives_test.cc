@@ -1,6 +1,6 @@
 // The collectives that run on the devices' streams (src/plan/
-// stream_collectives.h: all-reduce, reduce-scatter, all-gather, broadcast,
-// reduce; one rank per domain, one host), exercised on host
+// stream_collectives.h: every collective but send/recv; one rank per
+// domain, one host), exercised on host
 // ranks (HETCCL_FORCE_STAGING=1, whose "streams" run each step at once):
 // the collective matrix with many pieces and reused slots, a call that
 // does not match across ranks, and a peer that dies mid-call. The same
@@ -28,12 +28,13 @@ TEST(StreamCollectives, AreThePlanForOneRankPerDomain) {
   EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, streamEnv()), 60, [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
-    for (const char* coll : {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"}) {
+    for (const char* coll :
+         {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "alltoall", "gather", "scatter"}) {
       const char* plan = hetcclCommDescribePlan(comm, coll, 1 << 20, ncclFloat32);
       RANK_EXPECT(plan && strncmp(plan, "stream", 6) == 0, "%s plan: %s", coll, plan ? plan : "(null)");
     }
-    const char* other = hetcclCommDescribePlan(comm, "alltoall", 1 << 20, ncclFloat32);
-    RANK_EXPECT(other && strncmp(other, "stream", 6) != 0, "alltoall plan: %s", other ? other : "(null)");
+    const char* other = hetcclCommDescribePlan(comm, "sendrecv", 1 << 20, ncclFloat32);
+    RANK_EXPECT(other && strncmp(other, "stream", 6) != 0, "sendrecv plan: %s", other ? other : "(null)");
     RANK_NCCL(ncclCommDestroy(comm));
     return 0;
   });
