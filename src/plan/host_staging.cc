@@ -52,14 +52,24 @@ HostStaging::~HostStaging() {
   if (flag_) rt_.freePinned(const_cast<uint32_t*>(flag_));
 }
 
-ncclResult_t HostStaging::checkDeviceMemory(const void* p, const char* what, const Op& op) {
-  if (!rt_.hasDevices()) return ncclSuccess;  // host ranks (HETCCL_FORCE_STAGING, for tests)
+ncclResult_t checkDeviceBuffer(Runtime& rt, const void* p, const char* what, OpKind op) {
+  if (!rt.hasDevices()) return ncclSuccess;  // host ranks (HETCCL_FORCE_STAGING, for tests)
   MemoryKind kind;
   int device;
-  HETCCL_TRY(rt_.memoryKind(p, &kind, &device));
+  HETCCL_TRY(rt.memoryKind(p, &kind, &device));
   if (kind == MemoryKind::Device || kind == MemoryKind::Managed) return ncclSuccess;
-  return fail(ncclInvalidArgument, "%s: %s %p is %s memory; a %s rank needs device memory", opKindName(op.kind), what, p,
-              memoryKindName(kind), rt_.name());
+  return fail(ncclInvalidArgument, "%s: %s %p is %s memory; a %s rank needs device memory", opKindName(op), what, p,
+              memoryKindName(kind), rt.name());
+}
+
+ncclResult_t refuseCapture(Runtime& rt, cudaStream_t s, OpKind kind) {
+  bool capturing = false;
+  HETCCL_TRY(rt.streamCapturing(s, &capturing));
+  if (!capturing) return ncclSuccess;
+  return fail(ncclInvalidUsage,
+              "%s: collectives across domains cannot be captured in a CUDA graph yet (the stream is capturing); run "
+              "them outside the capture, or keep the ranks in one domain (pass-through captures as NCCL does)",
+              opKindName(kind));
 }
 
 ncclResult_t HostStaging::enqueue(std::span<const Op* const> ops) {
@@ -69,20 +79,12 @@ ncclResult_t HostStaging::enqueue(std::span<const Op* const> ops) {
   std::vector<cudaStream_t> streams;
   for (const Op* op : ops) {
     const Extents e = extentsOf(*op, rank_, nranks_);
-    if (e.sendBytes) HETCCL_TRY(checkDeviceMemory(op->sendbuff, "sendbuff", *op));
-    if (e.recvBytes) HETCCL_TRY(checkDeviceMemory(op->recvbuff, "recvbuff", *op));
+    if (e.sendBytes) HETCCL_TRY(checkDeviceBuffer(rt_, op->sendbuff, "sendbuff", op->kind));
+    if (e.recvBytes) HETCCL_TRY(checkDeviceBuffer(rt_, op->recvbuff, "recvbuff", op->kind));
     job.ops.push_back(*op);
     if (std::find(streams.begin(), streams.end(), op->stream) == streams.end()) streams.push_back(op->stream);
   }
-  for (cudaStream_t s : streams) {
-    bool capturing = false;
-    HETCCL_TRY(rt_.streamCapturing(s, &capturing));
-    if (capturing)
-      return fail(ncclInvalidUsage,
-                  "%s: collectives across domains cannot be captured in a CUDA graph yet (the stream is capturing); "
-                  "run them outside the capture, or keep the ranks in one domain (pass-through captures as NCCL does)",
-                  opKindName(ops[0]->kind));
-  }
+  for (cudaStream_t s : streams) HETCCL_TRY(refuseCapture(rt_, s, ops[0]->kind));
   const Layout l = layout(job.ops);
   const bool async = async_ && streams.size() == 1;
   // Staging memory is shared by the calls: a call on another stream (or a

@@ -37,6 +37,13 @@ struct Extents {
 };
 Extents extentsOf(const Op& op, int rank, int nranks);
 
+// Checks shared by the GPU ranks' cross-domain paths (this one and the
+// stream collectives). A buffer must be device (or managed) memory:
+// ncclInvalidArgument otherwise; nothing to check on host ranks.
+ncclResult_t checkDeviceBuffer(Runtime& rt, const void* p, const char* what, OpKind kind);
+// Cross-domain calls refuse CUDA graph capture, at capture time.
+ncclResult_t refuseCapture(Runtime& rt, cudaStream_t s, OpKind kind);
+
 class HostStaging {
  public:
   // Runs one call's (or group's) staged operations on host memory.
@@ -85,7 +92,6 @@ class HostStaging {
   ncclResult_t runJob(Job& job);
   ncclResult_t stageIn(const std::vector<Op>& ops);
   ncclResult_t stageOut();
-  ncclResult_t checkDeviceMemory(const void* p, const char* what, const Op& op);
 
   Runtime& rt_;
   const int device_, rank_, nranks_;

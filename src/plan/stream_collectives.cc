@@ -162,28 +162,18 @@ StreamCollectives::Part StreamCollectives::partOf(size_t start, size_t length, i
 }
 
 ncclResult_t StreamCollectives::checkBuffers(const Op& op) {
-  if (!rt_.hasDevices()) return ncclSuccess;
   const Extents used = extentsOf(op, rank_, nranks_);  // e.g. a broadcast's sendbuff only at the root
-  for (const void* p : {used.sendBytes ? static_cast<const void*>(op.sendbuff) : nullptr,
-                        used.recvBytes ? static_cast<const void*>(op.recvbuff) : nullptr}) {
-    if (!p || p == checked_[0] || p == checked_[1]) continue;
-    MemoryKind kind;
-    int device;
-    HETCCL_TRY(rt_.memoryKind(p, &kind, &device));
-    if (kind != MemoryKind::Device && kind != MemoryKind::Managed)
-      return fail(ncclInvalidArgument, "%s: buffer %p is %s memory; a %s rank needs device memory", opKindName(op.kind), p,
-                  memoryKindName(kind), rt_.name());
+  const struct {
+    const void* p;
+    const char* what;
+  } buffers[] = {{used.sendBytes ? op.sendbuff : nullptr, "sendbuff"}, {used.recvBytes ? op.recvbuff : nullptr, "recvbuff"}};
+  for (const auto& b : buffers) {
+    if (!b.p || b.p == checked_[0] || b.p == checked_[1]) continue;  // the last two are known good
+    HETCCL_TRY(checkDeviceBuffer(rt_, b.p, b.what, op.kind));
     checked_[1] = checked_[0];
-    checked_[0] = p;
+    checked_[0] = b.p;
   }
-  bool capturing = false;
-  HETCCL_TRY(rt_.streamCapturing(op.stream, &capturing));
-  if (capturing)
-    return fail(ncclInvalidUsage,
-                "%s: collectives across domains cannot be captured in a CUDA graph yet (the stream is capturing); run "
-                "them outside the capture, or keep the ranks in one domain (pass-through captures as NCCL does)",
-                opKindName(op.kind));
-  return ncclSuccess;
+  return refuseCapture(rt_, op.stream, op.kind);
 }
 
 ncclResult_t StreamCollectives::publishCall(const Op& op, uint64_t call) {
@@ -328,12 +318,16 @@ ncclResult_t StreamCollectives::issue(const Job& job) {
   return ncclSuccess;
 }
 
-StreamCollectives::Shape StreamCollectives::shapeOf(const Op& op, size_t start, size_t length) const {
-  Shape sh;
+void StreamCollectives::shapeOf(const Op& op, size_t start, size_t length, Shape* out) const {
+  // Filled in place: the issuing thread reuses one Shape (no allocation per piece).
+  Shape& sh = *out;
   const size_t n = static_cast<size_t>(nranks_);
-  sh.toRank.resize(n);
-  sh.fromRank.resize(n);
-  sh.landsAt.resize(n);
+  sh.reduces = sh.gathers = sh.exchanges = sh.mineFromSend = false;
+  sh.reducedAt = 0;
+  sh.mine = Part{0, 0};
+  sh.toRank.assign(n, Part{0, 0});
+  sh.fromRank.assign(n, Part{0, 0});
+  sh.landsAt.assign(n, Part{0, 0});
   switch (op.kind) {
     case OpKind::AllReduce:  // part q of the piece is reduced by rank q, then gathered everywhere
       sh.reduces = sh.gathers = true;
@@ -383,7 +377,6 @@ StreamCollectives::Shape StreamCollectives::shapeOf(const Op& op, size_t start, 
       for (size_t q = 0; q < n; ++q) sh.landsAt[q] = Part{q * op.count + start, length};
       break;
   }
-  return sh;
 }
 
 ncclResult_t StreamCollectives::queuePiece(const Op& op, size_t start, size_t length, uint32_t seq) {
@@ -394,7 +387,8 @@ ncclResult_t StreamCollectives::queuePiece(const Op& op, size_t start, size_t le
   char* recv = static_cast<char*>(op.recvbuff);
   Segment& mine = *segments_[static_cast<size_t>(rank_)];
   auto peer = [&](int r) -> Segment& { return *segments_[static_cast<size_t>(r)]; };
-  const Shape sh = shapeOf(op, start, length);
+  shapeOf(op, start, length, &shape_);
+  const Shape& sh = shape_;
   // Every piece raises every flag, also for a phase its collective skips,
   // so slots are reused the same way whatever ran in them before.
 

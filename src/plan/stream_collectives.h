@@ -113,7 +113,7 @@ class StreamCollectives {
     std::vector<Part> landsAt;  // phase 2: per rank, where its slice goes in my recvbuff (empty: none)
   };
   Part partOf(size_t start, size_t length, int owner) const;
-  Shape shapeOf(const Op& op, size_t start, size_t length) const;
+  void shapeOf(const Op& op, size_t start, size_t length, Shape* out) const;
   void issueLoop();
   ncclResult_t issue(const Job& job);
   void watch();
@@ -127,6 +127,7 @@ class StreamCollectives {
   std::unique_ptr<Reducer> reducer_;
   std::vector<std::unique_ptr<Segment>> segments_;  // by rank; mine is created, the others opened
   Stream send_ = nullptr, reduce_ = nullptr, result_ = nullptr, gather_ = nullptr;
+  Shape shape_;                 // the piece being queued (issuing thread)
   std::vector<Event> reduced_;  // per slot: my part of the piece is reduced
   static constexpr uint32_t kStartEvents = 16;
   Event startEvents_[kStartEvents] = {};  // per call in the queue: where it starts on the caller's stream

@@ -83,6 +83,15 @@ ncclResult_t SharedSegment::create(const std::string& name, size_t bytes) {
     ::close(fd);
     return fail(ncclSystemError, "cannot size shared memory %s to %zu bytes: %s", name.c_str(), bytes_, strerror(errno));
   }
+  // Reserve the pages now: a /dev/shm too small for them (a container's
+  // default 64 MB) is then an error here, not a SIGBUS at first touch.
+  if (int e = posix_fallocate(fd, 0, static_cast<off_t>(bytes_)); e != 0) {
+    ::close(fd);
+    return fail(ncclSystemError,
+                "cannot reserve %zu bytes of shared memory for %s: %s (is /dev/shm large enough? containers: "
+                "--shm-size)",
+                bytes_, name.c_str(), strerror(e));
+  }
   return map(fd);
 }
 
