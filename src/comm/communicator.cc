@@ -157,6 +157,7 @@ ncclResult_t Communicator::createDomains() {
     s.slots = static_cast<int>(tunables.streamSlots);
     s.timeoutSeconds = params().timeoutSeconds;
     s.onError = [this](ncclResult_t e) { setFatal(e); };
+    s.failSetupForTest = params().streamFailSetup;
     HETCCL_TRY(StreamCollectives::create(s, &streamCollectives));
   }
   return ncclSuccess;

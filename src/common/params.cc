@@ -73,6 +73,7 @@ Params load() {
   p.streamCollectives = envLong("HETCCL_STREAM_COLLECTIVES", 1, 0) != 0;
   p.streamPartBytes = static_cast<size_t>(envLong("HETCCL_STREAM_PART_BYTES", 2 << 20, 4096));
   p.streamSlots = static_cast<int>(envLong("HETCCL_STREAM_SLOTS", 8, 2));
+  p.streamFailSetup = envLong("HETCCL_STREAM_FAIL_SETUP", 0, 0) != 0;
   p.forceStaging = envLong("HETCCL_FORCE_STAGING", 0, 0) != 0;
   if (const char* v = env("HETCCL_CACHE_DIR")) p.cacheDir = v;
   p.vendorIsolation = envLong("HETCCL_VENDOR_ISOLATION", 1, 0) != 0;

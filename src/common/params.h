@@ -34,9 +34,10 @@ struct Params {
   std::string rcclLib;                // HETCCL_RCCL_LIB: the RCCL library for AMD domains
   bool vendorLibraries = true;        // HETCCL_VENDOR_LIBS=0: native algorithms on GPUs too
   bool asyncStaging = false;          // HETCCL_ASYNC_STAGING=1: staged calls return at once (experimental)
-  bool streamCollectives = true;        // HETCCL_STREAM_COLLECTIVES=0: GPU all-reduce across domains takes the host-staged path
-  size_t streamPartBytes = 2 << 20;   // HETCCL_STREAM_PART_BYTES: per rank and piece, stream all-reduce
-  int streamSlots = 8;                // HETCCL_STREAM_SLOTS: pieces in flight, stream all-reduce
+  bool streamCollectives = true;        // HETCCL_STREAM_COLLECTIVES=0: GPU collectives across domains take the host-staged path
+  size_t streamPartBytes = 2 << 20;   // HETCCL_STREAM_PART_BYTES: per rank and piece, stream collectives
+  int streamSlots = 8;                // HETCCL_STREAM_SLOTS: pieces in flight, stream collectives
+  bool streamFailSetup = false;       // HETCCL_STREAM_FAIL_SETUP=1: this rank's stream setup fails (tests)
   bool allowTwoNccl = false;          // HETCCL_ALLOW_TWO_NCCL=1: init even when another NCCL's symbols come first
   bool forceStaging = false;          // HETCCL_FORCE_STAGING=1: host ranks take the GPU ranks' staging path (tests)
   std::string cacheDir;               // HETCCL_CACHE_DIR: where private copies of vendor libraries are kept

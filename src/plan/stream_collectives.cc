@@ -40,6 +40,7 @@ size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 struct StreamCollectives::Segment {
   SharedSegment shared;
   size_t slots = 0, nranks = 0, partBytes = 0;
+  bool registered = false;  // as pinned memory with this process's runtime
 
   static size_t flagsBytes(size_t slots) { return alignUp((4 * slots + 5) * kLine, kPage); }
   static size_t dataOffset(size_t slots) { return alignUp(flagsBytes(slots) + kCallRing * sizeof(CallRecord), kPage); }
@@ -74,20 +75,35 @@ StreamCollectives::StreamCollectives(const StreamSetup& setup)
       partBytes_(alignUp(std::max<size_t>(setup.partBytes, 4096), 256)) {}
 
 ncclResult_t StreamCollectives::create(const StreamSetup& setup, std::unique_ptr<StreamCollectives>* out) {
+  out->reset();
   std::unique_ptr<StreamCollectives> s(new StreamCollectives(setup));
-  HETCCL_TRY(s->connect());
+  // What each rank can set up alone (memory, registration, streams) may
+  // fail on some rank; the ranks agree before anyone waits for a peer, and
+  // then all use the path or none does (host staging stays correct).
+  ncclResult_t local = setup.failSetupForTest ? fail(ncclSystemError, "stream setup failed on purpose (test)")
+                                              : s->prepare();
+  if (local != ncclSuccess)
+    HETCCL_WARN("rank %d: stream collectives unavailable here (%s); every rank takes the host-staged path", setup.rank,
+                lastError());
+  std::vector<uint8_t> ready(static_cast<size_t>(setup.nranks), 0);
+  ready[static_cast<size_t>(setup.rank)] = local == ncclSuccess ? 1 : 0;
+  HETCCL_TRY(setup.ring->allGather(ready.data(), 1, Deadline(setup.timeoutSeconds), setup.abort));
+  for (int r = 0; r < setup.nranks; ++r)
+    if (!ready[static_cast<size_t>(r)]) {
+      HETCCL_INFO("rank %d: stream collectives off: rank %d could not set them up", setup.rank, r);
+      return ncclSuccess;
+    }
+  HETCCL_TRY(s->join());
   s->watchdog_ = std::thread(&StreamCollectives::watch, s.get());
   s->issuer_ = std::thread(&StreamCollectives::issueLoop, s.get());
   *out = std::move(s);
   return ncclSuccess;
 }
 
-ncclResult_t StreamCollectives::connect() {
+ncclResult_t StreamCollectives::prepare() {
   HETCCL_TRY(rt_.currentDevice(&device_));
   HETCCL_TRY(makeReducer(rt_, &reducer_));
   removeStaleSegments();
-  const size_t bytes = Segment::bytesFor(static_cast<size_t>(slots_), static_cast<size_t>(nranks_), partBytes_);
-  const Deadline deadline(setup_.timeoutSeconds);
   segments_.resize(static_cast<size_t>(nranks_));
   for (int r = 0; r < nranks_; ++r) {
     auto seg = std::make_unique<Segment>();
@@ -96,23 +112,10 @@ ncclResult_t StreamCollectives::connect() {
     seg->partBytes = partBytes_;
     segments_[static_cast<size_t>(r)] = std::move(seg);
   }
-  HETCCL_TRY(segments_[static_cast<size_t>(rank_)]->shared.create(
-      sharedSegmentName(setup_.secret, "allreduce", rank_, rank_, getpid()), bytes));
-  for (int r = 0; r < nranks_; ++r) {
-    if (r == rank_) continue;
-    SharedSegment& peer = segments_[static_cast<size_t>(r)]->shared;
-    HETCCL_TRY(peer.open(sharedSegmentName(setup_.secret, "allreduce", r, r, setup_.pids[static_cast<size_t>(r)]), bytes,
-                         deadline, setup_.abort));
-    if (peer.bytes() != bytes)
-      return fail(ncclInvalidUsage,
-                  "rank %d's stream staging has %zu bytes, rank %d's %zu: HETCCL_STREAM_PART_BYTES and "
-                  "HETCCL_STREAM_SLOTS must be the same on every rank",
-                  r, peer.bytes(), rank_, bytes);
-  }
-  HETCCL_TRY(setup_.ring->barrier(deadline, setup_.abort));  // everyone holds every segment: drop the names
-  for (auto& seg : segments_) seg->shared.unlink();
-  for (auto& seg : segments_) HETCCL_TRY(rt_.registerHost(seg->shared.base(), seg->shared.bytes()));
-  registered_ = true;
+  Segment& mine = *segments_[static_cast<size_t>(rank_)];
+  HETCCL_TRY(mine.shared.create(sharedSegmentName(setup_.secret, "stream", rank_, rank_, getpid()), segmentBytes()));
+  HETCCL_TRY(rt_.registerHost(mine.shared.base(), mine.shared.bytes()));
+  mine.registered = true;
   void* incoming = nullptr;
   HETCCL_TRY(rt_.allocDevice(&incoming, static_cast<size_t>(slots_) * static_cast<size_t>(nranks_) * partBytes_));
   incoming_ = static_cast<char*>(incoming);
@@ -123,6 +126,32 @@ ncclResult_t StreamCollectives::connect() {
   for (Event& e : startEvents_) HETCCL_TRY(rt_.createEvent(&e));
   reduced_.assign(static_cast<size_t>(slots_), nullptr);
   for (Event& e : reduced_) HETCCL_TRY(rt_.createEvent(&e));
+  return ncclSuccess;
+}
+
+size_t StreamCollectives::segmentBytes() const {
+  return Segment::bytesFor(static_cast<size_t>(slots_), static_cast<size_t>(nranks_), partBytes_);
+}
+
+ncclResult_t StreamCollectives::join() {
+  const size_t bytes = segmentBytes();
+  const Deadline deadline(setup_.timeoutSeconds);
+  for (int r = 0; r < nranks_; ++r) {
+    if (r == rank_) continue;
+    SharedSegment& peer = segments_[static_cast<size_t>(r)]->shared;
+    HETCCL_TRY(peer.open(sharedSegmentName(setup_.secret, "stream", r, r, setup_.pids[static_cast<size_t>(r)]), bytes,
+                         deadline, setup_.abort));
+    if (peer.bytes() != bytes)
+      return fail(ncclInternalError, "rank %d's stream staging has %zu bytes, rank %d's %zu", r, peer.bytes(), rank_,
+                  bytes);
+  }
+  HETCCL_TRY(setup_.ring->barrier(deadline, setup_.abort));  // everyone holds every segment: drop the names
+  for (auto& seg : segments_) seg->shared.unlink();
+  for (auto& seg : segments_) {
+    if (seg->registered) continue;
+    HETCCL_TRY(rt_.registerHost(seg->shared.base(), seg->shared.bytes()));
+    seg->registered = true;
+  }
   return ncclSuccess;
 }
 
@@ -151,8 +180,8 @@ StreamCollectives::~StreamCollectives() {
     if (e) rt_.destroyEvent(e);
   if (incoming_) rt_.freeDevice(incoming_);
   if (outgoing_) rt_.freeDevice(outgoing_);
-  if (registered_)
-    for (auto& seg : segments_) rt_.unregisterHost(seg->shared.base());
+  for (auto& seg : segments_)
+    if (seg->registered) rt_.unregisterHost(seg->shared.base());
 }
 
 StreamCollectives::Part StreamCollectives::partOf(size_t start, size_t length, int owner) const {

@@ -65,11 +65,14 @@ struct StreamSetup {
   int slots = 8;               // HETCCL_STREAM_SLOTS
   double timeoutSeconds = 300;
   std::function<void(ncclResult_t)> onError;  // the communicator turns fatal
+  bool failSetupForTest = false;  // HETCCL_STREAM_FAIL_SETUP: this rank's setup fails (tests the fallback)
 };
 
 class StreamCollectives {
  public:
-  // Collective: every rank of the communicator calls it.
+  // Collective: every rank of the communicator calls it. *out stays empty
+  // (and the result is ncclSuccess) when some rank could not set the path
+  // up: then no rank uses it.
   static ncclResult_t create(const StreamSetup& setup, std::unique_ptr<StreamCollectives>* out);
   ~StreamCollectives();
   StreamCollectives(const StreamCollectives&) = delete;
@@ -96,7 +99,9 @@ class StreamCollectives {
     size_t offset, count;  // in elements, within the message
   };
   explicit StreamCollectives(const StreamSetup& setup);
-  ncclResult_t connect();
+  ncclResult_t prepare();  // what this rank sets up alone
+  ncclResult_t join();     // the peers' segments
+  size_t segmentBytes() const;
   ncclResult_t checkBuffers(const Op& op);
   ncclResult_t publishCall(const Op& op, uint64_t call);
   ncclResult_t checkCall(uint64_t call) const;
@@ -136,7 +141,6 @@ class StreamCollectives {
   std::atomic<uint32_t> issued_{0};  // pieces queued so far (their sequence numbers are 1..issued_)
   std::atomic<uint64_t> calls_{0};   // calls published so far
   int device_ = -1;
-  bool registered_ = false;
   const void* checked_[2] = {};      // buffers already known to be device memory
 
   // Calls queued for the issuing thread.

@@ -77,6 +77,29 @@ TEST(StreamCollectives, RankZerosSettingsAreEveryones) {
   });
 }
 
+// One rank cannot set the path up (its shared memory, registration or
+// streams fail): every rank falls back to host staging together, and the
+// collectives stay right.
+TEST(StreamCollectives, ASetupFailureAnywhereMeansHostStagingEverywhere) {
+  auto env = [](int rank) {
+    mp::Env e = streamEnv();
+    e.push_back({"HETCCL_DOMAIN", rank == 0 ? "a" : rank == 1 ? "b" : "c"});
+    if (rank == 1) e.push_back({"HETCCL_STREAM_FAIL_SETUP", "1"});
+    return e;
+  };
+  EXPECT_RANKS_PASS_EACH(3, env, 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    const char* plan = hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32);
+    RANK_EXPECT(plan && strncmp(plan, "stream", 6) != 0, "plan: %s", plan ? plan : "(null)");
+    std::vector<float> x(100003, static_cast<float>(rank + 1));
+    RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr));
+    RANK_EXPECT(x[0] == 6.0f && x.back() == 6.0f, "sum %g %g", x[0], x.back());
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
 TEST(StreamCollectives, EveryCollectiveTypeOpCountAndPlacement) {
   const uint64_t seed = hetccl::testing::runSeed();
   fprintf(stderr, "seed %llu (HETCCL_TEST_SEED)\n", static_cast<unsigned long long>(seed));
