@@ -93,6 +93,12 @@ step two_gpu_domains_stream_many_pieces env HETCCL_STREAM_PART_BYTES=65536 HETCC
 for coll in all_reduce reduce_scatter all_gather broadcast reduce alltoall; do
   step "two_gpu_domains_stream_bandwidth_$coll" "$build/hetccl-perf" $coll -N 2 --domains 2 -b 1M -e 1G -f 4 -n 10 -w 3 -c 1
 done
+# Small and medium messages cut into at least 4 or 8 pieces (the default
+# is as few pieces as the parts allow), to compare with the steps above.
+for m in 4 8; do
+  step "two_gpu_domains_stream_min_pieces_$m" env HETCCL_STREAM_MIN_PIECES=$m \
+    "$build/hetccl-perf" all_reduce,all_gather -N 2 --domains 2 -b 256K -e 64M -f 4 -n 20 -w 3 -c 1
+done
 step two_gpu_domains_host_staged_bandwidth env HETCCL_STREAM_COLLECTIVES=0 \
   "$build/hetccl-perf" all_reduce,reduce_scatter,all_gather -N 2 --domains 2 -b 1M -e 256M -f 4 -n 5 -w 2 -c 1
 # 6. PyTorch, unchanged, with hetccl preloaded.

@@ -191,6 +191,7 @@ Tunables Tunables::fromParams() {
   t.pipelineChunkBytes = params().pipelineChunkBytes;
   t.streamPartBytes = params().streamPartBytes;
   t.streamSlots = static_cast<uint32_t>(params().streamSlots);
+  t.streamMinPieces = static_cast<uint32_t>(params().streamMinPieces);
   t.streamCollectives = params().streamCollectives ? 1 : 0;
   return t;
 }

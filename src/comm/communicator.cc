@@ -1,5 +1,6 @@
 #include "comm/communicator.h"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -155,6 +156,7 @@ ncclResult_t Communicator::createDomains() {
     s.abort = &abort;
     s.partBytes = tunables.streamPartBytes;  // rank 0's, as every rank's
     s.slots = static_cast<int>(tunables.streamSlots);
+    s.minPieces = std::max<uint32_t>(1, tunables.streamMinPieces);
     s.timeoutSeconds = params().timeoutSeconds;
     s.onError = [this](ncclResult_t e) { setFatal(e); };
     s.failSetupForTest = params().streamFailSetup;

@@ -319,7 +319,13 @@ ncclResult_t StreamCollectives::issue(const Job& job) {
   const size_t es = typeSize(op.type);
   // All-reduce cuts a piece into one part per rank; the others move one
   // part-sized slice of every rank's block per piece.
-  const size_t pieceElems = (op.kind == OpKind::AllReduce ? static_cast<size_t>(nranks_) : 1) * (partBytes_ / es);
+  const size_t perPiece = op.kind == OpKind::AllReduce ? static_cast<size_t>(nranks_) : 1;
+  size_t pieceElems = perPiece * (partBytes_ / es);
+  // HETCCL_STREAM_MIN_PIECES: a message that fits in fewer pieces is cut
+  // into that many (not below 16 KiB per part), so its copies overlap.
+  const size_t floorElems = perPiece * std::max<size_t>(1, (16 << 10) / es);
+  const size_t wanted = (op.count + setup_.minPieces - 1) / setup_.minPieces;
+  pieceElems = std::min(pieceElems, std::max(floorElems, wanted));
   // My own input's place in my output, copied once, unless in place.
   const size_t block = op.count * es, mineAt = static_cast<size_t>(rank_) * block;
   char* recv = static_cast<char*>(op.recvbuff);

@@ -63,6 +63,7 @@ struct StreamSetup {
   const AbortFlag* abort = nullptr;
   size_t partBytes = 2 << 20;  // HETCCL_STREAM_PART_BYTES
   int slots = 8;               // HETCCL_STREAM_SLOTS
+  size_t minPieces = 1;        // HETCCL_STREAM_MIN_PIECES
   double timeoutSeconds = 300;
   std::function<void(ncclResult_t)> onError;  // the communicator turns fatal
   bool failSetupForTest = false;  // HETCCL_STREAM_FAIL_SETUP: this rank's setup fails (tests the fallback)
