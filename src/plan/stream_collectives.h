@@ -28,7 +28,8 @@
 // reductions of different pieces overlap. The caller's stream waits for
 // all four streams at the end.
 //
-// A watchdog thread checks, while pieces are in flight, that the peers
+// A watchdog thread (stream_watchdog.cc; the segment layout is in
+// stream_segment.h) checks, while pieces are in flight, that the peers
 // live and that the ranks' calls match (each rank publishes its calls'
 // shapes in its segment); on a dead peer, a mismatch or HETCCL_TIMEOUT
 // without progress it reports the error (ncclCommGetAsyncError) and

@@ -1,0 +1,148 @@
+// Failure detection for the stream collectives: each rank publishes the
+// shape of its calls in its segment and checks the peers' against it; a
+// watchdog thread (no runtime calls) watches the pieces in flight for dead
+// peers, mismatches and HETCCL_TIMEOUT, and on failure releases every
+// stream by raising every flag.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "plan/stream_collectives.h"
+#include "plan/stream_segment.h"
+
+namespace hetccl {
+
+using namespace stream_layout;
+
+ncclResult_t StreamCollectives::publishCall(const Op& op, uint64_t call) {
+  // Published first, so that a peer's watchdog sees a mismatch too.
+  CallRecord* slot = segments_[static_cast<size_t>(rank_)]->call(call);
+  __atomic_store_n(&slot->call, 0, __ATOMIC_RELEASE);  // readers skip a record being written
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  slot->count = op.count;
+  slot->type = static_cast<uint32_t>(op.type);
+  slot->kind = static_cast<uint32_t>(op.red.kind);
+  slot->average = op.red.average ? 1u : 0u;
+  slot->collective = static_cast<uint32_t>(op.kind);
+  const bool rooted = op.kind == OpKind::Broadcast || op.kind == OpKind::Reduce || op.kind == OpKind::Gather ||
+                     op.kind == OpKind::Scatter;
+  slot->root = rooted ? op.root : -1;
+  __atomic_store_n(&slot->call, call, __ATOMIC_RELEASE);
+  return checkCall(call);
+}
+
+namespace {
+// A consistent copy of the record of `call`, or false (not published, or
+// being rewritten).
+bool readCall(const CallRecord* slot, uint64_t call, CallRecord* out) {
+  if (__atomic_load_n(&slot->call, __ATOMIC_ACQUIRE) != call) return false;
+  out->count = __atomic_load_n(&slot->count, __ATOMIC_RELAXED);
+  out->type = __atomic_load_n(&slot->type, __ATOMIC_RELAXED);
+  out->kind = __atomic_load_n(&slot->kind, __ATOMIC_RELAXED);
+  out->average = __atomic_load_n(&slot->average, __ATOMIC_RELAXED);
+  out->collective = __atomic_load_n(&slot->collective, __ATOMIC_RELAXED);
+  out->root = __atomic_load_n(&slot->root, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  return __atomic_load_n(&slot->call, __ATOMIC_RELAXED) == call;
+}
+}  // namespace
+
+ncclResult_t StreamCollectives::checkCall(uint64_t call) const {
+  CallRecord mine, theirs;
+  if (!readCall(segments_[static_cast<size_t>(rank_)]->call(call), call, &mine)) return ncclSuccess;
+  for (int r = 0; r < nranks_; ++r) {
+    if (r == rank_) continue;
+    if (readCall(segments_[static_cast<size_t>(r)]->call(call), call, &theirs) &&
+        (theirs.count != mine.count || theirs.type != mine.type || theirs.kind != mine.kind ||
+         theirs.average != mine.average || theirs.collective != mine.collective || theirs.root != mine.root))
+      return fail(ncclInvalidUsage,
+                  "collective call %llu across domains does not match across ranks: rank %d has %s of count %llu, "
+                  "type %u, rank %d %s of count %llu, type %u (or a different op or root)",
+                  static_cast<unsigned long long>(call), r, opKindName(static_cast<OpKind>(theirs.collective)),
+                  static_cast<unsigned long long>(theirs.count), theirs.type, rank_,
+                  opKindName(static_cast<OpKind>(mine.collective)), static_cast<unsigned long long>(mine.count), mine.type);
+  }
+  return ncclSuccess;
+}
+
+uint32_t StreamCollectives::completedPieces() const {
+  // The gather stream raises its flags in sequence order: the highest is
+  // the last piece this rank has finished.
+  uint32_t best = 0;
+  const Segment& mine = *segments_[static_cast<size_t>(rank_)];
+  for (size_t s = 0; s < static_cast<size_t>(slots_); ++s)
+    best = std::max(best, __atomic_load_n(mine.gathered(s), __ATOMIC_ACQUIRE));
+  return best;
+}
+
+ncclResult_t StreamCollectives::checkPeers() {
+  for (int r = 0; r < nranks_; ++r)
+    if (r != rank_) HETCCL_TRY(peerAlive(setup_.pids[static_cast<size_t>(r)], r));
+  // Calls both sides have published must match (the calling thread checks
+  // too, but only against calls the peer had already made).
+  const uint64_t calls = calls_.load();
+  for (uint64_t c = calls > kCallRing ? calls - kCallRing + 1 : 1; c <= calls; ++c) HETCCL_TRY(checkCall(c));
+  return ncclSuccess;
+}
+
+void StreamCollectives::watch() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  uint32_t lastDone = 0;
+  auto lastMove = std::chrono::steady_clock::now();
+  while (!stop_) {
+    const uint32_t issued = issued_.load();
+    cv_.wait_for(lock, std::chrono::milliseconds(issued > lastDone ? 20 : 200));
+    if (stop_ || released_.load()) continue;
+    if (uint32_t who = __atomic_load_n(segments_[static_cast<size_t>(rank_)]->broken(), __ATOMIC_ACQUIRE)) {
+      // A peer gave up (and raised the flags): what is in flight is wrong.
+      ncclResult_t r = fail(ncclRemoteError, "collective across domains: rank %u gave up after an error", who - 1);
+      if (setup_.onError) setup_.onError(r);
+      released_.store(true);
+      continue;
+    }
+    const uint32_t done = completedPieces();
+    const auto now = std::chrono::steady_clock::now();
+    if (done != lastDone) {
+      lastDone = done;
+      lastMove = now;
+    }
+    if (issued_.load() <= done) {
+      lastMove = now;
+      continue;
+    }
+    ncclResult_t r = checkPeers();
+    if (r == ncclSuccess && std::chrono::duration<double>(now - lastMove).count() > setup_.timeoutSeconds)
+      r = fail(ncclRemoteError, "collective across domains made no progress for %.0f s (HETCCL_TIMEOUT): a peer "
+               "has not made the matching call", setup_.timeoutSeconds);
+    if (r != ncclSuccess) {
+      HETCCL_WARN("rank %d: %s; releasing the streams", rank_, lastError());
+      if (setup_.onError) setup_.onError(r);
+      lock.unlock();
+      release();
+      lock.lock();
+    }
+  }
+}
+
+void StreamCollectives::release() {
+  released_.store(true);
+  for (auto& seg : segments_)  // the peers learn that this rank gave up
+    if (seg->shared.base()) __atomic_store_n(seg->broken(), static_cast<uint32_t>(rank_ + 1), __ATOMIC_RELEASE);
+  // Every flag far above any value a stream can wait for (also a peer that
+  // queued more pieces; GPUs compare modulo 2^32, within 2^31): the waits
+  // end (the data is then meaningless; the error says so).
+  const uint32_t high = issued_.load() + (1u << 30);
+  for (auto& seg : segments_) {
+    if (!seg->shared.base()) continue;
+    for (size_t kind = 0; kind < 4; ++kind)
+      for (size_t s = 0; s < static_cast<size_t>(slots_); ++s) __atomic_store_n(seg->flag(kind, s), high, __ATOMIC_RELEASE);
+  }
+  const Segment& mine = *segments_[static_cast<size_t>(rank_)];
+  if (mine.shared.base())
+    for (size_t i = 0; i < 4; ++i) __atomic_store_n(mine.done(i), tickets_.load() + (1u << 30), __ATOMIC_RELEASE);
+  queueCv_.notify_all();
+}
+
+}  // namespace hetccl
