@@ -3,8 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cstring>
 
 #include "bootstrap/bootstrap.h"
 #include "common/error.h"
@@ -151,14 +149,20 @@ ncclResult_t StreamCollectives::checkBuffers(const Op& op) {
   return refuseCapture(rt_, op.stream, op.kind);
 }
 
-ncclResult_t StreamCollectives::enqueue(const Op& op) {
-  if (released_.load()) return fail(ncclRemoteError, "%s: the communicator's streams were released after an error", opKindName(op.kind));
+ncclResult_t StreamCollectives::checkUsable(OpKind kind) {
+  if (released_.load())
+    return fail(ncclRemoteError, "%s: the communicator's streams were released after an error", opKindName(kind));
   if (uint32_t who = __atomic_load_n(segments_[static_cast<size_t>(rank_)]->broken(), __ATOMIC_ACQUIRE)) {
-    ncclResult_t r = fail(ncclRemoteError, "%s: rank %u gave up after an error", opKindName(op.kind), who - 1);
+    ncclResult_t r = fail(ncclRemoteError, "%s: rank %u gave up after an error", opKindName(kind), who - 1);
     if (setup_.onError) setup_.onError(r);
     released_.store(true);
     return r;
   }
+  return ncclSuccess;
+}
+
+ncclResult_t StreamCollectives::enqueue(const Op& op) {
+  HETCCL_TRY(checkUsable(op.kind));
   HETCCL_TRY(checkBuffers(op));
   if (ncclResult_t r = publishCall(op, ++calls_); r != ncclSuccess) {
     // The ranks' calls are out of step: no later call can be right.
@@ -173,8 +177,7 @@ ncclResult_t StreamCollectives::enqueue(const Op& op) {
   std::unique_lock<std::mutex> lock(queueMutex_);
   const uint32_t ticket = ++tickets_;
   queueCv_.wait(lock, [&] { return ticket - issuedCalls_ <= kStartEvents || released_.load(); });  // its event is free
-  if (released_.load())
-    return fail(ncclRemoteError, "%s: the communicator's streams were released after an error", opKindName(op.kind));
+  HETCCL_TRY(checkUsable(op.kind));
   Event start = startEvents_[ticket % kStartEvents];
   HETCCL_TRY(rt_.recordEvent(start, op.stream));
   jobs_.push_back(Job{op, ticket, start});

@@ -104,6 +104,7 @@ class StreamCollectives {
   ncclResult_t prepare();  // what this rank sets up alone
   ncclResult_t join();     // the peers' segments
   size_t segmentBytes() const;
+  ncclResult_t checkUsable(OpKind kind);  // not released, no peer gave up
   ncclResult_t checkBuffers(const Op& op);
   ncclResult_t publishCall(const Op& op, uint64_t call);
   ncclResult_t checkCall(uint64_t call) const;
