@@ -63,3 +63,49 @@ print(f"both directions at once on GPU 0: {both:.1f} GB/s each way")
 if len(gpus) > 1:
     every = N / timed(lambda: all_directions(gpus)) / 1e9
     print(f"both directions at once on all {len(gpus)} GPUs: {every:.1f} GB/s each way per GPU")
+
+
+# Where the pinned pages live matters on machines with several NUMA nodes:
+# pages are placed on the node of the CPU that first touches them (when
+# pinned), so allocate with this thread bound to one node's CPUs.
+def numa_nodes():
+    import glob
+    import os
+    nodes = {}
+    for path in sorted(glob.glob("/sys/devices/system/node/node[0-9]*/cpulist")):
+        node = int(path.split("/node")[-1].split("/")[0])
+        cpus = set()
+        for part in open(path).read().strip().split(","):
+            if not part:
+                continue
+            lo, _, hi = part.partition("-")
+            cpus.update(range(int(lo), int(hi or lo) + 1))
+        cpus &= os.sched_getaffinity(0)
+        if cpus:
+            nodes[node] = cpus
+    return nodes
+
+
+def on_node(cpus, make):
+    import os
+    saved = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        return make()
+    finally:
+        os.sched_setaffinity(0, saved)
+
+
+nodes = numa_nodes()
+print(f"NUMA nodes usable here: {sorted(nodes) or 'none visible'}")
+if len(nodes) > 1:
+    for node, cpus in nodes.items():
+        for g in gpus:
+            g.up, g.down = on_node(cpus, lambda: (torch.empty(N, dtype=torch.uint8).pin_memory(),
+                                                  torch.empty(N, dtype=torch.uint8).pin_memory()))
+        for g in gpus:
+            h2d = N / timed(lambda: g.dev_a.copy_(g.down, non_blocking=True)) / 1e9
+            d2h = N / timed(lambda: g.up.copy_(g.dev_a, non_blocking=True)) / 1e9
+            print(f"pages on node {node}, GPU {g.device.index}: host->device {h2d:.1f}, device->host {d2h:.1f} GB/s")
+        every = N / timed(lambda: all_directions(gpus)) / 1e9
+        print(f"pages on node {node}, both directions on all GPUs: {every:.1f} GB/s each way per GPU")

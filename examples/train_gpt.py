@@ -59,6 +59,9 @@ class TinyGPT(nn.Module):
         return self.head(self.norm(x))
 
 
+DIED_ON_PURPOSE = 43  # the exit status of --die-rank (dead_rank_check.py tells it from a crash)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--mode", choices=["ddp", "fsdp"], default="ddp")
@@ -105,7 +108,7 @@ def main():
     for step in range(a.steps):
         if step == a.die_at_step and rank == a.die_rank:
             print(f"rank {rank}: exiting abruptly at step {step}", flush=True)
-            os._exit(1)
+            os._exit(DIED_ON_PURPOSE)
         if step == 2:  # the first steps warm up (allocations, kernel selection)
             if cuda:
                 torch.cuda.synchronize()

@@ -45,6 +45,7 @@ struct Options {
   int domains = 0;                       // --domains K: -N ranks in K contiguous domains
   std::vector<std::string> domainList;   // --domain-list a,b,a,b: one domain name per local rank
   bool showPlan = false;                 // --plan: print the plan for each row
+  bool showHostTime = false;             // --host-time: the calling thread's time per call
   int hostRanks = 0;                     // --host-ranks K: the last K local ranks are CPU ranks
 };
 
@@ -72,7 +73,8 @@ size_t parseSize(const char* s) {
           "  --domains <K>          with -N: place the local ranks in K domains (contiguous blocks)\n"
           "  --domain-list <a,b,..> with -N: the domain of each local rank, in rank order\n"
           "  --host-ranks <K>       with -N: the last K local ranks are CPU ranks (HETCCL_DEVICE=host)\n"
-          "  --plan                 print the plan hetccl runs for each collective and size\n");
+          "  --plan                 print the plan hetccl runs for each collective and size\n"
+          "  --host-time            print the calling thread's time per call (queuing only, no waiting)\n");
   exit(2);
 }
 
@@ -95,6 +97,7 @@ Options parse(int argc, char** argv) {
                                        {"domain-list", required_argument, nullptr, 2},
                                        {"plan", no_argument, nullptr, 3},
                                        {"host-ranks", required_argument, nullptr, 4},
+                                       {"host-time", no_argument, nullptr, 5},
                                        {nullptr, 0, nullptr, 0}};
   while ((ch = getopt_long(argc, argv, "b:e:f:i:n:w:c:o:d:r:N:t:g:m:z:G:", longOptions, nullptr)) != -1) {
     switch (ch) {
@@ -112,6 +115,7 @@ Options parse(int argc, char** argv) {
         break;
       }
       case 3: o.showPlan = true; break;
+      case 5: o.showHostTime = true; break;
       case 'b': o.minBytes = parseSize(optarg); break;
       case 'e': o.maxBytes = parseSize(optarg); break;
       case 'f': o.factor = atof(optarg); break;
@@ -394,7 +398,7 @@ int runRanks(const Options& o, int first, int perProcess, int n, int localBase, 
                                      coll == Collective::Reduce || coll == Collective::SendRecv)
                                         ? k.count * typeBytes(type)
                                         : k.count * typeBytes(type) * n;
-          double times[2] = {0, 0};
+          double times[2] = {0, 0}, hostTimes[2] = {0, 0};
           uint64_t wrong[2] = {0, 0};
           for (int inPlace = 0; inPlace < 2; ++inPlace) {
             if (inPlace && coll == Collective::SendRecv) continue;
@@ -410,6 +414,8 @@ int runRanks(const Options& o, int first, int perProcess, int n, int localBase, 
             PERF_CHECK_ALL(exchange(0.0, ncclFloat64, ncclSum, false).first);
             auto t0 = std::chrono::steady_clock::now();
             for (int it = 0; it < o.iters; ++it) PERF_CHECK_ALL(launchAll(k, inPlace));
+            hostTimes[inPlace] =
+                std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / o.iters;
             synchronizeAll();
             const double mine = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / o.iters;
             auto [timeResult, us] = exchange(mine, ncclFloat64, ncclMax, false);
@@ -450,6 +456,9 @@ int runRanks(const Options& o, int first, int perProcess, int n, int localBase, 
               printf(" %9.1f %8.2f %8.2f %6s\n", times[1], algbw(times[1]), algbw(times[1]) * factor,
                      o.check ? std::to_string(wrong[1]).c_str() : "N/A");
             using DescribePlan = const char* (*)(ncclComm_t, const char*, size_t, ncclDataType_t);
+            if (o.showHostTime)  // this process's ranks' calls; the GPU time is the row's
+              printf("#   host: %.2f / %.2f us per call (out-of-place / in-place), issuing only\n", hostTimes[0],
+                     hostTimes[1]);
             if (o.showPlan)
               if (auto plan = extension<DescribePlan>("hetcclCommDescribePlan"))
                 printf("#   plan: %s\n", plan(ranks[0].comm, collectiveName(coll), k.count, type));

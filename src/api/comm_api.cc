@@ -314,7 +314,10 @@ HETCCL_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t*
   Communicator* c = nullptr;
   HETCCL_TRY(handleComm(comm, "ncclCommGetAsyncError", &c));
   *asyncError = c->asyncError.load();
-  if (*asyncError == ncclSuccess && c->vendor) return c->vendor->asyncError(asyncError);
+  if (*asyncError == ncclSuccess && c->vendor) HETCCL_TRY(c->vendor->asyncError(asyncError));
+  // A dead peer, also while nothing is in flight or the vendor library
+  // waits for it without a word (NCCL inside one host does).
+  if (*asyncError == ncclSuccess && c->checkPeersAlive() != ncclSuccess) *asyncError = c->asyncError.load();
   return ncclSuccess;
 }
 HETCCL_WEAK_ALIAS(ncclCommGetAsyncError)
@@ -380,7 +383,9 @@ HETCCL_EXPORT const char* hetcclCommDescribePlan(ncclComm_t comm, const char* co
     op.count = count;
     op.type = datatype;
     if (c->streamCollectives && StreamCollectives::handles(k.kind))
-      return "stream: through shared pinned memory, on the devices' streams";
+      return c->streamCollectives->relayed()
+                 ? "stream: through pinned memory, shared on a host and relayed over sockets between hosts, on the devices' streams"
+                 : "stream: through shared pinned memory, on the devices' streams";
     return planName(*c, op);
   }
   return nullptr;

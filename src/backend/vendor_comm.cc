@@ -53,6 +53,11 @@ ncclResult_t VendorCommunicator::checkArguments(const Op& op, int rank) {
   if (e.sendBytes) HETCCL_TRY(checkBuffer(op.sendbuff, "sendbuff", op));
   if (e.recvBytes) HETCCL_TRY(checkBuffer(op.recvbuff, "recvbuff", op));
   if (!streamChecked_ || op.stream != checkedStream_) {
+    // A capturing stream cannot be asked for its device (CUDA answers
+    // "not permitted when stream is capturing"): checked when not capturing.
+    bool capturing = false;
+    if (op.stream) HETCCL_TRY(processRuntime().streamCapturing(op.stream, &capturing));
+    if (capturing) return ncclSuccess;
     int device = -1;
     HETCCL_TRY(processRuntime().streamDevice(op.stream, &device));
     if (op.stream && device >= 0 && device != device_)

@@ -15,6 +15,7 @@ namespace hetccl {
 enum ConnectionTag : uint64_t {
   kTagRing = 1,
   kTagData = 2,           // socket transport; low bits carry the stream index
+  kTagStreamRelay = 3,    // stream collectives' relay (src/plan/stream_relay.h)
   kTagSubRingBase = 1ull << 32,  // split/shrink: + a per-call counter
 };
 

@@ -24,6 +24,7 @@ struct RankInfo {
   SocketAddress listenAddress;  // the rank's communicator listener
   uint64_t hostHash = 0;        // ranks with equal hashes share a host (and /dev/shm)
   int32_t pid = 0;
+  uint64_t pidNamespace = 0;    // /proc/self/ns/pid's inode: pids compare only within one
   int32_t device = -1;          // -1: host rank (CPU)
   uint8_t shmAllowed = 1;       // shared memory is used only if both ends allow it
   Tunables tunables;

@@ -1,6 +1,7 @@
 #include "bootstrap/unique_id.h"
 
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -200,6 +201,8 @@ RankInfo RankInfo::local(const SocketAddress& listenAddress, int device) {
   RankInfo info;
   info.listenAddress = listenAddress;
   info.pid = getpid();
+  struct stat ns{};
+  if (stat("/proc/self/ns/pid", &ns) == 0) info.pidNamespace = static_cast<uint64_t>(ns.st_ino);
   info.device = device;
   info.shmAllowed = params().transport != TransportChoice::Socket;
   info.tunables = Tunables::fromParams();

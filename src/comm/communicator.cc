@@ -1,6 +1,7 @@
 #include "comm/communicator.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 
@@ -9,6 +10,7 @@
 #include "common/params.h"
 #include "comm/init.h"
 #include "runtime/runtime.h"
+#include "transport/shm_segment.h"
 
 namespace hetccl {
 
@@ -151,8 +153,15 @@ ncclResult_t Communicator::createDomains() {
     s.rank = rank;
     s.nranks = nranks;
     s.secret = secret;
-    for (const RankInfo& p : peers) s.pids.push_back(p.pid);
+    for (const RankInfo& p : peers)  // 0: not comparable here (another pid namespace), not checked
+      s.pids.push_back(p.pidNamespace == peers[static_cast<size_t>(rank)].pidNamespace ? p.pid : 0);
     s.ring = &ring;
+    const RankInfo& me = peers[static_cast<size_t>(rank)];
+    for (const RankInfo& p : peers) {  // the same test on both ends of every pair
+      s.sharesMemory.push_back(p.hostHash == me.hostHash && p.shmAllowed && me.shmAllowed);
+      s.addresses.push_back(p.listenAddress);
+    }
+    s.listener = &listener;
     s.abort = &abort;
     s.partBytes = tunables.streamPartBytes;  // rank 0's, as every rank's
     s.slots = static_cast<int>(tunables.streamSlots);
@@ -160,21 +169,21 @@ ncclResult_t Communicator::createDomains() {
     s.timeoutSeconds = params().timeoutSeconds;
     s.onError = [this](ncclResult_t e) { setFatal(e); };
     s.failSetupForTest = params().streamFailSetup;
+    s.issueThread = params().streamIssueThread;
     HETCCL_TRY(StreamCollectives::create(s, &streamCollectives));
   }
   return ncclSuccess;
 }
 
 // Every rank decides the same from the exchanged table (rank 0's
-// HETCCL_STREAM_* settings): all ranks staged, one per domain, on one host.
+// HETCCL_STREAM_* settings): all ranks staged, one per domain. Ranks on
+// other hosts (or refusing shared memory) are reached through the relay.
 bool Communicator::streamCollectivesFit() const {
   if (!tunables.streamCollectives || nranks < 2) return false;
   for (const Domain& d : partition.domains)
     if (d.members.size() != 1) return false;
-  for (const RankInfo& p : peers) {
-    if (p.hostHash != peers[0].hostHash || !p.shmAllowed) return false;
+  for (const RankInfo& p : peers)
     if (strcmp(p.runtime, "host") == 0 && !params().forceStaging) return false;
-  }
   return true;
 }
 
@@ -206,6 +215,25 @@ void Communicator::setFatal(ncclResult_t error) {
   ncclResult_t expected = ncclSuccess;
   if (asyncError.compare_exchange_strong(expected, error)) asyncErrorText = lastError();
   if (net) net->markGone();
+}
+
+ncclResult_t Communicator::checkPeersAlive() {
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch()).count();
+  int64_t last = lastLivenessCheck_.load();
+  if (now - last < 200000000 || !lastLivenessCheck_.compare_exchange_strong(last, now)) return ncclSuccess;
+  if (peers.empty()) return ncclSuccess;
+  const RankInfo& me = peers[static_cast<size_t>(rank)];
+  for (int r = 0; r < nranks; ++r) {
+    const RankInfo& p = peers[static_cast<size_t>(r)];
+    if (r == rank || p.hostHash != me.hostHash || p.pidNamespace != me.pidNamespace) continue;
+    if (ncclResult_t e = peerAlive(p.pid, r); e != ncclSuccess) {
+      HETCCL_WARN("rank %d: %s", rank, lastError());
+      setFatal(e);
+      return e;
+    }
+  }
+  return ncclSuccess;
 }
 
 void Communicator::printSummary() const {

@@ -127,6 +127,11 @@ class Communicator {
   char* staging(size_t bytes);
   // Records a fatal error: later calls fail fast, peers are told.
   void setFatal(ncclResult_t error);
+  // For ncclCommGetAsyncError, also while no call is in flight (a vendor
+  // library waiting for a dead peer may never say so): the processes of
+  // the ranks on this host (same pid namespace) still live. Checked at most
+  // every 200 ms; a dead one makes the communicator fatal (ncclRemoteError).
+  ncclResult_t checkPeersAlive();
   void printSummary() const;
 
  private:
@@ -134,6 +139,7 @@ class Communicator {
   void startStaging(Runtime& rt);
   bool streamCollectivesFit() const;
   std::vector<char> scratch_, staging_;
+  std::atomic<int64_t> lastLivenessCheck_{0};  // steady clock, ns
 };
 
 }  // namespace hetccl

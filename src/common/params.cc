@@ -74,6 +74,7 @@ Params load() {
   p.streamPartBytes = static_cast<size_t>(envLong("HETCCL_STREAM_PART_BYTES", 2 << 20, 4096));
   p.streamSlots = static_cast<int>(envLong("HETCCL_STREAM_SLOTS", 8, 2));
   p.streamFailSetup = envLong("HETCCL_STREAM_FAIL_SETUP", 0, 0) != 0;
+  p.streamIssueThread = envLong("HETCCL_STREAM_ISSUE_THREAD", 0, 0) != 0;
   p.streamMinPieces = static_cast<int>(envLong("HETCCL_STREAM_MIN_PIECES", 1, 1));
   p.forceStaging = envLong("HETCCL_FORCE_STAGING", 0, 0) != 0;
   if (const char* v = env("HETCCL_CACHE_DIR")) p.cacheDir = v;

@@ -57,7 +57,7 @@ ncclResult_t DeviceKernels::bind() {
       const std::string name = std::string("hetccl_cast_") + kTypeSuffix[kCastType[f]] + "_" + kTypeSuffix[kCastType[t]];
       HETCCL_TRY(runtime_.getFunction(module_, name.c_str(), &cast_[f][t]));
     }
-  return ncclSuccess;
+  return runtime_.getFunction(module_, "hetccl_wait_flags", &waitFlags_);
 }
 
 ncclResult_t DeviceKernels::run(Function f, size_t n, void** args, Stream s) {
@@ -93,6 +93,12 @@ ncclResult_t DeviceKernels::cast(ncclDataType_t from, ncclDataType_t to, void* d
   uint64_t count = n;
   void* args[] = {&dst, &src, &count};
   return run(cast_[f][t], n, args, s);
+}
+
+ncclResult_t DeviceKernels::waitFlags(volatile uint32_t* const flags[4], uint32_t target, Stream s) {
+  volatile uint32_t* f[4] = {flags[0], flags[1], flags[2], flags[3]};
+  void* args[] = {&f[0], &f[1], &f[2], &f[3], &target};
+  return runtime_.launch(waitFlags_, 1, 32, args, s);
 }
 
 }  // namespace hetccl

@@ -9,6 +9,7 @@
 //   hetccl_prepare_T(dst, local, n, scalar):             dst = scalar * local (PreMulSum)
 //   hetccl_average_T(data, n, nranks):                   data /= nranks (ncclAvg)
 //   hetccl_cast_F_T(dst, src, n):                        dst = (T) src, for floating types
+//   hetccl_wait_flags(f0, f1, f2, f3, target):            returns once every flag (host-mapped) >= target
 #if defined(__HIPCC__)
 #include <hip/hip_runtime.h>
 #endif
@@ -113,3 +114,23 @@ HETCCL_CAST_FROM(double, f64)
 HETCCL_CAST_FROM(Bf16, bf16)
 HETCCL_CAST_FROM(Fp8E4M3, e4m3)
 HETCCL_CAST_FROM(Fp8E5M2, e5m2)
+
+// Waits for four 32-bit flags in host-mapped memory to reach `target`
+// (compared modulo 2^32, as stream waits compare). One thread polls. A
+// kernel, not a stream wait: a stream wait holds the hardware queue it
+// shares with other streams, so a wait for work queued later on another
+// stream of the same queue would never end; a running kernel holds no queue.
+extern "C" __global__ void hetccl_wait_flags(const volatile uint32_t* f0, const volatile uint32_t* f1,
+                                             const volatile uint32_t* f2, const volatile uint32_t* f3, uint32_t target) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  const volatile uint32_t* flags[4] = {f0, f1, f2, f3};
+  for (const volatile uint32_t* f : flags)
+    while (static_cast<int32_t>(*f - target) < 0) {
+#if defined(__HIPCC__)
+      __builtin_amdgcn_s_sleep(8);
+#else
+      __nanosleep(500);
+#endif
+    }
+  __threadfence_system();  // what the flags announce is visible to what follows on the stream
+}

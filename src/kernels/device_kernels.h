@@ -26,6 +26,8 @@ class DeviceKernels {
   ncclResult_t average(ncclDataType_t type, void* data, size_t n, int nranks, Stream s);
   // dst = src converted; both floating types (half, float, double, bf16, fp8).
   ncclResult_t cast(ncclDataType_t from, ncclDataType_t to, void* dst, const void* src, size_t n, Stream s);
+  // Holds `s` until the four flags (device addresses of host-mapped words) reach `target`.
+  ncclResult_t waitFlags(volatile uint32_t* const flags[4], uint32_t target, Stream s);
 
  private:
   explicit DeviceKernels(Runtime& runtime) : runtime_(runtime) {}
@@ -39,6 +41,7 @@ class DeviceKernels {
   Function prepare_[ncclNumTypes] = {};
   Function average_[ncclNumTypes] = {};
   Function cast_[kCastTypes][kCastTypes] = {};
+  Function waitFlags_ = nullptr;
 };
 
 }  // namespace hetccl

@@ -10,6 +10,7 @@ namespace {
 
 class HostReducer : public Reducer {
  public:
+  explicit HostReducer(Runtime& runtime) : runtime_(runtime) {}
   ncclResult_t reduce(const Reduction& r, void* dst, const void* incoming, const void* local, size_t n, Stream) override {
     reduceInto(r, dst, incoming, local, n);
     return ncclSuccess;
@@ -22,6 +23,13 @@ class HostReducer : public Reducer {
     finishAverage(r, data, n, nranks);
     return ncclSuccess;
   }
+  ncclResult_t waitFlags(volatile uint32_t* const flags[4], uint32_t target, Stream s) override {
+    for (int i = 0; i < 4; ++i) HETCCL_TRY(runtime_.waitFlag(s, flags[i], target));
+    return ncclSuccess;
+  }
+
+ private:
+  Runtime& runtime_;
 };
 
 class KernelReducer : public Reducer {
@@ -36,6 +44,9 @@ class KernelReducer : public Reducer {
   ncclResult_t average(const Reduction& r, void* data, size_t n, int nranks, Stream s) override {
     return kernels_->average(r.type, data, n, nranks, s);
   }
+  ncclResult_t waitFlags(volatile uint32_t* const flags[4], uint32_t target, Stream s) override {
+    return kernels_->waitFlags(flags, target, s);
+  }
 
  private:
   std::unique_ptr<DeviceKernels> kernels_;
@@ -45,7 +56,7 @@ class KernelReducer : public Reducer {
 
 ncclResult_t makeReducer(Runtime& runtime, std::unique_ptr<Reducer>* out) {
   if (!runtime.hasDevices()) {
-    *out = std::make_unique<HostReducer>();
+    *out = std::make_unique<HostReducer>(runtime);
     return ncclSuccess;
   }
   std::unique_ptr<DeviceKernels> kernels;

@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "plan/host_staging.h"
+#include "plan/stream_relay.h"
 #include "plan/stream_segment.h"
 
 namespace hetccl {
@@ -38,8 +39,9 @@ ncclResult_t StreamCollectives::create(const StreamSetup& setup, std::unique_ptr
       return ncclSuccess;
     }
   HETCCL_TRY(s->join());
+  HETCCL_TRY(s->startRelay());
   s->watchdog_ = std::thread(&StreamCollectives::watch, s.get());
-  s->issuer_ = std::thread(&StreamCollectives::issueLoop, s.get());
+  if (setup.issueThread) s->issuer_ = std::thread(&StreamCollectives::issueLoop, s.get());
   *out = std::move(s);
   return ncclSuccess;
 }
@@ -60,6 +62,11 @@ ncclResult_t StreamCollectives::prepare() {
   HETCCL_TRY(mine.shared.create(sharedSegmentName(setup_.secret, "stream", rank_, rank_, getpid()), segmentBytes()));
   HETCCL_TRY(rt_.registerHost(mine.shared.base(), mine.shared.bytes()));
   mine.registered = true;
+  for (size_t i = 0; i < 4; ++i) {
+    void* p = nullptr;
+    HETCCL_TRY(rt_.devicePointerOf(const_cast<uint32_t*>(mine.done(i)), &p));
+    doneOnDevice_[i] = static_cast<volatile uint32_t*>(p);
+  }
   void* incoming = nullptr;
   HETCCL_TRY(rt_.allocDevice(&incoming, static_cast<size_t>(slots_) * static_cast<size_t>(nranks_) * partBytes_));
   incoming_ = static_cast<char*>(incoming);
@@ -68,9 +75,44 @@ ncclResult_t StreamCollectives::prepare() {
   outgoing_ = static_cast<char*>(outgoing);
   for (Stream* s : {&send_, &reduce_, &result_, &gather_}) HETCCL_TRY(rt_.createStream(s));
   for (Event& e : startEvents_) HETCCL_TRY(rt_.createEvent(&e));
+  for (Event& e : endEvents_) HETCCL_TRY(rt_.createEvent(&e));
+  for (Event& e : finished_) HETCCL_TRY(rt_.createEvent(&e));
   reduced_.assign(static_cast<size_t>(slots_), nullptr);
   for (Event& e : reduced_) HETCCL_TRY(rt_.createEvent(&e));
   return ncclSuccess;
+}
+
+bool StreamCollectives::sharesMemory(int r) const {
+  return setup_.sharesMemory.empty() || setup_.sharesMemory[static_cast<size_t>(r)];
+}
+
+ncclResult_t StreamCollectives::startRelay() {
+  StreamRelaySetup rs;
+  rs.rank = rank_;
+  rs.nranks = nranks_;
+  bool any = false;
+  for (int r = 0; r < nranks_; ++r) {
+    rs.segments.push_back(segments_[static_cast<size_t>(r)].get());
+    rs.remote.push_back(r != rank_ && !sharesMemory(r));
+    any |= rs.remote.back();
+  }
+  if (!any) return ncclSuccess;
+  rs.listener = setup_.listener;
+  rs.addresses = setup_.addresses;
+  rs.timeoutSeconds = setup_.timeoutSeconds;
+  rs.abort = setup_.abort;
+  rs.calls = &calls_;
+  rs.onFailure = [this](ncclResult_t r) {
+    if (released_.load()) return;
+    if (setup_.onError) setup_.onError(r);
+    release();
+  };
+  noteBytes_.assign(static_cast<size_t>(nranks_), 0);
+  std::string which;
+  for (int r = 0; r < nranks_; ++r)
+    if (rs.remote[static_cast<size_t>(r)]) which += (which.empty() ? "" : ",") + std::to_string(r);
+  HETCCL_INFO("rank %d: stream collectives reach ranks {%s} through the socket relay", rank_, which.c_str());
+  return StreamRelay::create(rs, &relay_);
 }
 
 size_t StreamCollectives::segmentBytes() const {
@@ -83,6 +125,11 @@ ncclResult_t StreamCollectives::join() {
   for (int r = 0; r < nranks_; ++r) {
     if (r == rank_) continue;
     SharedSegment& peer = segments_[static_cast<size_t>(r)]->shared;
+    if (!sharesMemory(r)) {  // a local mirror, kept current by the relay
+      HETCCL_TRY(peer.create(sharedSegmentName(setup_.secret, "mirror", r, rank_, getpid()), bytes));
+      peer.unlink();
+      continue;
+    }
     HETCCL_TRY(peer.open(sharedSegmentName(setup_.secret, "stream", r, r, setup_.pids[static_cast<size_t>(r)]), bytes,
                          deadline, setup_.abort));
     if (peer.bytes() != bytes)
@@ -110,17 +157,28 @@ StreamCollectives::~StreamCollectives() {
   if (issuer_.joinable()) issuer_.join();
   for (Stream s : {send_, reduce_, result_, gather_})
     if (s) rt_.synchronize(s);
+  // The callers' streams may still have to run the kernels that read the
+  // done flags in my segment (the flags are raised: they end at once).
+  for (Event e : endEvents_) {
+    bool done = false;
+    while (e && rt_.eventDone(e, &done) == ncclSuccess && !done) std::this_thread::yield();
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
   }
   cv_.notify_all();
   if (watchdog_.joinable()) watchdog_.join();
+  relay_.reset();  // after it has sent the peers what they still need
   for (Stream s : {send_, reduce_, result_, gather_})
     if (s) rt_.destroyStream(s);
   for (Event e : reduced_)
     if (e) rt_.destroyEvent(e);
   for (Event e : startEvents_)
+    if (e) rt_.destroyEvent(e);
+  for (Event e : endEvents_)
+    if (e) rt_.destroyEvent(e);
+  for (Event e : finished_)
     if (e) rt_.destroyEvent(e);
   if (incoming_) rt_.freeDevice(incoming_);
   if (outgoing_) rt_.freeDevice(outgoing_);
@@ -155,7 +213,7 @@ ncclResult_t StreamCollectives::checkUsable(OpKind kind) {
   if (uint32_t who = __atomic_load_n(segments_[static_cast<size_t>(rank_)]->broken(), __ATOMIC_ACQUIRE)) {
     ncclResult_t r = fail(ncclRemoteError, "%s: rank %u gave up after an error", opKindName(kind), who - 1);
     if (setup_.onError) setup_.onError(r);
-    released_.store(true);
+    release();  // my streams may wait for flags a relay will not bring any more
     return r;
   }
   return ncclSuccess;
@@ -171,7 +229,27 @@ ncclResult_t StreamCollectives::enqueue(const Op& op) {
     return r;
   }
   if (op.count == 0) return ncclSuccess;
-  // The call only marks its place on the caller's stream (an event the
+  if (!setup_.issueThread) {
+    // Every piece is queued on my streams now, then the caller's stream
+    // waits for their ends (events recorded before the wait is queued, so
+    // no stream ever waits for work queued after it).
+    const uint32_t ticket = ++tickets_;
+    const Job job{op, ticket, startEvents_[ticket % kStartEvents]};
+    HETCCL_TRY(rt_.recordEvent(job.start, op.stream));
+    ncclResult_t r = issue(job);
+    if (r != ncclSuccess) {
+      if (setup_.onError) setup_.onError(r);
+      release();
+      return r;
+    }
+    const Stream streams[4] = {send_, reduce_, result_, gather_};
+    for (size_t i = 0; i < 4; ++i) {
+      HETCCL_TRY(rt_.recordEvent(finished_[i], streams[i]));
+      HETCCL_TRY(rt_.waitEvent(op.stream, finished_[i]));
+    }
+    return ncclSuccess;
+  }
+  // HETCCL_STREAM_ISSUE_THREAD: the call only marks its place on the caller's stream (an event the
   // issuing thread makes the streams wait for; flags the caller's stream
   // waits for) and hands the pieces to the issuing thread.
   std::unique_lock<std::mutex> lock(queueMutex_);
@@ -183,10 +261,16 @@ ncclResult_t StreamCollectives::enqueue(const Op& op) {
   jobs_.push_back(Job{op, ticket, start});
   lock.unlock();
   queueCv_.notify_all();
-  // (A host rank's "stream" waits right here, until the pieces are done.)
-  const Segment& mine = *segments_[static_cast<size_t>(rank_)];
-  for (size_t i = 0; i < 4; ++i) HETCCL_TRY(rt_.waitFlag(op.stream, mine.done(i), ticket));
-  return ncclSuccess;
+  // The caller's stream waits for the four "done" flags in a polling
+  // kernel (a stream wait would hold the hardware queue the caller's stream
+  // may share with one of ours, whose work is queued only after this). A
+  // kernel still does not make this safe: whatever the caller queues next
+  // on its stream waits for the kernel, and may block a shared queue the
+  // same way (hetccl-perf with CUDA_DEVICE_MAX_CONNECTIONS=1 hung). Hence
+  // opt-in. A host rank's "stream" waits right here, until the pieces are done.
+  HETCCL_TRY(reducer_->waitFlags(doneOnDevice_, ticket, op.stream));
+  // Destruction waits for this: the kernel reads my segment.
+  return rt_.recordEvent(endEvents_[ticket % kStartEvents], op.stream);
 }
 
 void StreamCollectives::issueLoop() {
@@ -322,6 +406,11 @@ ncclResult_t StreamCollectives::queuePiece(const Op& op, size_t start, size_t le
   auto peer = [&](int r) -> Segment& { return *segments_[static_cast<size_t>(r)]; };
   shapeOf(op, start, length, &shape_);
   const Shape& sh = shape_;
+  if (relay_) {  // what the relay sends once my streams have written it
+    for (int q = 0; q < nranks_; ++q)
+      noteBytes_[static_cast<size_t>(q)] = sh.reduces || sh.exchanges ? sh.toRank[static_cast<size_t>(q)].count * es : 0;
+    relay_->expect(seq, slot, noteBytes_, sh.gathers ? sh.mine.count * es : 0);
+  }
   // Every piece raises every flag, also for a phase its collective skips,
   // so slots are reused the same way whatever ran in them before.
 

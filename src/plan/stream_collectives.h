@@ -1,11 +1,21 @@
 // Every collective (all but send/recv) across domains for ranks on one
-// host with one rank per domain (two GPUs of
-// different vendors in one box, or the H200 pair split in two), run
-// entirely on the devices' streams. The
-// call records an event on the caller's stream, makes that stream wait for
-// four flags and returns (microseconds); an issuing thread queues the
-// pieces below on the rank's own streams. No hetccl thread copies, reduces
-// or waits for the data.
+// host with one rank per domain (two GPUs of different vendors in one box,
+// or the H200 pair split in two), run entirely on the devices' streams.
+// The call queues the pieces below on the rank's own four streams and
+// makes the caller's stream wait for their ends (events); it returns once
+// they are queued (about 17 us per piece), long before the data has moved.
+// No hetccl thread copies, reduces or waits for the data.
+//
+// Why queue in the call: the GPU has a few hardware queues (8 by default,
+// CUDA_DEVICE_MAX_CONNECTIONS) shared by all streams. A stream that waits
+// holds its queue, so a stream must never wait for work that is queued
+// after the wait: it may sit behind the wait in the same queue. Queued in
+// the call, every wait is for work queued before it (here or, by the same
+// order, on the peers). HETCCL_STREAM_ISSUE_THREAD=1 instead returns in
+// microseconds and lets a thread queue the pieces while the caller's stream
+// waits for "done" flags in a polling kernel: it breaks that rule (DDP under
+// PyTorch hung with a stream wait there; hetccl-perf with one hardware queue
+// hung with the kernel), so it is off by default.
 //
 // Each rank owns a shared-memory segment, registered as pinned memory in
 // every rank's process, so a device-to-host copy by one GPU lands where
@@ -42,6 +52,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -49,11 +60,14 @@
 #include "common/deadline.h"
 #include "kernels/reducer.h"
 #include "runtime/runtime.h"
+#include "bootstrap/socket.h"
 #include "transport/shm_segment.h"
 
 namespace hetccl {
 
+class Listener;
 class Ring;
+class StreamRelay;
 
 struct StreamSetup {
   Runtime* runtime = nullptr;
@@ -61,12 +75,19 @@ struct StreamSetup {
   uint64_t secret = 0;
   std::vector<int> pids;  // every rank's process
   const Ring* ring = nullptr;
+  // Ranks whose segments this rank cannot map (another host, or shared
+  // memory refused) are reached through a relay (stream_relay.h) over
+  // connections from the communicator's listener.
+  std::vector<bool> sharesMemory;  // by rank
+  Listener* listener = nullptr;
+  std::vector<SocketAddress> addresses;  // every rank's listener
   const AbortFlag* abort = nullptr;
   size_t partBytes = 2 << 20;  // HETCCL_STREAM_PART_BYTES
   int slots = 8;               // HETCCL_STREAM_SLOTS
   size_t minPieces = 1;        // HETCCL_STREAM_MIN_PIECES
   double timeoutSeconds = 300;
   std::function<void(ncclResult_t)> onError;  // the communicator turns fatal
+  bool issueThread = false;       // HETCCL_STREAM_ISSUE_THREAD: an issuing thread queues the pieces
   bool failSetupForTest = false;  // HETCCL_STREAM_FAIL_SETUP: this rank's setup fails (tests the fallback)
 };
 
@@ -87,11 +108,12 @@ class StreamCollectives {
            kind == OpKind::Gather || kind == OpKind::Scatter;
   }
   ncclResult_t enqueue(const Op& op);
+  struct Segment;  // stream_segment.h
   // Raises every flag so that no stream waits any longer (abort, dead peer).
   void release();
+  bool relayed() const { return relay_ != nullptr; }  // some peers are reached through the relay
 
  private:
-  struct Segment;
   struct Job {
     Op op;
     uint32_t ticket;
@@ -104,6 +126,8 @@ class StreamCollectives {
   ncclResult_t prepare();  // what this rank sets up alone
   ncclResult_t join();     // the peers' segments
   size_t segmentBytes() const;
+  bool sharesMemory(int r) const;  // rank r's segment is mapped here (else mirrored)
+  ncclResult_t startRelay();
   ncclResult_t checkUsable(OpKind kind);  // not released, no peer gave up
   ncclResult_t checkBuffers(const Op& op);
   ncclResult_t publishCall(const Op& op, uint64_t call);
@@ -127,18 +151,24 @@ class StreamCollectives {
   void watch();
   ncclResult_t checkPeers();
   uint32_t completedPieces() const;
+  std::string describeProgress() const;  // every rank's flags, for a stall's message
 
   StreamSetup setup_;
   Runtime& rt_;
   const int rank_, nranks_, slots_;
   const size_t partBytes_;
   std::unique_ptr<Reducer> reducer_;
-  std::vector<std::unique_ptr<Segment>> segments_;  // by rank; mine is created, the others opened
+  std::vector<std::unique_ptr<Segment>> segments_;  // by rank; mine is created, the others opened (or mirrored)
+  std::unique_ptr<StreamRelay> relay_;              // when some rank's segment cannot be mapped here
+  std::vector<size_t> noteBytes_;                   // the piece being queued: my send part's bytes per rank
   Stream send_ = nullptr, reduce_ = nullptr, result_ = nullptr, gather_ = nullptr;
   Shape shape_;                 // the piece being queued (issuing thread)
   std::vector<Event> reduced_;  // per slot: my part of the piece is reduced
   static constexpr uint32_t kStartEvents = 16;
   Event startEvents_[kStartEvents] = {};  // per call in the queue: where it starts on the caller's stream
+  Event endEvents_[kStartEvents] = {};    // per call: after the caller's stream's wait for it
+  Event finished_[4] = {};      // issued in the call: the end of the call on each of my streams
+  volatile uint32_t* doneOnDevice_[4] = {};  // my done flags, as the device addresses them
   char* incoming_ = nullptr;    // device: per slot and peer, the peer's copy of my part
   char* outgoing_ = nullptr;    // device: per peer, my scaled input (PreMulSum)
   std::atomic<uint32_t> issued_{0};  // pieces queued so far (their sequence numbers are 1..issued_)

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <string>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -99,7 +100,9 @@ void StreamCollectives::watch() {
       // A peer gave up (and raised the flags): what is in flight is wrong.
       ncclResult_t r = fail(ncclRemoteError, "collective across domains: rank %u gave up after an error", who - 1);
       if (setup_.onError) setup_.onError(r);
-      released_.store(true);
+      lock.unlock();
+      release();  // my streams may wait for flags a relay will not bring any more
+      lock.lock();
       continue;
     }
     const uint32_t done = completedPieces();
@@ -117,13 +120,33 @@ void StreamCollectives::watch() {
       r = fail(ncclRemoteError, "collective across domains made no progress for %.0f s (HETCCL_TIMEOUT): a peer "
                "has not made the matching call", setup_.timeoutSeconds);
     if (r != ncclSuccess) {
-      HETCCL_WARN("rank %d: %s; releasing the streams", rank_, lastError());
+      HETCCL_WARN("rank %d: %s; releasing the streams (%s)", rank_, lastError(), describeProgress().c_str());
       if (setup_.onError) setup_.onError(r);
       lock.unlock();
       release();
       lock.lock();
     }
   }
+}
+
+std::string StreamCollectives::describeProgress() const {
+  // Where every rank's flags stand, for the message when the streams stall.
+  std::string text = "pieces issued " + std::to_string(issued_.load()) + ", finished " +
+                     std::to_string(completedPieces()) + ", calls queued " + std::to_string(tickets_.load()) + ", done";
+  const Segment& mine = *segments_[static_cast<size_t>(rank_)];
+  for (size_t i = 0; i < 4; ++i) text += " " + std::to_string(__atomic_load_n(mine.done(i), __ATOMIC_ACQUIRE));
+  static const char* const kFlags[] = {"posted", "consumed", "reduced", "gathered"};
+  for (int r = 0; r < nranks_; ++r) {
+    const Segment& seg = *segments_[static_cast<size_t>(r)];
+    if (!seg.shared.base()) continue;
+    text += "; rank " + std::to_string(r);
+    for (size_t kind = 0; kind < 4; ++kind) {
+      text += std::string(" ") + kFlags[kind];
+      for (size_t s = 0; s < static_cast<size_t>(slots_); ++s)
+        text += (s ? "," : "=") + std::to_string(__atomic_load_n(seg.flag(kind, s), __ATOMIC_ACQUIRE));
+    }
+  }
+  return text;
 }
 
 void StreamCollectives::release() {

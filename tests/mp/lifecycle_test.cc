@@ -373,4 +373,34 @@ TEST(Lifecycle, SocketsOverIpv6Loopback) {
   });
 }
 
+// PyTorch's watchdog polls ncclCommGetAsyncError while work is in flight
+// and aborts on an error. A peer that dies while this rank has nothing of
+// its own in flight (or while a vendor library waits for it without a
+// word) must still show there, within about a second.
+TEST(Lifecycle, IdleCommunicatorReportsADeadPeer) {
+  EXPECT_RANKS_PASS(3, {{"HETCCL_TIMEOUT", "60"}}, 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    double x = 1;
+    RANK_NCCL(ncclAllReduce(&x, &x, 1, ncclFloat64, ncclSum, comm, nullptr));
+    if (rank == 1) _exit(0);  // dies without a word
+    ncclResult_t async = ncclSuccess;
+    auto t0 = std::chrono::steady_clock::now();
+    double waited = 0;
+    while (async == ncclSuccess && waited < 10) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      RANK_NCCL(ncclCommGetAsyncError(comm, &async));
+      waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    RANK_EXPECT(async == ncclRemoteError, "async error %d after %.1f s", async, waited);
+    RANK_EXPECT(waited < 3, "the dead peer showed after %.1f s", waited);
+    RANK_EXPECT(strstr(ncclGetLastError(comm), "rank 1") != nullptr, "message: %s", ncclGetLastError(comm));
+    t0 = std::chrono::steady_clock::now();
+    RANK_NCCL(ncclCommAbort(comm));
+    waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    RANK_EXPECT(waited < 3, "abort took %.1f s", waited);
+    return 0;
+  });
+}
+
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "hetccl.h"
 #include "mp_util.h"
 #include "reference.h"
 
@@ -36,9 +37,15 @@ inline ncclResult_t launch(ncclComm_t comm, const Case& k, ncclRedOp_t op, int r
   return ncclInternalError;
 }
 
-inline int runMatrix(int rank, int n, const ncclUniqueId& id, uint64_t seed, size_t large) {
+// planPrefix: the all-reduce plan must start with it (the path under test is taken).
+inline int runMatrix(int rank, int n, const ncclUniqueId& id, uint64_t seed, size_t large,
+                     const char* planPrefix = nullptr) {
   ncclComm_t comm;
   RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+  if (planPrefix) {
+    const char* plan = hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32);
+    RANK_EXPECT(plan && strncmp(plan, planPrefix, strlen(planPrefix)) == 0, "all_reduce plan: %s", plan ? plan : "(null)");
+  }
   const size_t counts[] = {0, 1, 1027, large};
   std::vector<char> send, recv;
   uint64_t call = 0;

@@ -117,6 +117,16 @@ TEST(StreamCollectives, MinimumPiecesKeepResultsRight) {
                          [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
 }
 
+// HETCCL_STREAM_ISSUE_THREAD=1 (a thread queues the pieces, the call
+// returns at once): the same results.
+TEST(StreamCollectives, IssuingThreadKeepsResultsRight) {
+  const uint64_t seed = hetccl::testing::runSeed();
+  mp::Env env = streamEnv();
+  env.push_back({"HETCCL_STREAM_ISSUE_THREAD", "1"});
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 300,
+                         [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
+}
+
 TEST(StreamCollectives, MismatchedCountsFailWithoutHanging) {
   EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, streamEnv("10")), 60, [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
@@ -169,8 +179,8 @@ TEST(StreamCollectives, DifferentRootsAcrossRanksFail) {
   });
 }
 
-TEST(StreamCollectives, DeadPeerIsAnErrorNotAHang) {
-  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, streamEnv("20")), 60, [](int rank, int n, const ncclUniqueId& id) {
+void deadPeerIsAnError(mp::Env env) {
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 60, [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
     std::vector<float> x(1 << 18, 1.0f);
@@ -188,6 +198,43 @@ TEST(StreamCollectives, DeadPeerIsAnErrorNotAHang) {
     ncclCommAbort(comm);
     return 0;
   });
+}
+
+TEST(StreamCollectives, DeadPeerIsAnErrorNotAHang) { deadPeerIsAnError(streamEnv("20")); }
+
+// Ranks that cannot map each other's segments (on different hosts, or
+// refusing shared memory as HETCCL_TRANSPORT=socket makes them here) reach
+// them through the relay (src/plan/stream_relay.h): the plan is still the
+// stream one and every collective is right, with every pair relayed, and
+// with one rank relayed while the other two share memory.
+int relayedMatrix(int rank, int n, const ncclUniqueId& id, uint64_t seed) {
+  return mp::runMatrix(rank, n, id, seed, 70001, "stream: through pinned memory, shared on a host and relayed");
+}
+
+TEST(StreamCollectives, ThroughTheRelayEveryCollectiveIsRight) {
+  const uint64_t seed = hetccl::testing::runSeed();
+  mp::Env env = streamEnv();
+  env.push_back({"HETCCL_TRANSPORT", "socket"});
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 500,
+                         [&](int rank, int n, const ncclUniqueId& id) { return relayedMatrix(rank, n, id, seed); });
+}
+
+TEST(StreamCollectives, SharedAndRelayedPeersTogether) {
+  const uint64_t seed = hetccl::testing::runSeed();
+  auto env = [](int rank) {
+    mp::Env e = streamEnv();
+    e.push_back({"HETCCL_DOMAIN", std::string(1, static_cast<char>('a' + rank))});
+    if (rank == 1) e.push_back({"HETCCL_TRANSPORT", "socket"});
+    return e;
+  };
+  EXPECT_RANKS_PASS_EACH(3, env, 500,
+                         [&](int rank, int n, const ncclUniqueId& id) { return relayedMatrix(rank, n, id, seed); });
+}
+
+TEST(StreamCollectives, DeadPeerThroughTheRelayIsAnErrorNotAHang) {
+  mp::Env env = streamEnv("20");
+  env.push_back({"HETCCL_TRANSPORT", "socket"});
+  deadPeerIsAnError(env);
 }
 
 }  // namespace

@@ -1,0 +1,319 @@
+#include "plan/stream_relay.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <deque>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "plan/stream_segment.h"
+
+namespace hetccl {
+
+using namespace stream_layout;
+
+namespace {
+constexpr uint32_t kPosted = 0, kConsumed = 1, kReduced = 2, kGathered = 3, kBroken = 4, kCall = 5, kBye = 6;
+bool reachedValue(uint32_t value, uint32_t seq) { return static_cast<int32_t>(value - seq) >= 0; }
+bool reached(const volatile uint32_t* flag, uint32_t seq) { return reachedValue(__atomic_load_n(flag, __ATOMIC_ACQUIRE), seq); }
+}  // namespace
+
+// What travels: a header, then `bytes` of data for `offset` in the
+// sender's segment (the receiver's mirror of it).
+struct StreamRelay::Message {
+  uint32_t kind;   // kPosted..kGathered: that flag of `slot`; kBroken; kCall: a call record; kBye: closing
+  uint32_t slot;
+  uint32_t value;  // the flag's value (kBroken: the word)
+  uint32_t pad;
+  uint64_t offset;
+  uint64_t bytes;
+};
+
+struct StreamRelay::Outgoing {
+  Message message;
+  const char* data;  // in my segment, or `record`
+  CallRecord record;
+  size_t sentHeader = 0, sentData = 0;
+};
+
+struct StreamRelay::Peer {
+  int rank = -1;
+  Socket socket;
+  StreamCollectives::Segment* mirror = nullptr;
+  bool lost = false;
+  bool done = false;  // said goodbye: the end of the connection is no error
+  Message in{};
+  size_t inHeader = 0, inData = 0;
+  bool haveHeader = false;
+  CallRecord record{};  // a call record being received
+  std::deque<Outgoing> out;
+};
+
+StreamRelay::StreamRelay(const StreamRelaySetup& setup) : setup_(setup), slots_(setup.segments[setup.rank]->slots) {
+  sentFlags_.assign(2 * slots_, 0);
+}
+
+ncclResult_t StreamRelay::create(const StreamRelaySetup& setup, std::unique_ptr<StreamRelay>* out) {
+  std::unique_ptr<StreamRelay> relay(new StreamRelay(setup));
+  HETCCL_TRY(relay->connect());
+  relay->wake_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (relay->wake_ < 0) return fail(ncclSystemError, "stream relay: eventfd failed: %s", strerror(errno));
+  relay->thread_ = std::thread(&StreamRelay::run, relay.get());
+  *out = std::move(relay);
+  return ncclSuccess;
+}
+
+ncclResult_t StreamRelay::connect() {
+  // Pairwise: the lower rank connects, the higher accepts; connecting
+  // first everywhere cannot deadlock (the listener queues arrivals).
+  const Deadline deadline(setup_.timeoutSeconds);
+  for (int r = 0; r < setup_.nranks; ++r) {
+    if (!setup_.remote[static_cast<size_t>(r)]) continue;
+    auto p = std::make_unique<Peer>();
+    p->rank = r;
+    p->mirror = setup_.segments[static_cast<size_t>(r)];
+    if (r > setup_.rank)
+      HETCCL_TRY(Listener::connectTo(setup_.addresses[static_cast<size_t>(r)], setup_.listener->secret(), setup_.rank,
+                                     kTagStreamRelay, deadline, setup_.abort, &p->socket));
+    peers_.push_back(std::move(p));
+  }
+  for (auto& p : peers_)
+    if (p->rank < setup_.rank)
+      HETCCL_TRY(setup_.listener->acceptFrom(p->rank, kTagStreamRelay, deadline, setup_.abort, &p->socket));
+  for (auto& p : peers_) p->socket.setNonBlocking();
+  return ncclSuccess;
+}
+
+StreamRelay::~StreamRelay() {
+  // What the peers still need from me (the last flags, data not yet
+  // sent) goes first, then a goodbye, so they do not take the closing
+  // connection for a failure.
+  draining_.store(true);
+  const Deadline deadline(setup_.timeoutSeconds);
+  while (!drained_.load() && !deadline.expired() && thread_.joinable()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  stop_.store(true);
+  if (wake_ >= 0) {
+    const uint64_t one = 1;
+    if (write(wake_, &one, sizeof(one)) < 0) { /* the thread also polls stop_ */ }
+  }
+  if (thread_.joinable()) thread_.join();
+  if (wake_ >= 0) close(wake_);
+}
+
+void StreamRelay::expect(uint32_t seq, size_t slot, const std::vector<size_t>& sendBytes, size_t reducedBytes) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    announced_.push_back(Piece{seq, slot, sendBytes, reducedBytes});
+  }
+  const uint64_t one = 1;
+  if (write(wake_, &one, sizeof(one)) < 0) { /* a full counter still wakes the thread */ }
+}
+
+void StreamRelay::run() {
+  std::vector<pollfd> fds;
+  while (!stop_.load()) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (Piece& p : announced_) {
+        lastSeq_ = p.seq;
+        lastSlot_ = p.slot;
+        pieces_.push_back(std::move(p));
+      }
+      announced_.clear();
+    }
+    bool moved = false;
+    for (auto& p : peers_) {
+      if (p->lost) continue;
+      ncclResult_t r = receive(*p, &moved);
+      if (r != ncclSuccess) lost(*p, r);
+    }
+    forwardPieces();
+    forwardFlagsAndCalls();
+    bool pending = !pieces_.empty() || (lastSeq_ && !reachedValue(sentFlags_[slots_ + lastSlot_], lastSeq_));
+    for (auto& p : peers_) {
+      if (p->lost) continue;
+      ncclResult_t r = flush(*p, &moved);
+      if (r != ncclSuccess) lost(*p, r);
+      pending |= !p->lost && !p->out.empty();
+    }
+    if (draining_.load() && !pending && !moved) {
+      for (auto& p : peers_)
+        if (!p->lost) {
+          p->out.push_back(Outgoing{Message{kBye, 0, 0, 0, 0, 0}, nullptr, {}});
+          bool ignored = false;
+          const Deadline bye(5);
+          while (!p->out.empty() && !bye.expired() && flush(*p, &ignored) == ncclSuccess) std::this_thread::yield();
+        }
+      drained_.store(true);
+      return;
+    }
+    if (moved) continue;
+    // Pieces in flight: the GPU raises my flags without telling anyone, so
+    // look again soon; otherwise sleep until data arrives or a piece is
+    // announced (flags of finished pieces are looked at every 2 ms).
+    fds.clear();
+    fds.push_back(pollfd{wake_, POLLIN, 0});
+    for (auto& p : peers_)
+      if (!p->lost) fds.push_back(pollfd{p->socket.fd(), static_cast<short>(POLLIN | (p->out.empty() ? 0 : POLLOUT)), 0});
+    if (poll(fds.data(), fds.size(), pending ? 0 : 2) > 0 && (fds[0].revents & POLLIN)) {
+      uint64_t n;
+      if (read(wake_, &n, sizeof(n)) < 0) { /* nothing to read */ }
+    }
+    if (pending) std::this_thread::yield();
+  }
+}
+
+void StreamRelay::forwardPieces() {
+  StreamCollectives::Segment& mine = *setup_.segments[static_cast<size_t>(setup_.rank)];
+  // My streams raise `posted` (send stream) and `reduced` (result stream)
+  // in piece order, each on its own: two cursors.
+  for (Piece& pc : pieces_) {
+    if (pc.postedSent) continue;
+    if (!reached(mine.posted(pc.slot), pc.seq)) break;
+    const uint32_t value = __atomic_load_n(mine.posted(pc.slot), __ATOMIC_ACQUIRE);  // above seq after a release
+    for (auto& p : peers_) {
+      if (p->lost) continue;
+      const char* data = mine.sendPart(pc.slot, p->rank);
+      const size_t bytes = pc.sendBytes[static_cast<size_t>(p->rank)];
+      p->out.push_back(Outgoing{Message{kPosted, static_cast<uint32_t>(pc.slot), value, 0,
+                                        static_cast<uint64_t>(data - mine.shared.base()), bytes},
+                                data, {}});
+    }
+    pc.postedSent = true;
+  }
+  for (Piece& pc : pieces_) {
+    if (pc.reducedSent) continue;
+    if (!reached(mine.reduced(pc.slot), pc.seq)) break;
+    const uint32_t value = __atomic_load_n(mine.reduced(pc.slot), __ATOMIC_ACQUIRE);
+    const char* data = mine.reducedPart(pc.slot);
+    sendToAll(Message{kReduced, static_cast<uint32_t>(pc.slot), value, 0,
+                      static_cast<uint64_t>(data - mine.shared.base()), pc.reducedBytes},
+              data);
+    pc.reducedSent = true;
+  }
+  size_t done = 0;
+  while (done < pieces_.size() && pieces_[done].postedSent && pieces_[done].reducedSent) ++done;
+  pieces_.erase(pieces_.begin(), pieces_.begin() + static_cast<std::ptrdiff_t>(done));
+}
+
+void StreamRelay::forwardFlagsAndCalls() {
+  StreamCollectives::Segment& mine = *setup_.segments[static_cast<size_t>(setup_.rank)];
+  // consumed and gathered carry no data: their latest value is enough.
+  for (size_t k = 0; k < 2; ++k) {
+    const uint32_t kind = k == 0 ? kConsumed : kGathered;
+    for (size_t s = 0; s < slots_; ++s) {
+      const uint32_t v = __atomic_load_n(mine.flag(kind, s), __ATOMIC_ACQUIRE);
+      if (v == sentFlags_[k * slots_ + s]) continue;
+      sentFlags_[k * slots_ + s] = v;
+      sendToAll(Message{kind, static_cast<uint32_t>(s), v, 0, 0, 0}, nullptr);
+    }
+  }
+  if (!sentBroken_)
+    if (const uint32_t who = __atomic_load_n(mine.broken(), __ATOMIC_ACQUIRE)) {
+      sendToAll(Message{kBroken, 0, who, 0, 0, 0}, nullptr);
+      sentBroken_ = true;
+    }
+  // Call records, complete ones only (publishing writes `call` last).
+  for (const uint64_t have = setup_.calls->load(); sentCalls_ < have; ++sentCalls_) {
+    const CallRecord* r = mine.call(sentCalls_ + 1);
+    if (__atomic_load_n(&r->call, __ATOMIC_ACQUIRE) != sentCalls_ + 1) break;
+    for (auto& p : peers_) {
+      if (p->lost) continue;
+      p->out.push_back(Outgoing{Message{kCall, 0, 0, 0, static_cast<uint64_t>(reinterpret_cast<const char*>(r) - mine.shared.base()),
+                                        sizeof(CallRecord)},
+                                nullptr, *r});
+      p->out.back().data = reinterpret_cast<const char*>(&p->out.back().record);  // deque elements stay put
+    }
+  }
+}
+
+void StreamRelay::sendToAll(const Message& m, const char* data) {
+  for (auto& p : peers_)
+    if (!p->lost) p->out.push_back(Outgoing{m, data, {}});
+}
+
+ncclResult_t StreamRelay::flush(Peer& p, bool* moved) {
+  while (!p.out.empty()) {
+    Outgoing& o = p.out.front();
+    const size_t header = o.sentHeader, data = o.sentData;
+    HETCCL_TRY(p.socket.sendSome(&o.message, sizeof(Message), &o.sentHeader));
+    if (o.sentHeader == sizeof(Message) && o.message.bytes)
+      HETCCL_TRY(p.socket.sendSome(o.data, o.message.bytes, &o.sentData));
+    *moved |= o.sentHeader != header || o.sentData != data;
+    if (o.sentHeader < sizeof(Message) || o.sentData < o.message.bytes) return ncclSuccess;  // the socket is full
+    p.out.pop_front();
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t StreamRelay::receive(Peer& p, bool* moved) {
+  for (;;) {
+    if (!p.haveHeader) {
+      const size_t before = p.inHeader;
+      HETCCL_TRY(p.socket.recvSome(&p.in, sizeof(Message), &p.inHeader));
+      *moved |= p.inHeader != before;
+      if (p.inHeader < sizeof(Message)) return ncclSuccess;
+      const Message& m = p.in;
+      const size_t limit = p.mirror->shared.bytes();
+      if (m.kind > kBye || m.slot >= slots_ || m.offset > limit || m.bytes > limit - m.offset ||
+          (m.kind == kCall && m.bytes != sizeof(CallRecord)))
+        return fail(ncclInternalError, "stream relay: malformed message from rank %d (kind %u, %llu bytes at %llu)",
+                    p.rank, m.kind, static_cast<unsigned long long>(m.bytes), static_cast<unsigned long long>(m.offset));
+      p.haveHeader = true;
+      p.inData = 0;
+    }
+    if (p.in.bytes) {
+      char* to = p.in.kind == kCall ? reinterpret_cast<char*>(&p.record) : p.mirror->shared.base() + p.in.offset;
+      const size_t before = p.inData;
+      HETCCL_TRY(p.socket.recvSome(to, p.in.bytes, &p.inData));
+      *moved |= p.inData != before;
+      if (p.inData < p.in.bytes) return ncclSuccess;
+    }
+    HETCCL_TRY(apply(p));
+    p.haveHeader = false;
+    p.inHeader = 0;
+  }
+}
+
+ncclResult_t StreamRelay::apply(Peer& p) {
+  const Message& m = p.in;
+  switch (m.kind) {
+    case kBye:  // the peer is done with the communicator: its end of the connection closes next
+      p.done = true;
+      return ncclSuccess;
+    case kBroken:  // the peer gave up: my own segment says so, as shared memory would
+      __atomic_store_n(setup_.segments[static_cast<size_t>(setup_.rank)]->broken(), m.value, __ATOMIC_RELEASE);
+      return ncclSuccess;
+    case kCall: {  // the same order as publishing: readers skip a record being written
+      auto* r = reinterpret_cast<CallRecord*>(p.mirror->shared.base() + m.offset);
+      __atomic_store_n(&r->call, 0, __ATOMIC_RELEASE);
+      __atomic_thread_fence(__ATOMIC_SEQ_CST);
+      const uint64_t call = p.record.call;
+      p.record.call = 0;
+      memcpy(r, &p.record, sizeof(CallRecord));
+      __atomic_store_n(&r->call, call, __ATOMIC_RELEASE);
+      return ncclSuccess;
+    }
+    default:  // a flag, after its data
+      __atomic_store_n(p.mirror->flag(m.kind, m.slot), m.value, __ATOMIC_RELEASE);
+      return ncclSuccess;
+  }
+}
+
+void StreamRelay::lost(Peer& p, ncclResult_t why) {
+  p.lost = true;
+  p.out.clear();
+  if (p.done) return;  // it closed after saying goodbye
+  const std::string cause = lastError();
+  const ncclResult_t r = fail(why == ncclSuccess ? ncclRemoteError : why,
+                              "stream collectives: the connection to rank %d is lost: %s", p.rank, cause.c_str());
+  HETCCL_WARN("rank %d: %s", setup_.rank, lastError());
+  if (setup_.onFailure) setup_.onFailure(r);
+}
+
+}  // namespace hetccl

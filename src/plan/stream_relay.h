@@ -1,0 +1,103 @@
+// Carries the stream collectives' segments (stream_segment.h) to ranks
+// that cannot map them: ranks on other hosts, or ranks that refuse shared
+// memory (HETCCL_TRANSPORT=socket). Such a rank reads a local mirror of
+// the peer's segment instead, registered as pinned memory like any other,
+// and this relay keeps the mirror current over one TCP connection per pair:
+//
+//   my segment (written by my GPU's streams)  --relay-->  the peer's mirror of it
+//
+// Every region of a segment has one writer, its owner, so the relay only
+// ever copies from a rank's own segment to the mirrors of it. It sends a
+// piece's data before the flag that announces it, on one ordered
+// connection, and the receiving relay stores the data first, then the flag:
+// the peer's GPU streams wait for the flag in the mirror exactly as they
+// would in the shared segment. The data is sent straight from the segment
+// (the protocol keeps a slot untouched until every peer has consumed it).
+//
+// One thread per communicator moves everything: it polls my segment's
+// flags for pieces the caller announced (expect()), forwards consumed/
+// gathered flags, "gave up" words and published call records, and stores
+// what arrives. A lost connection is reported through onFailure (the
+// communicator turns fatal and the streams are released).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "plan/stream_collectives.h"
+
+namespace hetccl {
+
+struct StreamRelaySetup {
+  int rank = 0, nranks = 1;
+  std::vector<StreamCollectives::Segment*> segments;  // by rank: mine, the mirrors of remote ranks, the shared ones
+  std::vector<bool> remote;                           // by rank: reached through the relay
+  Listener* listener = nullptr;
+  std::vector<SocketAddress> addresses;  // every rank's listener
+  double timeoutSeconds = 300;
+  const AbortFlag* abort = nullptr;
+  const std::atomic<uint64_t>* calls = nullptr;  // call records published in my segment
+  std::function<void(ncclResult_t)> onFailure;
+};
+
+class StreamRelay {
+ public:
+  // Connects to every remote rank (pairwise: every rank with a remote
+  // peer calls it) and starts the thread.
+  static ncclResult_t create(const StreamRelaySetup& setup, std::unique_ptr<StreamRelay>* out);
+  ~StreamRelay();
+  StreamRelay(const StreamRelay&) = delete;
+  StreamRelay& operator=(const StreamRelay&) = delete;
+
+  // A piece about to be queued: its slot, and the bytes of my send part for
+  // each rank and of my reduced part (0: none), sent once the GPU has
+  // written them (posted / reduced reach seq).
+  void expect(uint32_t seq, size_t slot, const std::vector<size_t>& sendBytes, size_t reducedBytes);
+
+ private:
+  struct Message;
+  struct Outgoing;
+  struct Peer;
+  struct Piece {
+    uint32_t seq;
+    size_t slot;
+    std::vector<size_t> sendBytes;
+    size_t reducedBytes;
+    bool postedSent = false, reducedSent = false;
+  };
+  explicit StreamRelay(const StreamRelaySetup& setup);
+  ncclResult_t connect();
+  void run();
+  void forwardPieces();
+  void forwardFlagsAndCalls();
+  void sendToAll(const Message& m, const char* data);
+  ncclResult_t receive(Peer& p, bool* moved);
+  ncclResult_t apply(Peer& p);
+  ncclResult_t flush(Peer& p, bool* moved);
+  void lost(Peer& p, ncclResult_t why);
+
+  StreamRelaySetup setup_;
+  size_t slots_ = 0;
+  std::vector<std::unique_ptr<Peer>> peers_;  // the remote ranks
+  std::vector<Piece> pieces_;                 // relay thread: announced, not fully sent
+  std::vector<uint32_t> sentFlags_;           // per kind (consumed, gathered) and slot: last value sent
+  uint64_t sentCalls_ = 0;
+  bool sentBroken_ = false;
+  uint32_t lastSeq_ = 0;  // the last piece announced, and its slot
+  size_t lastSlot_ = 0;
+
+  std::mutex mutex_;
+  std::vector<Piece> announced_;  // from expect(), taken by the thread
+  int wake_ = -1;                 // eventfd: a piece was announced, or stop
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> draining_{false}, drained_{false};  // destruction: send what the peers still need
+  std::thread thread_;
+};
+
+}  // namespace hetccl
