@@ -108,6 +108,7 @@ ncclResult_t submit(const char* fn, Op op, ncclComm_t comm, ncclRedOp_t redop, b
     return r;
   }
   op.comm = c;
+  c->noteCall(op.stream);
   auto bad = [&](ncclResult_t code) {
     recordGroupError(code);
     return code;

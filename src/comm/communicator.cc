@@ -228,6 +228,13 @@ ncclResult_t Communicator::checkPeersAlive() {
     const RankInfo& p = peers[static_cast<size_t>(r)];
     if (r == rank || p.hostHash != me.hostHash || p.pidNamespace != me.pidNamespace) continue;
     if (ncclResult_t e = peerAlive(p.pid, r); e != ncclSuccess) {
+      const uint64_t calls = calls_.load();
+      uint64_t unseen = UINT64_MAX;
+      callsWhenPeerGone_.compare_exchange_strong(unseen, calls);
+      bool idle = true;
+      void* stream = lastStream_.load();
+      if (device >= 0 && stream) processRuntime().streamIdle(stream, &idle);
+      if (idle && calls == callsWhenPeerGone_.load()) return ncclSuccess;  // nothing of ours waits for it (yet)
       HETCCL_WARN("rank %d: %s", rank, lastError());
       setFatal(e);
       return e;

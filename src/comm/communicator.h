@@ -127,11 +127,19 @@ class Communicator {
   char* staging(size_t bytes);
   // Records a fatal error: later calls fail fast, peers are told.
   void setFatal(ncclResult_t error);
-  // For ncclCommGetAsyncError, also while no call is in flight (a vendor
-  // library waiting for a dead peer may never say so): the processes of
-  // the ranks on this host (same pid namespace) still live. Checked at most
-  // every 200 ms; a dead one makes the communicator fatal (ncclRemoteError).
+  // For ncclCommGetAsyncError (a vendor library waiting for a dead peer may
+  // never say so): the processes of the ranks on this host (same pid
+  // namespace) still live. Checked at most every 200 ms. A dead one makes
+  // the communicator fatal (ncclRemoteError) only while it matters: work is
+  // still queued on the stream of the last call, or a call came after the
+  // death was seen. A peer that exits after the last collective finished
+  // (a normal end, with or without destroying its communicator) is no error.
   ncclResult_t checkPeersAlive();
+  // Every call: the stream it queued on (see checkPeersAlive).
+  void noteCall(void* stream) {
+    lastStream_.store(stream, std::memory_order_relaxed);
+    calls_.fetch_add(1, std::memory_order_relaxed);
+  }
   void printSummary() const;
 
  private:
@@ -140,6 +148,9 @@ class Communicator {
   bool streamCollectivesFit() const;
   std::vector<char> scratch_, staging_;
   std::atomic<int64_t> lastLivenessCheck_{0};  // steady clock, ns
+  std::atomic<void*> lastStream_{nullptr};
+  std::atomic<uint64_t> calls_{0};
+  std::atomic<uint64_t> callsWhenPeerGone_{UINT64_MAX};  // calls_ when a dead peer was first seen
 };
 
 }  // namespace hetccl

@@ -53,6 +53,7 @@ class Runtime {
   virtual ncclResult_t synchronize(Stream s) = 0;
   virtual ncclResult_t streamDevice(Stream s, int* device) = 0;  // -1 if the runtime cannot tell
   virtual ncclResult_t streamCapturing(Stream s, bool* capturing) = 0;  // inside a graph capture
+  virtual ncclResult_t streamIdle(Stream s, bool* idle) = 0;            // all work queued on it is done
   virtual ncclResult_t createEvent(Event* e) = 0;
   virtual ncclResult_t destroyEvent(Event e) = 0;
   virtual ncclResult_t recordEvent(Event e, Stream s) = 0;

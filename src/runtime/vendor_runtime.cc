@@ -39,6 +39,7 @@ struct Api {
   int (*streamSynchronize)(void*);
   int (*streamGetDevice)(void*, int*);
   int (*streamIsCapturing)(void*, int*);
+  int (*streamQuery)(void*);
   int (*eventCreateWithFlags)(void**, unsigned);
   int (*eventDestroy)(void*);
   int (*eventRecord)(void*, void*);
@@ -94,6 +95,7 @@ const Binding kBindings[] = {
     {SLOT(streamSynchronize), R, "cudaStreamSynchronize", R, "hipStreamSynchronize", true},
     {SLOT(streamGetDevice), R, "cudaStreamGetDevice", R, "hipStreamGetDevice", false},
     {SLOT(streamIsCapturing), R, "cudaStreamIsCapturing", R, "hipStreamIsCapturing", true},
+    {SLOT(streamQuery), R, "cudaStreamQuery", R, "hipStreamQuery", true},
     {SLOT(eventCreateWithFlags), R, "cudaEventCreateWithFlags", R, "hipEventCreateWithFlags", true},
     {SLOT(eventDestroy), R, "cudaEventDestroy", R, "hipEventDestroy", true},
     {SLOT(eventRecord), R, "cudaEventRecord", R, "hipEventRecord", true},
@@ -236,6 +238,11 @@ class VendorRuntime : public Runtime {
   }
   ncclResult_t destroyEvent(Event e) override { return check(api_.eventDestroy(e), "event destruction"); }
   ncclResult_t recordEvent(Event e, Stream s) override { return check(api_.eventRecord(e, s), "event record"); }
+  ncclResult_t streamIdle(Stream s, bool* idle) override {
+    const int r = api_.streamQuery(s);
+    *idle = r != kErrorNotReady;  // an invalid stream counts as idle: nothing of ours waits there
+    return ncclSuccess;
+  }
   ncclResult_t eventDone(Event e, bool* done) override {
     const int r = api_.eventQuery(e);
     *done = r == 0;
