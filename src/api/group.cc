@@ -1,5 +1,7 @@
 #include "api/group.h"
 
+#include <algorithm>
+
 #include <span>
 #include <vector>
 
@@ -34,8 +36,16 @@ ncclResult_t runOnComm(Communicator* c, std::span<const Op* const> ops) {
   // releases the callers' streams when done (errors surface later through
   // ncclCommGetAsyncError and the next call).
   c->operations += ops.size();
-  if (c->streamCollectives && ops.size() == 1 && StreamCollectives::handles(ops[0]->kind))
-    return c->streamCollectives->enqueue(*ops[0]);
+  // Collectives, alone or grouped (PyTorch's coalesced calls, DDP's
+  // broadcasts): each queued on the streams in the group's order, which
+  // every rank shares. A group with send/recv takes the staged path whole.
+  const bool onStreams = c->streamCollectives && std::all_of(ops.begin(), ops.end(), [](const Op* op) {
+                           return StreamCollectives::handles(op->kind);
+                         });
+  if (onStreams) {
+    for (const Op* op : ops) HETCCL_TRY(c->streamCollectives->enqueue(*op));
+    return ncclSuccess;
+  }
   if (c->hostStaging) return c->hostStaging->enqueue(ops);  // nothing has moved if it fails
   ncclResult_t r = runOperations(*c, ops);
   if (r != ncclSuccess) {

@@ -15,6 +15,29 @@ namespace hetccl {
 
 using namespace stream_layout;
 
+namespace {
+// Makes `device` current for a scope and restores the caller's.
+class DeviceGuard {
+ public:
+  DeviceGuard(Runtime& rt, int device) : rt_(rt) {
+    status_ = rt_.currentDevice(&saved_);
+    if (status_ == ncclSuccess && saved_ != device) status_ = rt_.setDevice(device);
+    else saved_ = -1;  // nothing to restore
+  }
+  ~DeviceGuard() {
+    if (saved_ >= 0 && status_ == ncclSuccess) rt_.setDevice(saved_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+  ncclResult_t status() const { return status_; }
+
+ private:
+  Runtime& rt_;
+  int saved_ = -1;
+  ncclResult_t status_ = ncclSuccess;
+};
+}  // namespace
+
 StreamCollectives::StreamCollectives(const StreamSetup& setup)
     : setup_(setup), rt_(*setup.runtime), rank_(setup.rank), nranks_(setup.nranks), slots_(std::max(2, setup.slots)),
       partBytes_(alignUp(std::max<size_t>(setup.partBytes, 4096), 256)) {}
@@ -232,7 +255,10 @@ ncclResult_t StreamCollectives::enqueue(const Op& op) {
   if (!setup_.issueThread) {
     // Every piece is queued on my streams now, then the caller's stream
     // waits for their ends (events recorded before the wait is queued, so
-    // no stream ever waits for work queued after it).
+    // no stream ever waits for work queued after it). On my device: the
+    // caller's current device may be another (one thread, several GPUs).
+    DeviceGuard onMyDevice(rt_, device_);
+    HETCCL_TRY(onMyDevice.status());
     const uint32_t ticket = ++tickets_;
     const Job job{op, ticket, startEvents_[ticket % kStartEvents]};
     HETCCL_TRY(rt_.recordEvent(job.start, op.stream));

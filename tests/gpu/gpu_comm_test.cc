@@ -134,13 +134,15 @@ TEST(GpuNativeFallback, NoVendorLibraryStillReducesCorrectly) {
 // returns: 4; with HETCCL_STREAM_ISSUE_THREAD or the host-staged
 // asynchronous mode it returns at once: 20). A first call, untimed, sets up
 // what the calls keep.
-void crossDomainAllReduce(mp::Env extra, double fasterBy) {
+// otherDevice: the call is made with the other GPU current (the library must
+// queue on the communicator's device all the same).
+void crossDomainAllReduce(mp::Env extra, double fasterBy, bool otherDevice = false) {
   auto env = [extra](int rank) {
     mp::Env e = extra;
     e.push_back({"HETCCL_DOMAIN", rank == 0 ? "a" : "b"});
     return e;
   };
-  EXPECT_RANKS_PASS_EACH(2, env, 180, [fasterBy](int rank, int n, const ncclUniqueId& id) {
+  EXPECT_RANKS_PASS_EACH(2, env, 180, [fasterBy, otherDevice](int rank, int n, const ncclUniqueId& id) {
     hetccl::Runtime& rt = hetccl::processRuntime();
     RANK_EXPECT(rt.setDevice(rank) == ncclSuccess, "set device");
     ncclComm_t comm;
@@ -156,9 +158,15 @@ void crossDomainAllReduce(mp::Env extra, double fasterBy) {
     RANK_EXPECT(rt.allocDevice(&spare, count * 4) == ncclSuccess, "alloc");
     RANK_NCCL(ncclAllReduce(spare, spare, count, ncclFloat32, ncclSum, comm, static_cast<cudaStream_t>(s)));
     RANK_EXPECT(rt.synchronize(s) == ncclSuccess, "sync");
+    if (otherDevice) RANK_EXPECT(rt.setDevice(1 - rank) == ncclSuccess, "set the other device");
     auto t0 = std::chrono::steady_clock::now();
     RANK_NCCL(ncclAllReduce(dev, dev, count, ncclFloat32, ncclSum, comm, static_cast<cudaStream_t>(s)));
     const double callUs = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    if (otherDevice) {
+      int current = -1;
+      RANK_EXPECT(rt.currentDevice(&current) == ncclSuccess && current == 1 - rank, "the call changed the current device");
+      RANK_EXPECT(rt.setDevice(rank) == ncclSuccess, "set device back");
+    }
     RANK_EXPECT(rt.copyAsync(host.data(), dev, count * 4, s) == ncclSuccess, "download queued");
     RANK_EXPECT(rt.synchronize(s) == ncclSuccess, "sync");
     const double totalUs = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
@@ -180,6 +188,11 @@ void crossDomainAllReduce(mp::Env extra, double fasterBy) {
 TEST(GpuCrossDomain, StreamCollectivesReturnsBeforeTheDataMovesAndTheStreamIsOrderedAfterIt) {
   REQUIRE_GPUS(2);
   crossDomainAllReduce({}, 4);
+}
+
+TEST(GpuCrossDomain, StreamCollectivesWithAnotherDeviceCurrent) {
+  REQUIRE_GPUS(2);
+  crossDomainAllReduce({}, 0, true);
 }
 
 TEST(GpuCrossDomain, StreamCollectivesIssuingThreadReturnsAtOnce) {

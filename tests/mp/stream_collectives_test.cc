@@ -237,4 +237,56 @@ TEST(StreamCollectives, DeadPeerThroughTheRelayIsAnErrorNotAHang) {
   deadPeerIsAnError(env);
 }
 
+// Collectives in a group (PyTorch's coalesced calls) go to the streams one
+// after another in the group's order; a group with send/recv is staged
+// whole. Both right.
+TEST(StreamCollectives, GroupedCollectivesAndMixedGroupsAreRight) {
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, streamEnv()), 120, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    const size_t count = 5001;
+    std::vector<float> sum(count), scattered(count), scatterIn(count * n);
+    std::vector<int32_t> mine(count), gathered(count * n);
+    std::vector<double> bcast(count);
+    for (size_t i = 0; i < count; ++i) {
+      sum[i] = static_cast<float>(i % 97) + rank;
+      mine[i] = static_cast<int32_t>(i * 3 + rank);
+      bcast[i] = rank == 1 ? static_cast<double>(i) * 0.5 : -1.0;
+    }
+    for (size_t i = 0; i < count * n; ++i) scatterIn[i] = static_cast<float>(i % 89) * (rank + 1);
+    RANK_NCCL(ncclGroupStart());
+    RANK_NCCL(ncclAllReduce(sum.data(), sum.data(), count, ncclFloat32, ncclSum, comm, nullptr));
+    RANK_NCCL(ncclAllGather(mine.data(), gathered.data(), count, ncclInt32, comm, nullptr));
+    RANK_NCCL(ncclBroadcast(bcast.data(), bcast.data(), count, ncclFloat64, 1, comm, nullptr));
+    RANK_NCCL(ncclReduceScatter(scatterIn.data(), scattered.data(), count, ncclFloat32, ncclSum, comm, nullptr));
+    RANK_NCCL(ncclGroupEnd());
+    const float ranks = static_cast<float>(n * (n - 1) / 2), factor = static_cast<float>(n * (n + 1) / 2);
+    for (size_t i = 0; i < count; ++i) {
+      RANK_EXPECT(sum[i] == n * static_cast<float>(i % 97) + ranks, "all-reduce [%zu] %g", i, sum[i]);
+      RANK_EXPECT(bcast[i] == static_cast<double>(i) * 0.5, "broadcast [%zu] %g", i, bcast[i]);
+      const size_t at = static_cast<size_t>(rank) * count + i;
+      RANK_EXPECT(scattered[i] == static_cast<float>(at % 89) * factor, "reduce-scatter [%zu] %g", i, scattered[i]);
+      for (int r = 0; r < n; ++r) {
+        const int32_t got = gathered[static_cast<size_t>(r) * count + i];
+        RANK_EXPECT(got == static_cast<int32_t>(i * 3 + r), "all-gather [%d][%zu] %d", r, i, got);
+      }
+    }
+    // A ring of send/recv with an all-reduce in the same group.
+    std::vector<double> out(count), in(count), total(count, rank + 1.0);
+    for (size_t i = 0; i < count; ++i) out[i] = rank * 1000.0 + i;
+    RANK_NCCL(ncclGroupStart());
+    RANK_NCCL(ncclSend(out.data(), count, ncclFloat64, (rank + 1) % n, comm, nullptr));
+    RANK_NCCL(ncclRecv(in.data(), count, ncclFloat64, (rank + n - 1) % n, comm, nullptr));
+    RANK_NCCL(ncclAllReduce(total.data(), total.data(), count, ncclFloat64, ncclSum, comm, nullptr));
+    RANK_NCCL(ncclGroupEnd());
+    const int from = (rank + n - 1) % n;
+    for (size_t i = 0; i < count; ++i) {
+      RANK_EXPECT(in[i] == from * 1000.0 + i, "recv [%zu] %g", i, in[i]);
+      RANK_EXPECT(total[i] == n * (n + 1) / 2.0, "all-reduce in the mixed group [%zu] %g", i, total[i]);
+    }
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
 }  // namespace
