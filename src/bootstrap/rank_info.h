@@ -17,6 +17,8 @@ struct Tunables {
   uint32_t streamMinPieces = 1;
   uint32_t pad = 0;
   uint32_t streamCollectives = 0;  // 1: GPU ranks may take them
+  uint32_t streamRelay = 0;        // 1: also ranks that cannot share memory (the relay)
+  uint32_t pad2 = 0;
   static Tunables fromParams();
 };
 

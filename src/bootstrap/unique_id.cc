@@ -194,6 +194,7 @@ Tunables Tunables::fromParams() {
   t.streamSlots = static_cast<uint32_t>(params().streamSlots);
   t.streamMinPieces = static_cast<uint32_t>(params().streamMinPieces);
   t.streamCollectives = params().streamCollectives ? 1 : 0;
+  t.streamRelay = params().streamRelay ? 1 : 0;
   return t;
 }
 

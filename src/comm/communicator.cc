@@ -177,13 +177,17 @@ ncclResult_t Communicator::createDomains() {
 
 // Every rank decides the same from the exchanged table (rank 0's
 // HETCCL_STREAM_* settings): all ranks staged, one per domain. Ranks on
-// other hosts (or refusing shared memory) are reached through the relay.
+// other hosts (or refusing shared memory) are reached through the relay,
+// unless HETCCL_STREAM_RELAY=0.
 bool Communicator::streamCollectivesFit() const {
   if (!tunables.streamCollectives || nranks < 2) return false;
   for (const Domain& d : partition.domains)
     if (d.members.size() != 1) return false;
-  for (const RankInfo& p : peers)
+  for (const RankInfo& p : peers) {
     if (strcmp(p.runtime, "host") == 0 && !params().forceStaging) return false;
+    // HETCCL_STREAM_RELAY=0 (rank 0's): only when every rank maps every segment.
+    if (!tunables.streamRelay && (p.hostHash != peers[0].hostHash || !p.shmAllowed)) return false;
+  }
   return true;
 }
 

@@ -231,6 +231,29 @@ TEST(StreamCollectives, SharedAndRelayedPeersTogether) {
                          [&](int rank, int n, const ncclUniqueId& id) { return relayedMatrix(rank, n, id, seed); });
 }
 
+// HETCCL_STREAM_RELAY=0 (rank 0's value): ranks that cannot share memory
+// keep the host-staged plans.
+TEST(StreamCollectives, RelayCanBeTurnedOff) {
+  auto env = [](int rank) {
+    mp::Env e = streamEnv();
+    e.push_back({"HETCCL_DOMAIN", rank == 0 ? "a" : "b"});
+    e.push_back({"HETCCL_TRANSPORT", "socket"});
+    if (rank == 0) e.push_back({"HETCCL_STREAM_RELAY", "0"});
+    return e;
+  };
+  EXPECT_RANKS_PASS_EACH(2, env, 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    const char* plan = hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32);
+    RANK_EXPECT(plan && strncmp(plan, "stream", 6) != 0, "all_reduce plan: %s", plan ? plan : "(null)");
+    std::vector<float> x(100000, static_cast<float>(rank + 1));
+    RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr));
+    RANK_EXPECT(x[0] == 3.0f && x.back() == 3.0f, "sum %g", x[0]);
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
 TEST(StreamCollectives, DeadPeerThroughTheRelayIsAnErrorNotAHang) {
   mp::Env env = streamEnv("20");
   env.push_back({"HETCCL_TRANSPORT", "socket"});
