@@ -98,7 +98,13 @@ step two_gpu_domains_stream_relay_all_types_ops env HETCCL_TRANSPORT=socket \
   -b 8 -e 4M -f 32 -d all -o all -n 1 -w 0 -c 1
 step two_gpu_domains_stream_relay_bandwidth env HETCCL_TRANSPORT=socket \
   "$build/hetccl-perf" all_reduce,all_gather -N 2 --domains 2 -b 1M -e 256M -f 4 -n 5 -w 2 -c 1
-# Every stream sharing one hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1):
+# Send/recv on the streams too (HETCCL_STREAM_P2P=1, off by default until
+# it has run here): checked, bandwidth, and PyTorch's send/recv ops.
+step two_gpu_domains_stream_p2p_all_types env HETCCL_STREAM_P2P=1 \
+  "$build/hetccl-perf" sendrecv -N 2 --domains 2 -b 8 -e 64M -f 8 -d all -n 2 -w 1 -c 1
+step two_gpu_domains_stream_p2p_bandwidth env HETCCL_STREAM_P2P=1 \
+  "$build/hetccl-perf" sendrecv -N 2 --domains 2 -b 1M -e 1G -f 4 -n 10 -w 3 -c 1
+ (CUDA_DEVICE_MAX_CONNECTIONS=1):
 # a wait on a stream then holds the others' work queued behind it, which
 # hung DDP under PyTorch until the caller's stream waited in a kernel.
 step two_gpu_domains_stream_one_hardware_queue env CUDA_DEVICE_MAX_CONNECTIONS=1 HETCCL_TIMEOUT=30 \
@@ -120,6 +126,8 @@ step torch_preload env LD_PRELOAD="$lib" torchrun --nproc-per-node 2 examples/to
 step torch_distributed_all_ops_plain_nccl torchrun --nproc_per_node 2 examples/torch_distributed_check.py
 step torch_distributed_all_ops env LD_PRELOAD="$lib" torchrun --nproc_per_node 2 examples/torch_distributed_check.py
 step torch_distributed_all_ops_two_domains env LD_PRELOAD="$lib" torchrun --nproc_per_node 2 --no_python bash -c \
+  "HETCCL_DOMAIN=d\$LOCAL_RANK exec python3 examples/torch_distributed_check.py"
+step torch_distributed_all_ops_two_domains_p2p env LD_PRELOAD="$lib" HETCCL_STREAM_P2P=1 torchrun --nproc_per_node 2 --no_python bash -c \
   "HETCCL_DOMAIN=d\$LOCAL_RANK exec python3 examples/torch_distributed_check.py"
 # 7. Training (DDP, FSDP): plain NCCL, hetccl pass-through (losses must be
 #    identical), and hetccl with the GPUs in two domains (within 1e-5).

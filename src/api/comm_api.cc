@@ -382,6 +382,8 @@ HETCCL_EXPORT const char* hetcclCommDescribePlan(ncclComm_t comm, const char* co
     op.kind = k.kind;
     op.count = count;
     op.type = datatype;
+    if (c->streamCollectives && k.kind == OpKind::Send && c->streamCollectives->p2pOnStreams())
+      return "stream: send/recv through shared pinned memory, on the devices' streams (peers on other hosts: staged)";
     if (c->streamCollectives && StreamCollectives::handles(k.kind))
       return c->streamCollectives->relayed()
                  ? "stream: through pinned memory, shared on a host and relayed over sockets between hosts, on the devices' streams"

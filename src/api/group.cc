@@ -46,6 +46,7 @@ ncclResult_t runOnComm(Communicator* c, std::span<const Op* const> ops) {
     for (const Op* op : ops) HETCCL_TRY(c->streamCollectives->enqueue(*op));
     return ncclSuccess;
   }
+  if (c->streamCollectives && c->streamCollectives->handlesP2p(ops)) return c->streamCollectives->enqueueP2p(ops);
   if (c->hostStaging) return c->hostStaging->enqueue(ops);  // nothing has moved if it fails
   ncclResult_t r = runOperations(*c, ops);
   if (r != ncclSuccess) {

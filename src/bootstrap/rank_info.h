@@ -18,7 +18,7 @@ struct Tunables {
   uint32_t pad = 0;
   uint32_t streamCollectives = 0;  // 1: GPU ranks may take them
   uint32_t streamRelay = 0;        // 1: also ranks that cannot share memory (the relay)
-  uint32_t pad2 = 0;
+  uint32_t streamP2p = 0;          // 1: send/recv on the streams too (it changes the segments' layout)
   static Tunables fromParams();
 };
 

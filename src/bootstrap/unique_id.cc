@@ -195,6 +195,7 @@ Tunables Tunables::fromParams() {
   t.streamMinPieces = static_cast<uint32_t>(params().streamMinPieces);
   t.streamCollectives = params().streamCollectives ? 1 : 0;
   t.streamRelay = params().streamRelay ? 1 : 0;
+  t.streamP2p = params().streamP2p ? 1 : 0;
   return t;
 }
 

@@ -170,6 +170,7 @@ ncclResult_t Communicator::createDomains() {
     s.onError = [this](ncclResult_t e) { setFatal(e); };
     s.failSetupForTest = params().streamFailSetup;
     s.issueThread = params().streamIssueThread;
+    s.p2p = tunables.streamP2p != 0;
     HETCCL_TRY(StreamCollectives::create(s, &streamCollectives));
   }
   return ncclSuccess;

@@ -40,6 +40,7 @@ class DeviceGuard {
 
 StreamCollectives::StreamCollectives(const StreamSetup& setup)
     : setup_(setup), rt_(*setup.runtime), rank_(setup.rank), nranks_(setup.nranks), slots_(std::max(2, setup.slots)),
+      p2pSlots_(setup.p2p ? static_cast<size_t>(std::min(slots_, 4)) : 0),
       partBytes_(alignUp(std::max<size_t>(setup.partBytes, 4096), 256)) {}
 
 ncclResult_t StreamCollectives::create(const StreamSetup& setup, std::unique_ptr<StreamCollectives>* out) {
@@ -79,6 +80,7 @@ ncclResult_t StreamCollectives::prepare() {
     seg->slots = static_cast<size_t>(slots_);
     seg->nranks = static_cast<size_t>(nranks_);
     seg->partBytes = partBytes_;
+    seg->p2pSlots = p2pSlots_;
     segments_[static_cast<size_t>(r)] = std::move(seg);
   }
   Segment& mine = *segments_[static_cast<size_t>(rank_)];
@@ -100,6 +102,10 @@ ncclResult_t StreamCollectives::prepare() {
   for (Event& e : startEvents_) HETCCL_TRY(rt_.createEvent(&e));
   for (Event& e : endEvents_) HETCCL_TRY(rt_.createEvent(&e));
   for (Event& e : finished_) HETCCL_TRY(rt_.createEvent(&e));
+  sendSeq_.reset(new std::atomic<uint32_t>[static_cast<size_t>(nranks_)]());
+  recvSeq_.reset(new std::atomic<uint32_t>[static_cast<size_t>(nranks_)]());
+  sendCalls_.assign(static_cast<size_t>(nranks_), 0);
+  recvCalls_.assign(static_cast<size_t>(nranks_), 0);
   reduced_.assign(static_cast<size_t>(slots_), nullptr);
   for (Event& e : reduced_) HETCCL_TRY(rt_.createEvent(&e));
   return ncclSuccess;
@@ -139,7 +145,7 @@ ncclResult_t StreamCollectives::startRelay() {
 }
 
 size_t StreamCollectives::segmentBytes() const {
-  return Segment::bytesFor(static_cast<size_t>(slots_), static_cast<size_t>(nranks_), partBytes_);
+  return segments_[static_cast<size_t>(rank_)]->bytes();
 }
 
 ncclResult_t StreamCollectives::join() {

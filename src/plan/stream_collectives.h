@@ -52,6 +52,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -88,6 +89,7 @@ struct StreamSetup {
   double timeoutSeconds = 300;
   std::function<void(ncclResult_t)> onError;  // the communicator turns fatal
   bool issueThread = false;       // HETCCL_STREAM_ISSUE_THREAD: an issuing thread queues the pieces
+  bool p2p = false;               // HETCCL_STREAM_P2P: send/recv on the streams too (stream_p2p.cc)
   bool failSetupForTest = false;  // HETCCL_STREAM_FAIL_SETUP: this rank's setup fails (tests the fallback)
 };
 
@@ -112,6 +114,11 @@ class StreamCollectives {
   // Raises every flag so that no stream waits any longer (abort, dead peer).
   void release();
   bool relayed() const { return relay_ != nullptr; }  // some peers are reached through the relay
+  // Send/recv (alone or a group of them, one stream): on the streams when
+  // HETCCL_STREAM_P2P is on and every peer's segment is mapped here.
+  bool handlesP2p(std::span<const Op* const> ops) const;
+  ncclResult_t enqueueP2p(std::span<const Op* const> ops);
+  bool p2pOnStreams() const { return p2pSlots_ && !setup_.issueThread; }
 
  private:
   struct Job {
@@ -156,6 +163,7 @@ class StreamCollectives {
   StreamSetup setup_;
   Runtime& rt_;
   const int rank_, nranks_, slots_;
+  const size_t p2pSlots_;  // 0: send/recv not on the streams
   const size_t partBytes_;
   std::unique_ptr<Reducer> reducer_;
   std::vector<std::unique_ptr<Segment>> segments_;  // by rank; mine is created, the others opened (or mirrored)
@@ -190,6 +198,21 @@ class StreamCollectives {
   bool stop_ = false;
   std::atomic<bool> released_{false};
   std::thread watchdog_;
+
+  // Send/recv (stream_p2p.cc): pieces and calls per peer so far.
+  std::unique_ptr<std::atomic<uint32_t>[]> sendSeq_, recvSeq_;
+  std::vector<uint64_t> sendCalls_, recvCalls_;
+  struct RecvCheck {
+    int peer;
+    uint64_t call, bytes;
+  };
+  std::mutex p2pMutex_;
+  std::deque<RecvCheck> recvChecks_;  // receives whose sender had not published its size yet (p2pMutex_)
+  ncclResult_t queueSendPiece(const Op& op, size_t offset, size_t bytes);
+  ncclResult_t queueRecvPiece(const Op& op, size_t offset, size_t bytes);
+  ncclResult_t checkRecvSizes();            // watchdog: the receives against the senders' sizes
+  uint64_t p2pProgress(bool* pending) const;  // pieces done so far; *pending: some still in flight
+  uint32_t highestP2pSeq() const;
 };
 
 }  // namespace hetccl

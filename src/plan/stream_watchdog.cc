@@ -91,10 +91,12 @@ ncclResult_t StreamCollectives::checkPeers() {
 void StreamCollectives::watch() {
   std::unique_lock<std::mutex> lock(mutex_);
   uint32_t lastDone = 0;
+  uint64_t lastP2pDone = 0;
+  bool p2pPending = false;
   auto lastMove = std::chrono::steady_clock::now();
   while (!stop_) {
     const uint32_t issued = issued_.load();
-    cv_.wait_for(lock, std::chrono::milliseconds(issued > lastDone ? 20 : 200));
+    cv_.wait_for(lock, std::chrono::milliseconds(issued > lastDone || p2pPending ? 20 : 200));
     if (stop_ || released_.load()) continue;
     if (uint32_t who = __atomic_load_n(segments_[static_cast<size_t>(rank_)]->broken(), __ATOMIC_ACQUIRE)) {
       // A peer gave up (and raised the flags): what is in flight is wrong.
@@ -106,16 +108,19 @@ void StreamCollectives::watch() {
       continue;
     }
     const uint32_t done = completedPieces();
+    const uint64_t p2pDone = p2pProgress(&p2pPending);
     const auto now = std::chrono::steady_clock::now();
-    if (done != lastDone) {
+    if (done != lastDone || p2pDone != lastP2pDone) {
       lastDone = done;
+      lastP2pDone = p2pDone;
       lastMove = now;
     }
-    if (issued_.load() <= done) {
+    ncclResult_t r = p2pSlots_ ? checkRecvSizes() : ncclSuccess;
+    if (r == ncclSuccess && issued_.load() <= done && !p2pPending) {
       lastMove = now;
       continue;
     }
-    ncclResult_t r = checkPeers();
+    if (r == ncclSuccess) r = checkPeers();
     if (r == ncclSuccess && std::chrono::duration<double>(now - lastMove).count() > setup_.timeoutSeconds)
       r = fail(ncclRemoteError, "collective across domains made no progress for %.0f s (HETCCL_TIMEOUT): a peer "
                "has not made the matching call", setup_.timeoutSeconds);
@@ -156,11 +161,13 @@ void StreamCollectives::release() {
   // Every flag far above any value a stream can wait for (also a peer that
   // queued more pieces; GPUs compare modulo 2^32, within 2^31): the waits
   // end (the data is then meaningless; the error says so).
-  const uint32_t high = issued_.load() + (1u << 30);
+  const uint32_t high = std::max(issued_.load(), highestP2pSeq()) + (1u << 30);
   for (auto& seg : segments_) {
     if (!seg->shared.base()) continue;
     for (size_t kind = 0; kind < 4; ++kind)
       for (size_t s = 0; s < static_cast<size_t>(slots_); ++s) __atomic_store_n(seg->flag(kind, s), high, __ATOMIC_RELEASE);
+    for (size_t line = 4 * static_cast<size_t>(slots_) + 5; line < seg->flagLines(); ++line)  // send/recv
+      __atomic_store_n(seg->line(line), high, __ATOMIC_RELEASE);
   }
   const Segment& mine = *segments_[static_cast<size_t>(rank_)];
   if (mine.shared.base())

@@ -312,4 +312,69 @@ TEST(StreamCollectives, GroupedCollectivesAndMixedGroupsAreRight) {
   });
 }
 
+// HETCCL_STREAM_P2P=1: send/recv on the streams too. The matrix's
+// send/recv is a ring in a group where every rank receives before it
+// sends (many pieces, slots reused); then single sends, one rank sending
+// to two, and a receive of the wrong size, which must be an error.
+mp::Env p2pEnv() {
+  mp::Env env = streamEnv("20");
+  env.push_back({"HETCCL_STREAM_P2P", "1"});
+  return env;
+}
+
+TEST(StreamCollectives, SendRecvOnTheStreamsEveryTypeAndCount) {
+  const uint64_t seed = hetccl::testing::runSeed();
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, p2pEnv()), 500,
+                         [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
+}
+
+TEST(StreamCollectives, SendRecvOnTheStreamsPatternsAndWrongSizes) {
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, p2pEnv()), 120, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    const char* plan = hetcclCommDescribePlan(comm, "sendrecv", 1 << 20, ncclFloat32);
+    RANK_EXPECT(plan && strncmp(plan, "stream: send/recv", 17) == 0, "sendrecv plan: %s", plan ? plan : "(null)");
+    // Single calls, 0 -> 1, sizes from empty to many pieces.
+    for (size_t count : {size_t(0), size_t(1), size_t(1027), size_t(40000)}) {
+      std::vector<int64_t> data(count);
+      if (rank == 0) {
+        for (size_t i = 0; i < count; ++i) data[i] = static_cast<int64_t>(i * 7 + count);
+        RANK_NCCL(ncclSend(data.data(), count, ncclInt64, 1, comm, nullptr));
+      } else if (rank == 1) {
+        RANK_NCCL(ncclRecv(data.data(), count, ncclInt64, 0, comm, nullptr));
+        for (size_t i = 0; i < count; ++i)
+          RANK_EXPECT(data[i] == static_cast<int64_t>(i * 7 + count), "count %zu [%zu] = %lld", count, i,
+                      static_cast<long long>(data[i]));
+      }
+    }
+    // Rank 2 sends to both others in one group; they receive.
+    const size_t count = 30001;
+    std::vector<float> a(count), b(count);
+    if (rank == 2) {
+      for (size_t i = 0; i < count; ++i) { a[i] = static_cast<float>(i); b[i] = -static_cast<float>(i); }
+      RANK_NCCL(ncclGroupStart());
+      RANK_NCCL(ncclSend(b.data(), count, ncclFloat32, 1, comm, nullptr));
+      RANK_NCCL(ncclSend(a.data(), count, ncclFloat32, 0, comm, nullptr));
+      RANK_NCCL(ncclGroupEnd());
+    } else {
+      RANK_NCCL(ncclRecv(a.data(), count, ncclFloat32, 2, comm, nullptr));
+      for (size_t i = 0; i < count; ++i)
+        RANK_EXPECT(a[i] == (rank == 0 ? 1.0f : -1.0f) * static_cast<float>(i), "from rank 2 [%zu] %g", i, a[i]);
+    }
+    // Rank 1 receives fewer elements than rank 0 sends: an error, at once
+    // or from the communicator, not a silent truncation.
+    std::vector<double> x(5000, 1.0);
+    ncclResult_t r = ncclSuccess;
+    if (rank == 0) r = ncclSend(x.data(), 5000, ncclFloat64, 1, comm, nullptr);
+    if (rank == 1) r = ncclRecv(x.data(), 4000, ncclFloat64, 0, comm, nullptr);
+    if (rank == 1) {
+      RANK_EXPECT(errorOf(comm, r) == ncclInvalidUsage, "a receive of the wrong size gave %d", errorOf(comm, r));
+      RANK_EXPECT(strstr(ncclGetLastError(comm), "bytes") != nullptr, "message: %s", ncclGetLastError(comm));
+    }
+    if (rank == 2) usleep(2000000);  // its abort would tell rank 1 first that it gave up
+    ncclCommAbort(comm);
+    return 0;
+  });
+}
+
 }  // namespace
