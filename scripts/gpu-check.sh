@@ -7,8 +7,9 @@
 #   HETCCL_GPU_BUILD=dir scripts/gpu-check.sh
 #
 # Every step takes more than one device call allows (10 minutes): run it in
-# two, e.g. ONLY='^(gpu|pinned|passthrough|one_process|preload|raw|het|two_gpu|gpus)'
-# and then ONLY='^(torch|train|dead)' (ONLY is a regex on step names).
+# parts, e.g. ONLY='^(gpu|pinned|passthrough|one_process|preload|raw|het|gpus)',
+# ONLY='^two_gpu' and ONLY='^(torch|train|dead)' (ONLY is a regex on step
+# names; REPEATS=n sets the alternating side-by-side runs, 3 by default).
 #
 # A build made elsewhere can travel in build-gpu/ (the GPU machine may lack
 # googletest): cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release
@@ -104,9 +105,10 @@ step two_gpu_domains_stream_p2p_all_types env HETCCL_STREAM_P2P=1 \
   "$build/hetccl-perf" sendrecv -N 2 --domains 2 -b 8 -e 64M -f 8 -d all -n 2 -w 1 -c 1
 step two_gpu_domains_stream_p2p_bandwidth env HETCCL_STREAM_P2P=1 \
   "$build/hetccl-perf" sendrecv -N 2 --domains 2 -b 1M -e 1G -f 4 -n 10 -w 3 -c 1
- (CUDA_DEVICE_MAX_CONNECTIONS=1):
-# a wait on a stream then holds the others' work queued behind it, which
-# hung DDP under PyTorch until the caller's stream waited in a kernel.
+# Every stream sharing one hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1):
+# a wait on a stream then holds the others' work queued behind it; no
+# stream may wait for work queued after it (DDP under PyTorch hung when
+# the caller's stream did, see src/plan/stream_collectives.h).
 step two_gpu_domains_stream_one_hardware_queue env CUDA_DEVICE_MAX_CONNECTIONS=1 HETCCL_TIMEOUT=30 \
   "$build/hetccl-perf" all_reduce,broadcast,all_gather,reduce_scatter,reduce -N 2 --domains 2 -b 8 -e 64M -f 16 \
   -d float,int64 -n 3 -w 1 -c 1
@@ -159,13 +161,13 @@ step dead_rank_hetccl_two_domains env LD_PRELOAD="$lib" python3 examples/dead_ra
 
 {
   echo
-  python3 bench/median_table.py "all_reduce busbw, raw NCCL vs hetccl (LD_PRELOAD, pass-through)" "$work/side" "$repeats" \
+  [ -f "$work/side/raw.1" ] && python3 bench/median_table.py "all_reduce busbw, raw NCCL vs hetccl (LD_PRELOAD, pass-through)" "$work/side" "$repeats" \
     raw-NCCL raw 7 hetccl het 7
   echo
-  python3 bench/median_table.py "8-byte all_reduce time (us), raw NCCL vs hetccl" "$work/side" "$repeats" \
+  [ -f "$work/side/lraw.1" ] && python3 bench/median_table.py "8-byte all_reduce time (us), raw NCCL vs hetccl" "$work/side" "$repeats" \
     raw-NCCL lraw 5 hetccl lhet 5
   echo
-  python3 bench/median_table.py "PyTorch all_reduce busbw, plain NCCL vs hetccl preloaded" "$work/torchbw" "$repeats" \
+  [ -f "$work/torchbw/nccl.1" ] && python3 bench/median_table.py "PyTorch all_reduce busbw, plain NCCL vs hetccl preloaded" "$work/torchbw" "$repeats" \
     torch-NCCL nccl 7 torch-hetccl het 7
 } >> "$results" 2>&1
 cat "$results"
