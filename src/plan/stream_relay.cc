@@ -142,13 +142,7 @@ void StreamRelay::run() {
       pending |= !p->lost && !p->out.empty();
     }
     if (draining_.load() && !pending && !moved) {
-      for (auto& p : peers_)
-        if (!p->lost) {
-          p->out.push_back(Outgoing{Message{kBye, 0, 0, 0, 0, 0}, nullptr, {}});
-          bool ignored = false;
-          const Deadline bye(5);
-          while (!p->out.empty() && !bye.expired() && flush(*p, &ignored) == ncclSuccess) std::this_thread::yield();
-        }
+      sayGoodbye();
       drained_.store(true);
       return;
     }
@@ -165,6 +159,31 @@ void StreamRelay::run() {
       if (read(wake_, &n, sizeof(n)) < 0) { /* nothing to read */ }
     }
     if (pending) std::this_thread::yield();
+  }
+}
+
+void StreamRelay::sayGoodbye() {
+  for (auto& p : peers_)
+    if (!p->lost) {
+      p->out.push_back(Outgoing{Message{kBye, 0, 0, 0, 0, 0}, nullptr, {}});
+      bool ignored = false;
+      const Deadline bye(5);
+      while (!p->out.empty() && !bye.expired() && flush(*p, &ignored) == ncclSuccess) std::this_thread::yield();
+    }
+  // Read what the peers still send for a moment (their last flags, their
+  // goodbye when they are closing too): closing with unread data would
+  // reset the connection, and a peer could take that for a failure.
+  const Deadline linger(0.2);
+  bool open = true;
+  while (open && !linger.expired()) {
+    open = false;
+    bool moved = false;
+    for (auto& p : peers_) {
+      if (p->lost || p->done) continue;
+      open = true;
+      if (receive(*p, &moved) != ncclSuccess) p->lost = true;  // closed: nothing more to read
+    }
+    if (!moved) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 

@@ -81,6 +81,7 @@ class StreamRelay {
   ncclResult_t apply(Peer& p);
   ncclResult_t flush(Peer& p, bool* moved);
   void lost(Peer& p, ncclResult_t why);
+  void sayGoodbye();  // destruction: a goodbye to every peer, then their last words
 
   StreamRelaySetup setup_;
   size_t slots_ = 0;

@@ -254,6 +254,31 @@ TEST(StreamCollectives, RelayCanBeTurnedOff) {
   });
 }
 
+// A relayed peer that destroys its communicator first says goodbye: the
+// others' communicators stay healthy until they destroy theirs.
+TEST(StreamCollectives, RelayedPeerThatDestroysFirstIsNoError) {
+  mp::Env env = streamEnv();
+  env.push_back({"HETCCL_TRANSPORT", "socket"});
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<float> x(50000, 1.0f);
+    for (int i = 0; i < 3; ++i) RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr));
+    if (rank == 0) {
+      RANK_NCCL(ncclCommDestroy(comm));
+      return 0;
+    }
+    ncclResult_t async = ncclSuccess;
+    for (int i = 0; i < 50 && async == ncclSuccess; ++i) {
+      usleep(20000);
+      RANK_NCCL(ncclCommGetAsyncError(comm, &async));
+    }
+    RANK_EXPECT(async == ncclSuccess, "after rank 0 destroyed its communicator: %d (%s)", async, ncclGetLastError(comm));
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
 TEST(StreamCollectives, DeadPeerThroughTheRelayIsAnErrorNotAHang) {
   mp::Env env = streamEnv("20");
   env.push_back({"HETCCL_TRANSPORT", "socket"});
