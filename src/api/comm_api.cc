@@ -383,7 +383,7 @@ HETCCL_EXPORT const char* hetcclCommDescribePlan(ncclComm_t comm, const char* co
     op.count = count;
     op.type = datatype;
     if (c->streamCollectives && k.kind == OpKind::Send && c->streamCollectives->p2pOnStreams())
-      return "stream: send/recv through shared pinned memory, on the devices' streams (peers on other hosts: staged)";
+      return "stream: send/recv through pinned memory (relayed between hosts), on the devices' streams";
     if (c->streamCollectives && StreamCollectives::handles(k.kind))
       return c->streamCollectives->relayed()
                  ? "stream: through pinned memory, shared on a host and relayed over sockets between hosts, on the devices' streams"

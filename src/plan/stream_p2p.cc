@@ -1,5 +1,6 @@
-// Send/recv on the streams (HETCCL_STREAM_P2P=1), for ranks whose segments
-// are mapped here: each peer pair has its own numbered pieces, slots and
+// Send/recv on the streams (HETCCL_STREAM_P2P=1); peers whose segments are
+// not mapped here are reached through the relay (stream_relay.h), which
+// forwards these flag lines, the data and the sizes. Each peer pair has its own numbered pieces, slots and
 // flags in the sender's segment (stream_segment.h). A send piece is a
 // device-to-host copy into my slot for the peer, then `p2pPosted`; a
 // receive piece waits for the peer's `p2pPosted`, copies host-to-device
@@ -20,6 +21,7 @@
 #include "common/log.h"
 #include "plan/host_staging.h"
 #include "plan/stream_collectives.h"
+#include "plan/stream_relay.h"
 #include "plan/stream_segment.h"
 
 namespace hetccl {
@@ -31,7 +33,8 @@ bool StreamCollectives::handlesP2p(std::span<const Op* const> ops) const {
   if (!p2pSlots_ || setup_.issueThread || ops.empty()) return false;
   for (const Op* op : ops) {
     if (!op->isPointToPoint() || op->stream != ops[0]->stream) return false;
-    if (op->root == rank_ || op->root < 0 || op->root >= nranks_ || !sharesMemory(op->root)) return false;
+    if (op->root == rank_ || op->root < 0 || op->root >= nranks_) return false;
+    if (!sharesMemory(op->root) && !relay_) return false;  // (a rank that cannot map a peer's segment has a relay)
   }
   return true;
 }
@@ -54,6 +57,7 @@ ncclResult_t StreamCollectives::enqueueP2p(std::span<const Op* const> ops) {
       __atomic_store_n(&r->call, 0, __ATOMIC_RELEASE);
       __atomic_store_n(&r->bytes, bytesOf(*op), __ATOMIC_RELAXED);
       __atomic_store_n(&r->call, sendCalls_[static_cast<size_t>(q)], __ATOMIC_RELEASE);
+      if (!sharesMemory(q)) relay_->publishP2pRecord(q, sendCalls_[static_cast<size_t>(q)]);
       continue;
     }
     const uint64_t call = ++recvCalls_[static_cast<size_t>(q)];
@@ -109,6 +113,7 @@ ncclResult_t StreamCollectives::queueSendPiece(const Op& op, size_t offset, size
   const uint32_t seq = sendSeq_[static_cast<size_t>(q)].load() + 1;
   sendSeq_[static_cast<size_t>(q)].store(seq);
   const size_t slot = (seq - 1) % p2pSlots_;
+  if (!sharesMemory(q)) relay_->expectP2pSend(q, seq, slot, bytes);  // before the flag can be raised
   if (seq > p2pSlots_) HETCCL_TRY(rt_.waitFlag(send_, peer.p2pConsumed(rank_, slot), seq - static_cast<uint32_t>(p2pSlots_)));
   HETCCL_TRY(rt_.copyAsync(mine.p2pData(q, slot), static_cast<const char*>(op.sendbuff) + offset, bytes, send_));
   return rt_.writeFlag(send_, mine.p2pPosted(q, slot), seq);
@@ -121,6 +126,7 @@ ncclResult_t StreamCollectives::queueRecvPiece(const Op& op, size_t offset, size
   const uint32_t seq = recvSeq_[static_cast<size_t>(q)].load() + 1;
   recvSeq_[static_cast<size_t>(q)].store(seq);
   const size_t slot = (seq - 1) % p2pSlots_;
+  if (!sharesMemory(q)) relay_->expectP2pRecv(q, seq, slot);
   HETCCL_TRY(rt_.waitFlag(gather_, peer.p2pPosted(rank_, slot), seq));
   HETCCL_TRY(rt_.copyAsync(static_cast<char*>(op.recvbuff) + offset, peer.p2pData(rank_, slot), bytes, gather_));
   return rt_.writeFlag(gather_, mine.p2pConsumed(q, slot), seq);
@@ -149,7 +155,7 @@ uint64_t StreamCollectives::p2pProgress(bool* pending) const {
   if (!p2pSlots_ || !sendSeq_) return 0;
   const Segment& mine = *segments_[static_cast<size_t>(rank_)];
   for (int q = 0; q < nranks_; ++q) {
-    if (q == rank_ || !sharesMemory(q)) continue;
+    if (q == rank_) continue;
     const Segment& peer = *segments_[static_cast<size_t>(q)];
     uint32_t sent = 0, received = 0;  // the highest piece numbers finished
     for (size_t s = 0; s < p2pSlots_; ++s) {

@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -18,7 +19,8 @@ namespace hetccl {
 using namespace stream_layout;
 
 namespace {
-constexpr uint32_t kPosted = 0, kConsumed = 1, kReduced = 2, kGathered = 3, kBroken = 4, kCall = 5, kBye = 6;
+constexpr uint32_t kPosted = 0, kConsumed = 1, kReduced = 2, kGathered = 3, kBroken = 4, kCall = 5, kBye = 6,
+                   kFlagLine = 7, kP2pRecord = 8;
 bool reachedValue(uint32_t value, uint32_t seq) { return static_cast<int32_t>(value - seq) >= 0; }
 bool reached(const volatile uint32_t* flag, uint32_t seq) { return reachedValue(__atomic_load_n(flag, __ATOMIC_ACQUIRE), seq); }
 }  // namespace
@@ -26,7 +28,8 @@ bool reached(const volatile uint32_t* flag, uint32_t seq) { return reachedValue(
 // What travels: a header, then `bytes` of data for `offset` in the
 // sender's segment (the receiver's mirror of it).
 struct StreamRelay::Message {
-  uint32_t kind;   // kPosted..kGathered: that flag of `slot`; kBroken; kCall: a call record; kBye: closing
+  uint32_t kind;   // kPosted..kGathered: that flag of `slot`; kBroken; kCall: a call record; kBye: closing;
+                   // kFlagLine: the flag line `slot` (send/recv); kP2pRecord: a published send size
   uint32_t slot;
   uint32_t value;  // the flag's value (kBroken: the word)
   uint32_t pad;
@@ -36,8 +39,8 @@ struct StreamRelay::Message {
 
 struct StreamRelay::Outgoing {
   Message message;
-  const char* data;  // in my segment, or `record`
-  CallRecord record;
+  const char* data;  // in my segment, or `copy`
+  alignas(8) char copy[sizeof(CallRecord)];  // a record, copied when queued
   size_t sentHeader = 0, sentData = 0;
 };
 
@@ -50,7 +53,7 @@ struct StreamRelay::Peer {
   Message in{};
   size_t inHeader = 0, inData = 0;
   bool haveHeader = false;
-  CallRecord record{};  // a call record being received
+  alignas(8) char record[sizeof(CallRecord)] = {};  // a record being received
   std::deque<Outgoing> out;
 };
 
@@ -114,6 +117,72 @@ void StreamRelay::expect(uint32_t seq, size_t slot, const std::vector<size_t>& s
   if (write(wake_, &one, sizeof(one)) < 0) { /* a full counter still wakes the thread */ }
 }
 
+void StreamRelay::expectP2pSend(int peer, uint32_t seq, size_t slot, size_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    announcedP2p_.push_back(P2pPiece{peer, seq, slot, bytes, true});
+  }
+  const uint64_t one = 1;
+  if (write(wake_, &one, sizeof(one)) < 0) { /* a full counter still wakes the thread */ }
+}
+
+void StreamRelay::expectP2pRecv(int peer, uint32_t seq, size_t slot) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    announcedP2p_.push_back(P2pPiece{peer, seq, slot, 0, false});
+  }
+  const uint64_t one = 1;
+  if (write(wake_, &one, sizeof(one)) < 0) { /* a full counter still wakes the thread */ }
+}
+
+void StreamRelay::publishP2pRecord(int peer, uint64_t call) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  announcedRecords_.emplace_back(peer, call);
+}
+
+void StreamRelay::sendTo(int peer, const Outgoing& o) {
+  for (auto& p : peers_)
+    if (p->rank == peer && !p->lost) p->out.push_back(o);
+}
+
+void StreamRelay::forwardP2p() {
+  StreamCollectives::Segment& mine = *setup_.segments[static_cast<size_t>(setup_.rank)];
+  auto lineOf = [&](const volatile uint32_t* flag) {
+    return static_cast<uint32_t>((reinterpret_cast<const volatile char*>(flag) - mine.shared.base()) / stream_layout::kLine);
+  };
+  for (const auto& [peer, call] : p2pRecords_) {  // sizes first: published before the pieces
+    const P2pRecord* r = mine.p2pRecord(peer, call);
+    Outgoing o{Message{kP2pRecord, 0, 0, 0, static_cast<uint64_t>(reinterpret_cast<const char*>(r) - mine.shared.base()),
+                       sizeof(P2pRecord)},
+               nullptr, {}};
+    memcpy(o.copy, r, sizeof(P2pRecord));
+    for (auto& p : peers_)
+      if (p->rank == peer && !p->lost) {
+        p->out.push_back(o);
+        p->out.back().data = p->out.back().copy;
+      }
+  }
+  p2pRecords_.clear();
+  // In order per peer and direction: a piece waits for the ones before it.
+  std::vector<int> blocked;  // peer * 2 + send
+  size_t kept = 0;
+  for (P2pPiece& pc : p2pPieces_) {
+    const int key = pc.peer * 2 + (pc.send ? 1 : 0);
+    const volatile uint32_t* flag = pc.send ? mine.p2pPosted(pc.peer, pc.slot) : mine.p2pConsumed(pc.peer, pc.slot);
+    if (std::find(blocked.begin(), blocked.end(), key) != blocked.end() || !reached(flag, pc.seq)) {
+      blocked.push_back(key);
+      p2pPieces_[kept++] = pc;
+      continue;
+    }
+    const uint32_t value = __atomic_load_n(flag, __ATOMIC_ACQUIRE);
+    const char* data = pc.send ? mine.p2pData(pc.peer, pc.slot) : nullptr;
+    sendTo(pc.peer, Outgoing{Message{kFlagLine, lineOf(flag), value, 0,
+                                     data ? static_cast<uint64_t>(data - mine.shared.base()) : 0, pc.send ? pc.bytes : 0},
+                             data, {}});
+  }
+  p2pPieces_.resize(kept);
+}
+
 void StreamRelay::run() {
   std::vector<pollfd> fds;
   while (!stop_.load()) {
@@ -125,6 +194,10 @@ void StreamRelay::run() {
         pieces_.push_back(std::move(p));
       }
       announced_.clear();
+      for (P2pPiece& p : announcedP2p_) p2pPieces_.push_back(p);
+      announcedP2p_.clear();
+      for (auto& r : announcedRecords_) p2pRecords_.push_back(r);
+      announcedRecords_.clear();
     }
     bool moved = false;
     for (auto& p : peers_) {
@@ -134,7 +207,8 @@ void StreamRelay::run() {
     }
     forwardPieces();
     forwardFlagsAndCalls();
-    bool pending = !pieces_.empty() || (lastSeq_ && !reachedValue(sentFlags_[slots_ + lastSlot_], lastSeq_));
+    forwardP2p();
+    bool pending = !pieces_.empty() || !p2pPieces_.empty() || (lastSeq_ && !reachedValue(sentFlags_[slots_ + lastSlot_], lastSeq_));
     for (auto& p : peers_) {
       if (p->lost) continue;
       ncclResult_t r = flush(*p, &moved);
@@ -245,8 +319,9 @@ void StreamRelay::forwardFlagsAndCalls() {
       if (p->lost) continue;
       p->out.push_back(Outgoing{Message{kCall, 0, 0, 0, static_cast<uint64_t>(reinterpret_cast<const char*>(r) - mine.shared.base()),
                                         sizeof(CallRecord)},
-                                nullptr, *r});
-      p->out.back().data = reinterpret_cast<const char*>(&p->out.back().record);  // deque elements stay put
+                                nullptr, {}});
+      memcpy(p->out.back().copy, r, sizeof(CallRecord));
+      p->out.back().data = p->out.back().copy;  // deque elements stay put
     }
   }
 }
@@ -279,15 +354,16 @@ ncclResult_t StreamRelay::receive(Peer& p, bool* moved) {
       if (p.inHeader < sizeof(Message)) return ncclSuccess;
       const Message& m = p.in;
       const size_t limit = p.mirror->shared.bytes();
-      if (m.kind > kBye || m.slot >= slots_ || m.offset > limit || m.bytes > limit - m.offset ||
-          (m.kind == kCall && m.bytes != sizeof(CallRecord)))
+      const size_t slotLimit = m.kind == kFlagLine ? p.mirror->flagLines() : slots_;
+      if (m.kind > kP2pRecord || m.slot >= slotLimit || m.offset > limit || m.bytes > limit - m.offset ||
+          (m.kind == kCall && m.bytes != sizeof(CallRecord)) || (m.kind == kP2pRecord && m.bytes != sizeof(P2pRecord)))
         return fail(ncclInternalError, "stream relay: malformed message from rank %d (kind %u, %llu bytes at %llu)",
                     p.rank, m.kind, static_cast<unsigned long long>(m.bytes), static_cast<unsigned long long>(m.offset));
       p.haveHeader = true;
       p.inData = 0;
     }
     if (p.in.bytes) {
-      char* to = p.in.kind == kCall ? reinterpret_cast<char*>(&p.record) : p.mirror->shared.base() + p.in.offset;
+      char* to = p.in.kind == kCall || p.in.kind == kP2pRecord ? p.record : p.mirror->shared.base() + p.in.offset;
       const size_t before = p.inData;
       HETCCL_TRY(p.socket.recvSome(to, p.in.bytes, &p.inData));
       *moved |= p.inData != before;
@@ -308,16 +384,20 @@ ncclResult_t StreamRelay::apply(Peer& p) {
     case kBroken:  // the peer gave up: my own segment says so, as shared memory would
       __atomic_store_n(setup_.segments[static_cast<size_t>(setup_.rank)]->broken(), m.value, __ATOMIC_RELEASE);
       return ncclSuccess;
-    case kCall: {  // the same order as publishing: readers skip a record being written
-      auto* r = reinterpret_cast<CallRecord*>(p.mirror->shared.base() + m.offset);
-      __atomic_store_n(&r->call, 0, __ATOMIC_RELEASE);
+    case kCall:
+    case kP2pRecord: {  // the same order as publishing (`call` first in both): readers skip a record being written
+      auto* call = reinterpret_cast<uint64_t*>(p.mirror->shared.base() + m.offset);
+      __atomic_store_n(call, 0, __ATOMIC_RELEASE);
       __atomic_thread_fence(__ATOMIC_SEQ_CST);
-      const uint64_t call = p.record.call;
-      p.record.call = 0;
-      memcpy(r, &p.record, sizeof(CallRecord));
-      __atomic_store_n(&r->call, call, __ATOMIC_RELEASE);
+      uint64_t value;
+      memcpy(&value, p.record, sizeof(value));
+      memcpy(reinterpret_cast<char*>(call) + sizeof(value), p.record + sizeof(value), m.bytes - sizeof(value));
+      __atomic_store_n(call, value, __ATOMIC_RELEASE);
       return ncclSuccess;
     }
+    case kFlagLine:  // a send/recv flag, after its data
+      __atomic_store_n(p.mirror->line(m.slot), m.value, __ATOMIC_RELEASE);
+      return ncclSuccess;
     default:  // a flag, after its data
       __atomic_store_n(p.mirror->flag(m.kind, m.slot), m.value, __ATOMIC_RELEASE);
       return ncclSuccess;

@@ -15,9 +15,10 @@
 // (the protocol keeps a slot untouched until every peer has consumed it).
 //
 // One thread per communicator moves everything: it polls my segment's
-// flags for pieces the caller announced (expect()), forwards consumed/
-// gathered flags, "gave up" words and published call records, and stores
-// what arrives. A lost connection is reported through onFailure (the
+// flags for pieces the caller announced (expect(), and expectP2p*() for
+// send/recv: their flag lines by index, data to that peer only), forwards
+// consumed/gathered flags, "gave up" words, published call records and
+// send sizes, and stores what arrives. A lost connection is reported through onFailure (the
 // communicator turns fatal and the streams are released).
 #pragma once
 
@@ -59,6 +60,12 @@ class StreamRelay {
   // each rank and of my reduced part (0: none), sent once the GPU has
   // written them (posted / reduced reach seq).
   void expect(uint32_t seq, size_t slot, const std::vector<size_t>& sendBytes, size_t reducedBytes);
+  // Send/recv with a remote peer (stream_p2p.cc): a piece of my data for
+  // `peer` (sent once p2pPosted reaches seq), a piece I receive from it
+  // (p2pConsumed sent back once it reaches seq), a published send size.
+  void expectP2pSend(int peer, uint32_t seq, size_t slot, size_t bytes);
+  void expectP2pRecv(int peer, uint32_t seq, size_t slot);
+  void publishP2pRecord(int peer, uint64_t call);
 
  private:
   struct Message;
@@ -71,11 +78,19 @@ class StreamRelay {
     size_t reducedBytes;
     bool postedSent = false, reducedSent = false;
   };
+  struct P2pPiece {
+    int peer;
+    uint32_t seq;
+    size_t slot, bytes;  // bytes: a send's; a receive has none
+    bool send;
+  };
   explicit StreamRelay(const StreamRelaySetup& setup);
   ncclResult_t connect();
   void run();
   void forwardPieces();
   void forwardFlagsAndCalls();
+  void forwardP2p();
+  void sendTo(int peer, const Outgoing& o);
   void sendToAll(const Message& m, const char* data);
   ncclResult_t receive(Peer& p, bool* moved);
   ncclResult_t apply(Peer& p);
@@ -87,6 +102,8 @@ class StreamRelay {
   size_t slots_ = 0;
   std::vector<std::unique_ptr<Peer>> peers_;  // the remote ranks
   std::vector<Piece> pieces_;                 // relay thread: announced, not fully sent
+  std::vector<P2pPiece> p2pPieces_;           // relay thread: send/recv pieces not yet forwarded
+  std::vector<std::pair<int, uint64_t>> p2pRecords_;  // relay thread: (peer, call) sizes to send
   std::vector<uint32_t> sentFlags_;           // per kind (consumed, gathered) and slot: last value sent
   uint64_t sentCalls_ = 0;
   bool sentBroken_ = false;
@@ -95,6 +112,8 @@ class StreamRelay {
 
   std::mutex mutex_;
   std::vector<Piece> announced_;  // from expect(), taken by the thread
+  std::vector<P2pPiece> announcedP2p_;
+  std::vector<std::pair<int, uint64_t>> announcedRecords_;
   int wake_ = -1;                 // eventfd: a piece was announced, or stop
   std::atomic<bool> stop_{false};
   std::atomic<bool> draining_{false}, drained_{false};  // destruction: send what the peers still need

@@ -347,14 +347,27 @@ mp::Env p2pEnv() {
   return env;
 }
 
+mp::Env relayedP2pEnv() {
+  mp::Env env = p2pEnv();
+  env.push_back({"HETCCL_TRANSPORT", "socket"});
+  return env;
+}
+
 TEST(StreamCollectives, SendRecvOnTheStreamsEveryTypeAndCount) {
   const uint64_t seed = hetccl::testing::runSeed();
   EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, p2pEnv()), 500,
                          [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
 }
 
-TEST(StreamCollectives, SendRecvOnTheStreamsPatternsAndWrongSizes) {
-  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, p2pEnv()), 120, [](int rank, int n, const ncclUniqueId& id) {
+// The same through the relay (every pair), as between hosts.
+TEST(StreamCollectives, SendRecvThroughTheRelayEveryTypeAndCount) {
+  const uint64_t seed = hetccl::testing::runSeed();
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, relayedP2pEnv()), 500,
+                         [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
+}
+
+void sendRecvPatternsAndWrongSizes(mp::Env env) {
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 120, [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
     const char* plan = hetcclCommDescribePlan(comm, "sendrecv", 1 << 20, ncclFloat32);
@@ -401,5 +414,8 @@ TEST(StreamCollectives, SendRecvOnTheStreamsPatternsAndWrongSizes) {
     return 0;
   });
 }
+
+TEST(StreamCollectives, SendRecvOnTheStreamsPatternsAndWrongSizes) { sendRecvPatternsAndWrongSizes(p2pEnv()); }
+TEST(StreamCollectives, SendRecvThroughTheRelayPatternsAndWrongSizes) { sendRecvPatternsAndWrongSizes(relayedP2pEnv()); }
 
 }  // namespace
