@@ -100,12 +100,14 @@ StreamRelay::~StreamRelay() {
   const Deadline deadline(setup_.timeoutSeconds);
   while (!drained_.load() && !deadline.expired() && thread_.joinable()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   stop_.store(true);
-  if (wake_ >= 0) {
-    const uint64_t one = 1;
-    if (write(wake_, &one, sizeof(one)) < 0) { /* the thread also polls stop_ */ }
-  }
+  if (wake_ >= 0) wake();
   if (thread_.joinable()) thread_.join();
   if (wake_ >= 0) close(wake_);
+}
+
+void StreamRelay::wake() {
+  const uint64_t one = 1;
+  if (write(wake_, &one, sizeof(one)) < 0) { /* a full counter still wakes the thread */ }
 }
 
 void StreamRelay::expect(uint32_t seq, size_t slot, const std::vector<size_t>& sendBytes, size_t reducedBytes) {
@@ -113,27 +115,22 @@ void StreamRelay::expect(uint32_t seq, size_t slot, const std::vector<size_t>& s
     std::lock_guard<std::mutex> lock(mutex_);
     announced_.push_back(Piece{seq, slot, sendBytes, reducedBytes});
   }
-  const uint64_t one = 1;
-  if (write(wake_, &one, sizeof(one)) < 0) { /* a full counter still wakes the thread */ }
+  wake();
+}
+
+void StreamRelay::announceP2p(const P2pPiece& piece) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    announcedP2p_.push_back(piece);
+  }
+  wake();
 }
 
 void StreamRelay::expectP2pSend(int peer, uint32_t seq, size_t slot, size_t bytes) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    announcedP2p_.push_back(P2pPiece{peer, seq, slot, bytes, true});
-  }
-  const uint64_t one = 1;
-  if (write(wake_, &one, sizeof(one)) < 0) { /* a full counter still wakes the thread */ }
+  announceP2p(P2pPiece{peer, seq, slot, bytes, true});
 }
 
-void StreamRelay::expectP2pRecv(int peer, uint32_t seq, size_t slot) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    announcedP2p_.push_back(P2pPiece{peer, seq, slot, 0, false});
-  }
-  const uint64_t one = 1;
-  if (write(wake_, &one, sizeof(one)) < 0) { /* a full counter still wakes the thread */ }
-}
+void StreamRelay::expectP2pRecv(int peer, uint32_t seq, size_t slot) { announceP2p(P2pPiece{peer, seq, slot, 0, false}); }
 
 void StreamRelay::publishP2pRecord(int peer, uint64_t call) {
   std::lock_guard<std::mutex> lock(mutex_);

@@ -91,6 +91,8 @@ class StreamRelay {
   void forwardFlagsAndCalls();
   void forwardP2p();
   void sendTo(int peer, const Outgoing& o);
+  void announceP2p(const P2pPiece& piece);
+  void wake();  // the thread, from its poll
   void sendToAll(const Message& m, const char* data);
   ncclResult_t receive(Peer& p, bool* moved);
   ncclResult_t apply(Peer& p);
