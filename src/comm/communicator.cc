@@ -232,7 +232,7 @@ ncclResult_t Communicator::checkPeersAlive() {
   for (int r = 0; r < nranks; ++r) {
     const RankInfo& p = peers[static_cast<size_t>(r)];
     if (r == rank || p.hostHash != me.hostHash || p.pidNamespace != me.pidNamespace) continue;
-    if (ncclResult_t e = peerAlive(p.pid, r); e != ncclSuccess) {
+    if (processGone(p.pid)) {
       const uint64_t calls = calls_.load();
       uint64_t unseen = UINT64_MAX;
       callsWhenPeerGone_.compare_exchange_strong(unseen, calls);
@@ -240,6 +240,7 @@ ncclResult_t Communicator::checkPeersAlive() {
       void* stream = lastStream_.load();
       if (device >= 0 && stream) processRuntime().streamIdle(stream, &idle);
       if (idle && calls == callsWhenPeerGone_.load()) return ncclSuccess;  // nothing of ours waits for it (yet)
+      const ncclResult_t e = fail(ncclRemoteError, "rank %d (pid %d) has exited", r, p.pid);
       HETCCL_WARN("rank %d: %s", rank, lastError());
       setFatal(e);
       return e;

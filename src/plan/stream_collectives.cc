@@ -15,28 +15,6 @@ namespace hetccl {
 
 using namespace stream_layout;
 
-namespace {
-// Makes `device` current for a scope and restores the caller's.
-class DeviceGuard {
- public:
-  DeviceGuard(Runtime& rt, int device) : rt_(rt) {
-    status_ = rt_.currentDevice(&saved_);
-    if (status_ == ncclSuccess && saved_ != device) status_ = rt_.setDevice(device);
-    else saved_ = -1;  // nothing to restore
-  }
-  ~DeviceGuard() {
-    if (saved_ >= 0 && status_ == ncclSuccess) rt_.setDevice(saved_);
-  }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-  ncclResult_t status() const { return status_; }
-
- private:
-  Runtime& rt_;
-  int saved_ = -1;
-  ncclResult_t status_ = ncclSuccess;
-};
-}  // namespace
 
 StreamCollectives::StreamCollectives(const StreamSetup& setup)
     : setup_(setup), rt_(*setup.runtime), rank_(setup.rank), nranks_(setup.nranks), slots_(std::max(2, setup.slots)),

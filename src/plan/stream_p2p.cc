@@ -76,9 +76,8 @@ ncclResult_t StreamCollectives::enqueueP2p(std::span<const Op* const> ops) {
   if (rounds == 0) return ncclSuccess;
   // Queued on my device (the caller's current one may be another), after
   // what the caller's stream holds; the caller's stream waits for the end.
-  int saved = -1;
-  HETCCL_TRY(rt_.currentDevice(&saved));
-  if (saved != device_) HETCCL_TRY(rt_.setDevice(device_));
+  DeviceGuard onMyDevice(rt_, device_);
+  HETCCL_TRY(onMyDevice.status());
   Stream caller = ops[0]->stream;
   const uint32_t ticket = ++tickets_;
   Event start = startEvents_[ticket % kStartEvents];
@@ -98,7 +97,6 @@ ncclResult_t StreamCollectives::enqueueP2p(std::span<const Op* const> ops) {
   if (r == ncclSuccess) r = rt_.waitEvent(caller, finished_[0]);
   if (r == ncclSuccess) r = rt_.recordEvent(finished_[3], gather_);
   if (r == ncclSuccess) r = rt_.waitEvent(caller, finished_[3]);
-  if (saved != device_ && saved >= 0) rt_.setDevice(saved);
   if (r != ncclSuccess) {
     if (setup_.onError) setup_.onError(r);
     release();

@@ -78,6 +78,27 @@ class Runtime {
   virtual ncclResult_t exportDmabuf(void* p, size_t bytes, int* fd, uint64_t* offset) = 0;
 };
 
+// Makes `device` current for a scope and restores the caller's.
+class DeviceGuard {
+ public:
+  DeviceGuard(Runtime& rt, int device) : rt_(rt) {
+    status_ = rt_.currentDevice(&saved_);
+    if (status_ == ncclSuccess && saved_ != device) status_ = rt_.setDevice(device);
+    else saved_ = -1;  // nothing to restore
+  }
+  ~DeviceGuard() {
+    if (saved_ >= 0 && status_ == ncclSuccess) rt_.setDevice(saved_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+  ncclResult_t status() const { return status_; }
+
+ private:
+  Runtime& rt_;
+  int saved_ = -1;
+  ncclResult_t status_ = ncclSuccess;
+};
+
 // The host CPU: plain memory, synchronous "streams".
 Runtime& hostRuntime();
 // CUDA (libcudart + libcuda) and HIP (libamdhip64), loaded on first use;

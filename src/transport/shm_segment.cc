@@ -45,8 +45,8 @@ void removeStaleSegments() {
   });
 }
 
-ncclResult_t peerAlive(int pid, int peer) {
-  if (pid <= 0) return ncclSuccess;
+bool processGone(int pid) {
+  if (pid <= 0) return false;
   bool gone = kill(pid, 0) != 0 && errno == ESRCH;
   if (!gone) {
     char path[64], buf[256] = {0};
@@ -59,7 +59,11 @@ ncclResult_t peerAlive(int pid, int peer) {
       gone = close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X');
     }
   }
-  if (gone) return fail(ncclRemoteError, "rank %d (pid %d) has exited", peer, pid);
+  return gone;
+}
+
+ncclResult_t peerAlive(int pid, int peer) {
+  if (processGone(pid)) return fail(ncclRemoteError, "rank %d (pid %d) has exited", peer, pid);
   return ncclSuccess;
 }
 

@@ -20,8 +20,9 @@ std::string sharedSegmentName(uint64_t secret, const char* kind, int from, int t
 // Once per process: unlink this user's segments left by dead processes.
 void removeStaleSegments();
 
-// ncclRemoteError naming the rank if the process `pid` (on this host) has
-// exited or is a zombie.
+// Whether the process `pid` (on this host; 0: unknown) has exited or is a zombie.
+bool processGone(int pid);
+// ncclRemoteError naming the rank if it has.
 ncclResult_t peerAlive(int pid, int peer);
 
 class SharedSegment {
