@@ -13,6 +13,8 @@ Exit status 0 when the check holds. Runs on CPU ranks with Gloo too.
 """
 import argparse
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -26,6 +28,8 @@ p.add_argument("--domains", action="store_true")
 p.add_argument("--port", type=int, default=29561)
 p.add_argument("--report-only", action="store_true",
                help="exit 0 whatever happened (for a comparison run, e.g. plain NCCL, which may wait out --pg-timeout)")
+p.add_argument("--tail", type=int, default=6, help="lines of each rank's output to print")
+p.add_argument("--backtrace", action="store_true", help="gdb's backtraces of a hung rank (where gdb exists)")
 p.add_argument("--train-args", default="", help="more arguments for train_gpt.py (e.g. a smaller model on CPUs)")
 a = p.parse_args()
 
@@ -60,9 +64,14 @@ while True:  # until the others end, or `limit` seconds after the death (start-u
 ok = True
 for r, proc in enumerate(procs):
     if status[r] is None:
+        proc.send_signal(signal.SIGUSR1)  # train_gpt.py prints its Python stacks
+        if a.backtrace and shutil.which("gdb"):
+            subprocess.run(["gdb", "-batch", "-p", str(proc.pid), "-ex", "thread apply all bt 12"],
+                           stdout=sys.stderr, stderr=subprocess.STDOUT, timeout=60)
+        time.sleep(1)
         proc.kill()
     out = proc.communicate()[0] or ""
-    tail = "\n".join("    " + line for line in out.strip().splitlines()[-6:])
+    tail = "\n".join("    " + line for line in out.strip().splitlines()[-a.tail:])
     if r == a.die:
         # It must die where it was told to (not, say, fail to start: then
         # the others fail too and nothing was shown).

@@ -14,14 +14,18 @@ and writes them to --out as JSON. Without a GPU it runs on the CPU with
 Gloo (for trying the script; FSDP needs a GPU there).
 """
 import argparse
+import faulthandler
 import json
 import math
 import os
+import signal
 import time
 
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS
 
 import torch
+
+faulthandler.register(signal.SIGUSR1)  # dead_rank_check.py asks a hung rank where it is
 import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F

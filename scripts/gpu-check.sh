@@ -99,11 +99,13 @@ step two_gpu_domains_stream_relay_all_types_ops env HETCCL_TRANSPORT=socket \
   -b 8 -e 4M -f 32 -d all -o all -n 1 -w 0 -c 1
 step two_gpu_domains_stream_relay_bandwidth env HETCCL_TRANSPORT=socket \
   "$build/hetccl-perf" all_reduce,all_gather -N 2 --domains 2 -b 1M -e 256M -f 4 -n 5 -w 2 -c 1
-# Send/recv on the streams too (HETCCL_STREAM_P2P=1, off by default until
-# it has run here): checked, bandwidth, and PyTorch's send/recv ops.
-step two_gpu_domains_stream_p2p_all_types env HETCCL_STREAM_P2P=1 \
+# Send/recv on the streams too (HETCCL_STREAM_P2P, on by default): checked,
+# bandwidth, and host-staged (HETCCL_STREAM_P2P=0) for comparison.
+step two_gpu_domains_stream_p2p_all_types \
   "$build/hetccl-perf" sendrecv -N 2 --domains 2 -b 8 -e 64M -f 8 -d all -n 2 -w 1 -c 1
-step two_gpu_domains_stream_p2p_bandwidth env HETCCL_STREAM_P2P=1 \
+step two_gpu_domains_stream_p2p_bandwidth \
+  "$build/hetccl-perf" sendrecv -N 2 --domains 2 -b 1M -e 1G -f 4 -n 10 -w 3 -c 1
+step two_gpu_domains_host_staged_p2p_bandwidth env HETCCL_STREAM_P2P=0 \
   "$build/hetccl-perf" sendrecv -N 2 --domains 2 -b 1M -e 1G -f 4 -n 10 -w 3 -c 1
 # Every stream sharing one hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1):
 # a wait on a stream then holds the others' work queued behind it; no
@@ -129,7 +131,7 @@ step torch_distributed_all_ops_plain_nccl torchrun --nproc_per_node 2 examples/t
 step torch_distributed_all_ops env LD_PRELOAD="$lib" torchrun --nproc_per_node 2 examples/torch_distributed_check.py
 step torch_distributed_all_ops_two_domains env LD_PRELOAD="$lib" torchrun --nproc_per_node 2 --no_python bash -c \
   "HETCCL_DOMAIN=d\$LOCAL_RANK exec python3 examples/torch_distributed_check.py"
-step torch_distributed_all_ops_two_domains_p2p env LD_PRELOAD="$lib" HETCCL_STREAM_P2P=1 torchrun --nproc_per_node 2 --no_python bash -c \
+step torch_distributed_all_ops_two_domains_p2p_staged env LD_PRELOAD="$lib" HETCCL_STREAM_P2P=0 torchrun --nproc_per_node 2 --no_python bash -c \
   "HETCCL_DOMAIN=d\$LOCAL_RANK exec python3 examples/torch_distributed_check.py"
 # 7. Training (DDP, FSDP): plain NCCL, hetccl pass-through (losses must be
 #    identical), and hetccl with the GPUs in two domains (within 1e-5).
@@ -156,7 +158,7 @@ done
 # 8. A rank dies during DDP training: the others must get an error within
 #    90 s, not hang (plain NCCL for comparison, hetccl in one and two domains).
 step dead_rank_plain_nccl python3 examples/dead_rank_check.py --limit 30 --report-only  # for comparison: NCCL may wait for --pg-timeout
-step dead_rank_hetccl env LD_PRELOAD="$lib" python3 examples/dead_rank_check.py --limit 90 --port 29562
+step dead_rank_hetccl env LD_PRELOAD="$lib" python3 examples/dead_rank_check.py --limit 90 --port 29562 --tail 20
 step dead_rank_hetccl_two_domains env LD_PRELOAD="$lib" python3 examples/dead_rank_check.py --limit 90 --port 29563 --domains
 
 {
@@ -169,5 +171,8 @@ step dead_rank_hetccl_two_domains env LD_PRELOAD="$lib" python3 examples/dead_ra
   echo
   [ -f "$work/torchbw/nccl.1" ] && python3 bench/median_table.py "PyTorch all_reduce busbw, plain NCCL vs hetccl preloaded" "$work/torchbw" "$repeats" \
     torch-NCCL nccl 7 torch-hetccl het 7
+  echo
+  [ -f "$work/torchbw/nccl.1" ] && python3 bench/median_table.py "PyTorch all_reduce busbw of each run's fastest loop" "$work/torchbw" "$repeats" \
+    torch-NCCL nccl 9 torch-hetccl het 9
 } >> "$results" 2>&1
 cat "$results"

@@ -228,6 +228,8 @@ ncclResult_t Communicator::checkPeersAlive() {
   int64_t last = lastLivenessCheck_.load();
   if (now - last < 200000000 || !lastLivenessCheck_.compare_exchange_strong(last, now)) return ncclSuccess;
   if (peers.empty()) return ncclSuccess;
+  if (last == 0) HETCCL_INFO("comm %p rank %d: first ncclCommGetAsyncError; liveness of the ranks on this host checked",
+                              static_cast<void*>(this), rank);
   const RankInfo& me = peers[static_cast<size_t>(rank)];
   for (int r = 0; r < nranks; ++r) {
     const RankInfo& p = peers[static_cast<size_t>(r)];
@@ -235,10 +237,20 @@ ncclResult_t Communicator::checkPeersAlive() {
     if (processGone(p.pid)) {
       const uint64_t calls = calls_.load();
       uint64_t unseen = UINT64_MAX;
-      callsWhenPeerGone_.compare_exchange_strong(unseen, calls);
+      const bool firstSeen = callsWhenPeerGone_.compare_exchange_strong(unseen, calls);
       bool idle = true;
       void* stream = lastStream_.load();
-      if (device >= 0 && stream) processRuntime().streamIdle(stream, &idle);
+      if (device >= 0 && calls > 0) {
+        // A null stream (PyTorch's default: it issues blocking collectives
+        // on the current stream) is the legacy stream of the current
+        // device: ask on the communicator's.
+        DeviceGuard onDevice(processRuntime(), device);
+        if (onDevice.status() == ncclSuccess) processRuntime().streamIdle(stream, &idle);
+      }
+      if (firstSeen)
+        HETCCL_INFO("comm %p rank %d: rank %d (pid %d) has exited; %llu calls, last one's stream %p %s",
+                    static_cast<void*>(this), rank, r, p.pid, static_cast<unsigned long long>(calls), stream,
+                    idle ? "idle" : "busy");
       if (idle && calls == callsWhenPeerGone_.load()) return ncclSuccess;  // nothing of ours waits for it (yet)
       const ncclResult_t e = fail(ncclRemoteError, "rank %d (pid %d) has exited", r, p.pid);
       HETCCL_WARN("rank %d: %s", rank, lastError());

@@ -131,8 +131,9 @@ class Communicator {
   // never say so): the processes of the ranks on this host (same pid
   // namespace) still live. Checked at most every 200 ms. A dead one makes
   // the communicator fatal (ncclRemoteError) only while it matters: work is
-  // still queued on the stream of the last call, or a call came after the
-  // death was seen. A peer that exits after the last collective finished
+  // still queued on the stream of the last call (the null stream too,
+  // asked on the communicator's device: PyTorch's blocking collectives go
+  // there), or a call came after the death was seen. A peer that exits after the last collective finished
   // (a normal end, with or without destroying its communicator) is no error.
   ncclResult_t checkPeersAlive();
   // Every call: the stream it queued on (see checkPeersAlive).

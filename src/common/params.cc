@@ -72,7 +72,7 @@ Params load() {
   p.allowTwoNccl = envLong("HETCCL_ALLOW_TWO_NCCL", 0, 0) != 0;
   p.streamCollectives = envLong("HETCCL_STREAM_COLLECTIVES", 1, 0) != 0;
   p.streamRelay = envLong("HETCCL_STREAM_RELAY", 1, 0) != 0;
-  p.streamP2p = envLong("HETCCL_STREAM_P2P", 0, 0) != 0;
+  p.streamP2p = envLong("HETCCL_STREAM_P2P", 1, 0) != 0;
   p.streamPartBytes = static_cast<size_t>(envLong("HETCCL_STREAM_PART_BYTES", 2 << 20, 4096));
   p.streamSlots = static_cast<int>(envLong("HETCCL_STREAM_SLOTS", 8, 2));
   p.streamFailSetup = envLong("HETCCL_STREAM_FAIL_SETUP", 0, 0) != 0;

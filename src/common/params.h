@@ -35,7 +35,7 @@ struct Params {
   bool vendorLibraries = true;        // HETCCL_VENDOR_LIBS=0: native algorithms on GPUs too
   bool asyncStaging = false;          // HETCCL_ASYNC_STAGING=1: staged calls return at once (experimental)
   bool streamCollectives = true;        // HETCCL_STREAM_COLLECTIVES=0: GPU collectives across domains take the host-staged path
-  bool streamP2p = false;               // HETCCL_STREAM_P2P=1: send/recv across domains on the streams too
+  bool streamP2p = true;                // HETCCL_STREAM_P2P=0: send/recv across domains host-staged
   bool streamRelay = true;              // HETCCL_STREAM_RELAY=0: ranks that cannot share memory keep the host-staged path
   size_t streamPartBytes = 2 << 20;   // HETCCL_STREAM_PART_BYTES: per rank and piece, stream collectives
   int streamSlots = 8;                // HETCCL_STREAM_SLOTS: pieces in flight, stream collectives

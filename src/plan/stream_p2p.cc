@@ -1,4 +1,4 @@
-// Send/recv on the streams (HETCCL_STREAM_P2P=1); peers whose segments are
+// Send/recv on the streams (HETCCL_STREAM_P2P, on by default); peers whose segments are
 // not mapped here are reached through the relay (stream_relay.h), which
 // forwards these flag lines, the data and the sizes. Each peer pair has its own numbered pieces, slots and
 // flags in the sender's segment (stream_segment.h). A send piece is a

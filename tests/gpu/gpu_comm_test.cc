@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "../mp/mp_util.h"
@@ -266,6 +267,44 @@ TEST(GpuCpuRank, DeviceBufferIsRefused) {
 }
 
 namespace {
+
+// Pass-through: a peer that dies while our collective waits for it in
+// NCCL (which inside one host never says so) is reported by
+// ncclCommGetAsyncError, and ncclCommAbort then returns. The collective is
+// on the null stream, as PyTorch issues blocking collectives (on the
+// current stream, by default the legacy one).
+TEST(GpuPassThrough, DeadPeerIsReportedWhileACollectiveWaitsForIt) {
+  REQUIRE_GPUS(2);
+  EXPECT_RANKS_PASS(2, mp::Env{}, 120, [](int rank, int n, const ncclUniqueId& id) {
+    hetccl::Runtime& rt = hetccl::processRuntime();
+    RANK_EXPECT(rt.setDevice(rank) == ncclSuccess, "set device");
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    void* dev = nullptr;
+    RANK_EXPECT(rt.allocDevice(&dev, 4096) == ncclSuccess, "alloc");
+    RANK_NCCL(ncclAllReduce(dev, dev, 1024, ncclFloat32, ncclSum, comm, nullptr));
+    RANK_EXPECT(rt.synchronize(nullptr) == ncclSuccess, "sync");
+    if (rank == 1) _exit(0);  // leaves; rank 0's next all-reduce waits for it
+    RANK_NCCL(ncclAllReduce(dev, dev, 1024, ncclFloat32, ncclSum, comm, nullptr));
+    // The watchdog thread asks, with another device current (as PyTorch's may).
+    RANK_EXPECT(rt.setDevice(1) == ncclSuccess, "other device");
+    ncclResult_t async = ncclSuccess;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 500 && async == ncclSuccess; ++i) {  // up to 10 s
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      RANK_NCCL(ncclCommGetAsyncError(comm, &async));
+    }
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    RANK_EXPECT(async == ncclRemoteError, "ncclCommGetAsyncError gave %d after %.1f s", async, waited);
+    RANK_EXPECT(strstr(ncclGetLastError(comm), "rank 1") != nullptr, "message: %s", ncclGetLastError(comm));
+    fprintf(stderr, "rank 0: the dead peer was reported after %.1f s: %s\n", waited, ncclGetLastError(comm));
+    const auto t1 = std::chrono::steady_clock::now();
+    RANK_NCCL(ncclCommAbort(comm));
+    const double aborted = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+    RANK_EXPECT(aborted < 10, "ncclCommAbort took %.1f s", aborted);
+    _exit(0);  // the aborted kernel may leave the context unusable: no cleanup
+  });
+}
 
 // Pass-through: a collective captured in a CUDA graph runs on every replay
 // (NCCL's own capture support, reached through hetccl).

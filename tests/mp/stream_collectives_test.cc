@@ -44,8 +44,33 @@ TEST(StreamCollectives, AreThePlanForOneRankPerDomain) {
       const char* plan = hetcclCommDescribePlan(comm, coll, 1 << 20, ncclFloat32);
       RANK_EXPECT(plan && strncmp(plan, "stream", 6) == 0, "%s plan: %s", coll, plan ? plan : "(null)");
     }
-    const char* other = hetcclCommDescribePlan(comm, "sendrecv", 1 << 20, ncclFloat32);
-    RANK_EXPECT(other && strncmp(other, "stream", 6) != 0, "sendrecv plan: %s", other ? other : "(null)");
+    const char* p2p = hetcclCommDescribePlan(comm, "sendrecv", 1 << 20, ncclFloat32);
+    RANK_EXPECT(p2p && strncmp(p2p, "stream: send/recv", 17) == 0, "sendrecv plan: %s", p2p ? p2p : "(null)");
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
+// HETCCL_STREAM_P2P=0: send/recv stays host-staged beside the stream
+// collectives, and still delivers.
+TEST(StreamCollectives, SendRecvCanStayHostStaged) {
+  mp::Env env = streamEnv();
+  env.push_back({"HETCCL_STREAM_P2P", "0"});
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    const char* plan = hetcclCommDescribePlan(comm, "sendrecv", 1 << 20, ncclFloat32);
+    RANK_EXPECT(plan && strncmp(plan, "stream", 6) != 0, "sendrecv plan: %s", plan ? plan : "(null)");
+    const size_t count = 10007;
+    std::vector<double> out(count), in(count, -1);
+    for (size_t i = 0; i < count; ++i) out[i] = rank * 1e6 + static_cast<double>(i);
+    RANK_NCCL(ncclGroupStart());
+    RANK_NCCL(ncclRecv(in.data(), count, ncclFloat64, (rank + n - 1) % n, comm, nullptr));
+    RANK_NCCL(ncclSend(out.data(), count, ncclFloat64, (rank + 1) % n, comm, nullptr));
+    RANK_NCCL(ncclGroupEnd());
+    const int from = (rank + n - 1) % n;
+    for (size_t i = 0; i < count; ++i)
+      RANK_EXPECT(in[i] == from * 1e6 + static_cast<double>(i), "recv [%zu] %g", i, in[i]);
     RANK_NCCL(ncclCommDestroy(comm));
     return 0;
   });
@@ -337,7 +362,7 @@ TEST(StreamCollectives, GroupedCollectivesAndMixedGroupsAreRight) {
   });
 }
 
-// HETCCL_STREAM_P2P=1: send/recv on the streams too. The matrix's
+// Send/recv on the streams (HETCCL_STREAM_P2P, on by default). The matrix's
 // send/recv is a ring in a group where every rank receives before it
 // sends (many pieces, slots reused); then single sends, one rank sending
 // to two, and a receive of the wrong size, which must be an error.
