@@ -78,6 +78,10 @@ for i in $(seq 1 "$repeats"); do
     cat "$work/${who}_small_$i.log" "$work/${who}_large_$i.log" > "$work/side/$who.$i"
     step "${who}_latency_$i" env LD_PRELOAD="$pre" "$build/hetccl-perf-nccl" all_reduce -N 2 -b 8 -e 8 -n 5000 -w 500 -c 0 --host-time
     cp "$work/${who}_latency_$i.log" "$work/side/l$who.$i"
+    # The calling thread's time per 8-byte call, few enough calls that the
+    # launch queue never fills (the host cost hetccl adds, without the GPU).
+    step "${who}_hosttime_$i" env LD_PRELOAD="$pre" "$build/hetccl-perf-nccl" all_reduce -N 2 -b 8 -e 8 -n 100 -w 100 -c 0 --host-time
+    sed -n 's/^#   host: \([0-9.]*\) .*/8 \1/p' "$work/${who}_hosttime_$i.log" > "$work/side/h$who.$i" 2>/dev/null
   done
 done
 # 5. Two domains, one GPU each (all traffic crosses domains; first version:
@@ -168,6 +172,9 @@ step dead_rank_hetccl_two_domains env LD_PRELOAD="$lib" python3 examples/dead_ra
   echo
   [ -f "$work/side/lraw.1" ] && python3 bench/median_table.py "8-byte all_reduce time (us), raw NCCL vs hetccl" "$work/side" "$repeats" \
     raw-NCCL lraw 5 hetccl lhet 5
+  echo
+  [ -s "$work/side/hraw.1" ] && python3 bench/median_table.py "8-byte all_reduce, calling thread's us per call, raw NCCL vs hetccl" \
+    "$work/side" "$repeats" raw-NCCL hraw 1 hetccl hhet 1
   echo
   [ -f "$work/torchbw/nccl.1" ] && python3 bench/median_table.py "PyTorch all_reduce busbw, plain NCCL vs hetccl preloaded" "$work/torchbw" "$repeats" \
     torch-NCCL nccl 7 torch-hetccl het 7
