@@ -273,6 +273,7 @@ ncclResult_t release(ncclComm_t comm, bool abort, const char* caller) {
     c->abort.store(true);  // wakes any operation blocked in another thread
     if (c->vendor) c->vendor->markAborted();
     if (c->streamCollectives) c->streamCollectives->release();  // no stream waits for a peer any longer
+    if (c->streamHierarchy) c->streamHierarchy->release();
   }
   c->waitReady();
   {
@@ -315,6 +316,12 @@ HETCCL_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t*
   HETCCL_TRY(handleComm(comm, "ncclCommGetAsyncError", &c));
   *asyncError = c->asyncError.load();
   if (*asyncError == ncclSuccess && c->vendor) HETCCL_TRY(c->vendor->asyncError(asyncError));
+  if (*asyncError == ncclSuccess && c->streamHierarchy && c->streamHierarchy->asyncError() != ncclSuccess) {
+    const ncclResult_t e = c->streamHierarchy->asyncError();  // a stall or dead peer in my cross group
+    fail(e, "%s", c->streamHierarchy->asyncErrorText().c_str());
+    c->setFatal(e);
+    *asyncError = c->asyncError.load();
+  }
   // A dead peer, also while nothing is in flight or the vendor library
   // waits for it without a word (NCCL inside one host does).
   if (*asyncError == ncclSuccess && c->checkPeersAlive() != ncclSuccess) *asyncError = c->asyncError.load();
@@ -384,6 +391,7 @@ HETCCL_EXPORT const char* hetcclCommDescribePlan(ncclComm_t comm, const char* co
     op.type = datatype;
     if (c->streamCollectives && k.kind == OpKind::Send && c->streamCollectives->p2pOnStreams())
       return "stream: send/recv through pinned memory (relayed between hosts), on the devices' streams";
+    if (c->streamHierarchy && k.kind == OpKind::AllReduce) return c->streamHierarchy->describe();
     if (c->streamCollectives && StreamCollectives::handles(k.kind))
       return c->streamCollectives->relayed()
                  ? "stream: through pinned memory, shared on a host and relayed over sockets between hosts, on the devices' streams"

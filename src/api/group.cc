@@ -46,6 +46,17 @@ ncclResult_t runOnComm(Communicator* c, std::span<const Op* const> ops) {
     for (const Op* op : ops) HETCCL_TRY(c->streamCollectives->enqueue(*op));
     return ncclSuccess;
   }
+  // Domains of several ranks: all-reduces (alone or grouped) on the streams.
+  if (c->streamHierarchy &&
+      std::all_of(ops.begin(), ops.end(), [c](const Op* op) { return c->streamHierarchy->handles(*op); })) {
+    for (const Op* op : ops) {
+      if (ncclResult_t r = c->streamHierarchy->enqueue(*op); r != ncclSuccess) {
+        c->setFatal(r);  // the ranks' steps are out of step now
+        return r;
+      }
+    }
+    return ncclSuccess;
+  }
   if (c->streamCollectives && c->streamCollectives->handlesP2p(ops)) return c->streamCollectives->enqueueP2p(ops);
   if (c->hostStaging) return c->hostStaging->enqueue(ops);  // nothing has moved if it fails
   ncclResult_t r = runOperations(*c, ops);

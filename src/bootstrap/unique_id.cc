@@ -196,6 +196,7 @@ Tunables Tunables::fromParams() {
   t.streamCollectives = params().streamCollectives ? 1 : 0;
   t.streamRelay = params().streamRelay ? 1 : 0;
   t.streamP2p = params().streamP2p ? 1 : 0;
+  t.streamHierarchy = params().streamHierarchy ? 1 : 0;
   return t;
 }
 

@@ -173,6 +173,7 @@ ncclResult_t Communicator::createDomains() {
     s.p2p = tunables.streamP2p != 0;
     HETCCL_TRY(StreamCollectives::create(s, &streamCollectives));
   }
+  if (staged && !streamCollectives) HETCCL_TRY(StreamHierarchy::create(*this, &streamHierarchy));
   return ncclSuccess;
 }
 

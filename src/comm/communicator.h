@@ -20,6 +20,7 @@
 #include "comm/domains.h"
 #include "plan/host_staging.h"
 #include "plan/stream_collectives.h"
+#include "plan/stream_hierarchy.h"
 #include "runtime/runtime.h"
 #include "plan/plan.h"
 #include "proxy/proxy.h"
@@ -111,6 +112,7 @@ class Communicator {
   std::unique_ptr<VendorCommunicator> vendor; // one vendor domain: every call passes through to it
   std::unique_ptr<HostStaging> hostStaging;   // GPU ranks among several domains (first version)
   std::unique_ptr<StreamCollectives> streamCollectives;  // all-reduce on the GPUs' streams (one rank per domain, one host)
+  std::unique_ptr<StreamHierarchy> streamHierarchy;      // all-reduce on the streams, domains of several ranks
   bool nativeOnly = false;                    // a domain of a staged communicator: host algorithms
   Runtime* gpuInProcess = nullptr;            // host ranks: a GPU runtime the process uses (to refuse device buffers)
   PlanCache plans;                            // cross-domain plans by shape

@@ -1,0 +1,165 @@
+#include "plan/stream_hierarchy.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/vendor_comm.h"
+#include "comm/communicator.h"
+#include "comm/init.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/params.h"
+#include "runtime/runtime.h"
+
+namespace hetccl {
+
+namespace {
+
+constexpr uint64_t kCrossSalt = 0x63726f7373ull;  // "cross"
+
+bool vendorReduces(RedKind kind, ncclRedOp_t* out) {
+  switch (kind) {
+    case RedKind::Sum: *out = ncclSum; return true;
+    case RedKind::Prod: *out = ncclProd; return true;
+    case RedKind::Min: *out = ncclMin; return true;
+    case RedKind::Max: *out = ncclMax; return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+bool StreamHierarchy::fits(const Communicator& parent) {
+  const Partition& p = parent.partition;
+  if (!parent.tunables.streamHierarchy || !parent.tunables.streamCollectives || p.domains.size() < 2) return false;
+  const size_t k = p.domains[0].members.size();
+  for (const Domain& d : p.domains)
+    if (d.members.size() != k || k < 2) return false;
+  for (const RankInfo& r : parent.peers) {
+    const bool host = strcmp(r.runtime, "host") == 0;
+    if (host ? !params().forceStaging : r.library[0] == 0) return false;  // GPU ranks need their vendor library
+  }
+  return true;
+}
+
+ncclResult_t StreamHierarchy::create(Communicator& parent, std::unique_ptr<StreamHierarchy>* out) {
+  out->reset();
+  if (!fits(parent) || !parent.domainComm) return ncclSuccess;
+  const Partition& p = parent.partition;
+  std::unique_ptr<StreamHierarchy> h(new StreamHierarchy(parent));
+  h->k_ = static_cast<int>(p.domains[0].members.size());
+  h->index_ = p.indexInDomain[static_cast<size_t>(parent.rank)];
+  std::vector<int> members;
+  for (size_t d = 0; d < p.domains.size(); ++d) members.push_back(p.member(d, h->index_));
+  h->cross_ = std::make_unique<Communicator>();
+  h->cross_->config = parent.config;
+  ncclResult_t r = initChild(&parent, h->cross_.get(), members, p.domainOf[static_cast<size_t>(parent.rank)],
+                             kCrossSalt + static_cast<uint64_t>(h->index_));
+  ++parent.childCounter;
+  HETCCL_TRY(r);
+  // The domain's steps: the vendor's library (GPU ranks), else hetccl's own.
+  Runtime& rt = processRuntime();
+  if (rt.hasDevices()) {
+    std::string why;
+    VendorLibrary* lib = vendorLibraryFor(rt, &why);
+    if (!lib) return fail(ncclSystemError, "stream hierarchy: no vendor library on this rank (%s)", why.c_str());
+    HETCCL_TRY(VendorCommunicator::create(*lib, parent.domainComm->ring, h->index_, h->k_, &parent.abort,
+                                          &h->domainVendor_));
+  } else {
+    h->domainNative_ = parent.backend.get();
+  }
+  // Every cross group must be on the streams, or none is used.
+  std::vector<uint8_t> usable(static_cast<size_t>(parent.nranks), 0);
+  usable[static_cast<size_t>(parent.rank)] = h->cross_->streamCollectives && (h->domainVendor_ || h->domainNative_);
+  HETCCL_TRY(parent.ring.allGather(usable.data(), 1, Deadline(params().timeoutSeconds), &parent.abort));
+  for (uint8_t u : usable)
+    if (!u) {
+      HETCCL_INFO("stream hierarchy: not every cross group can use the streams; all-reduce stays host-staged");
+      return ncclSuccess;
+    }
+  *out = std::move(h);
+  return ncclSuccess;
+}
+
+StreamHierarchy::~StreamHierarchy() = default;
+
+bool StreamHierarchy::handles(const Op& op) const {
+  ncclRedOp_t v;
+  return op.kind == OpKind::AllReduce && !op.red.average && vendorReduces(op.red.kind, &v);
+}
+
+ncclResult_t StreamHierarchy::domainStep(const Op& op) {
+  if (domainVendor_) {
+    ncclRedOp_t v = ncclSum;
+    vendorReduces(op.red.kind, &v);
+    return domainVendor_->run(op, v, op.stream);
+  }
+  switch (op.kind) {
+    case OpKind::ReduceScatter: return domainNative_->reduceScatter(op.sendbuff, op.recvbuff, op.count, op.red);
+    case OpKind::AllGather: return domainNative_->allGather(op.sendbuff, op.recvbuff, op.count, op.type);
+    default: return domainNative_->allReduce(op.sendbuff, op.recvbuff, op.count, op.red);
+  }
+}
+
+ncclResult_t StreamHierarchy::crossStep(const Op& op) {
+  Op x = op;
+  x.comm = cross_.get();
+  x.kind = OpKind::AllReduce;
+  x.sendbuff = op.recvbuff;  // in place
+  return cross_->streamCollectives->enqueue(x);
+}
+
+ncclResult_t StreamHierarchy::enqueue(const Op& op) {
+  const size_t es = typeSize(op.type);
+  const size_t k = static_cast<size_t>(k_);
+  const size_t shard = op.count / k, tail = op.count % k;
+  const char* send = static_cast<const char*>(op.sendbuff);
+  char* recv = static_cast<char*>(op.recvbuff);
+  if (shard > 0) {
+    char* mine = recv + static_cast<size_t>(index_) * shard * es;
+    Op rs = op;
+    rs.kind = OpKind::ReduceScatter;
+    rs.recvbuff = mine;  // in place when sendbuff == recvbuff, as NCCL defines it
+    rs.count = shard;
+    HETCCL_TRY(domainStep(rs));
+    Op ar = op;
+    ar.recvbuff = mine;
+    ar.count = shard;
+    HETCCL_TRY(crossStep(ar));
+    Op ag = op;
+    ag.kind = OpKind::AllGather;
+    ag.sendbuff = mine;
+    ag.recvbuff = recv;
+    ag.count = shard;
+    HETCCL_TRY(domainStep(ag));
+  }
+  if (tail > 0) {
+    Op t = op;
+    t.sendbuff = send + k * shard * es;
+    t.recvbuff = recv + k * shard * es;
+    t.count = tail;
+    HETCCL_TRY(domainStep(t));
+    HETCCL_TRY(crossStep(t));
+  }
+  return ncclSuccess;
+}
+
+void StreamHierarchy::release() {
+  cross_->abort.store(true);
+  if (cross_->streamCollectives) cross_->streamCollectives->release();
+  if (domainVendor_) domainVendor_->markAborted();
+}
+
+ncclResult_t StreamHierarchy::asyncError() const { return cross_->asyncError.load(); }
+std::string StreamHierarchy::asyncErrorText() const { return "cross group: " + cross_->asyncErrorText; }
+
+const char* StreamHierarchy::describe() const {
+  return domainVendor_ ? "stream hierarchy: the domain's reduce-scatter in its vendor library, the cross group's stream "
+                         "all-reduce of each shard through shared pinned memory, the domain's all-gather"
+                       : "stream hierarchy: the domain's reduce-scatter (native), the cross group's stream all-reduce of "
+                         "each shard through shared pinned memory, the domain's all-gather";
+}
+
+}  // namespace hetccl

@@ -1,0 +1,67 @@
+// All-reduce across domains of several ranks each, on the devices' streams
+// (HETCCL_STREAM_HIERARCHY=1; two NVIDIA and two AMD GPUs in a box is the
+// common mixed layout). With k ranks in every domain, rank i of each
+// domain belongs to cross group i: one rank per domain, which is what
+// StreamCollectives serves. An all-reduce of n elements becomes
+//   1. the domain's reduce-scatter: rank i gets the domain's partial result
+//      of shard i (n / k elements, at element i * (n / k) of recvbuff);
+//   2. cross group i's stream all-reduce of that shard, in place (each
+//      group moves 1/k of the data, so the host links of all k GPUs work
+//      at once);
+//   3. the domain's all-gather of the shards into recvbuff.
+// The last n % k elements (the tail) take a domain all-reduce and then a
+// cross all-reduce in every cross group (the same inputs, the same sum).
+//
+// The domain's steps run in the vendor's library on the caller's stream
+// (GPU ranks: a vendor communicator per domain), or in hetccl's native
+// algorithms on host ranks (synchronous; HETCCL_FORCE_STAGING makes host
+// ranks take this path, which is how CI tests the composition). Sum,
+// product, min and max; average and PreMulSum keep the host-staged path.
+// Every rank decides the same: equal domains of more than one rank, every
+// GPU rank with its vendor library, every cross group on the streams.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "algorithms/op.h"
+
+namespace hetccl {
+
+class Communicator;
+class Backend;
+class VendorCommunicator;
+struct Partition;
+
+class StreamHierarchy {
+ public:
+  // Collective over the parent's ranks (after its domain communicator and
+  // backend exist). *out stays empty where the layout does not fit.
+  static ncclResult_t create(Communicator& parent, std::unique_ptr<StreamHierarchy>* out);
+  ~StreamHierarchy();
+
+  bool handles(const Op& op) const;
+  ncclResult_t enqueue(const Op& op);
+  // Abort: no stream waits for a peer any longer.
+  void release();
+  // The cross group's asynchronous error (a stall or dead peer seen by its
+  // watchdog), or ncclSuccess.
+  ncclResult_t asyncError() const;
+  std::string asyncErrorText() const;
+  const char* describe() const;
+
+ private:
+  explicit StreamHierarchy(Communicator& parent) : parent_(parent) {}
+  static bool fits(const Communicator& parent);
+  ncclResult_t domainStep(const Op& op);
+  ncclResult_t crossStep(const Op& op);
+
+  Communicator& parent_;
+  int k_ = 1;      // ranks per domain
+  int index_ = 0;  // mine within my domain (= my cross group)
+  std::unique_ptr<Communicator> cross_;
+  std::unique_ptr<VendorCommunicator> domainVendor_;  // GPU ranks: the domain's library
+  Backend* domainNative_ = nullptr;                   // host ranks: hetccl's algorithms (the parent's backend)
+};
+
+}  // namespace hetccl

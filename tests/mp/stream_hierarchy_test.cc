@@ -1,0 +1,126 @@
+// All-reduce across domains of several ranks on the streams (src/plan/
+// stream_hierarchy.h, HETCCL_STREAM_HIERARCHY=1), on host ranks
+// (HETCCL_FORCE_STAGING=1: the domain's steps run hetccl's native
+// algorithms, the cross groups the stream collectives). The collective
+// matrix (every collective, type, op, count, in and out of place: the
+// all-reduces of sum/prod/min/max take the hierarchy, the rest the staged
+// path beside it) with contiguous and interleaved domains; layouts that
+// do not fit keep the staged plan; a peer that dies mid-call is an error.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "hetccl.h"
+#include "matrix.h"
+
+namespace {
+
+constexpr const char* kHierarchy = "stream hierarchy";
+
+mp::Env hierarchyEnv(const char* timeout = "60") {
+  return {{"HETCCL_FORCE_STAGING", "1"}, {"HETCCL_STREAM_HIERARCHY", "1"}, {"HETCCL_STREAM_PART_BYTES", "4096"},
+          {"HETCCL_STREAM_SLOTS", "3"}, {"HETCCL_TIMEOUT", timeout}};
+}
+
+TEST(StreamHierarchy, EveryCollectiveTwoDomainsOfTwo) {
+  const uint64_t seed = hetccl::testing::runSeed();
+  EXPECT_RANKS_PASS_EACH(4, mp::domainLayout({"a", "a", "b", "b"}, hierarchyEnv()), 500,
+                         [&](int rank, int n, const ncclUniqueId& id) {
+                           return mp::runMatrix(rank, n, id, seed, 20011, kHierarchy);
+                         });
+}
+
+// Members interleaved (domain a = ranks 0 and 2): shards and cross groups
+// follow the position in the domain, not the global rank.
+TEST(StreamHierarchy, EveryCollectiveInterleavedDomains) {
+  const uint64_t seed = hetccl::testing::runSeed();
+  EXPECT_RANKS_PASS_EACH(4, mp::domainLayout({"a", "b", "a", "b"}, hierarchyEnv()), 500,
+                         [&](int rank, int n, const ncclUniqueId& id) {
+                           return mp::runMatrix(rank, n, id, seed, 9001, kHierarchy);
+                         });
+}
+
+// Three domains of two (six ranks on two cores): every count from 0 to
+// 13 (tails of 0 and 1 element) and a long one, in and out of place.
+TEST(StreamHierarchy, ThreeDomainsEveryTailIsRight) {
+  EXPECT_RANKS_PASS_EACH(6, mp::domainLayout({"a", "b", "c", "a", "b", "c"}, hierarchyEnv()), 300,
+                         [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    const char* plan = hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat64);
+    RANK_EXPECT(plan && strncmp(plan, kHierarchy, strlen(kHierarchy)) == 0, "plan: %s", plan ? plan : "(null)");
+    std::vector<size_t> counts;
+    for (size_t c = 0; c <= 13; ++c) counts.push_back(c);
+    counts.push_back(30001);
+    for (size_t count : counts) {
+      for (int inPlace = 0; inPlace < 2; ++inPlace) {
+        std::vector<int64_t> send(count + 1), recv(count + 1, -7);
+        for (size_t i = 0; i < count; ++i) send[i] = static_cast<int64_t>(i * 7 + 1) * (rank + 1);
+        send[count] = 4242;  // past the end: must stay
+        if (inPlace) recv = send;
+        RANK_NCCL(ncclAllReduce(inPlace ? recv.data() : send.data(), recv.data(), count, ncclInt64, ncclSum, comm,
+                                nullptr));
+        const int64_t ranksSum = static_cast<int64_t>(n) * (n + 1) / 2;
+        for (size_t i = 0; i < count; ++i)
+          RANK_EXPECT(recv[i] == static_cast<int64_t>(i * 7 + 1) * ranksSum, "count %zu%s: [%zu] = %lld", count,
+                      inPlace ? " in place" : "", i, static_cast<long long>(recv[i]));
+        RANK_EXPECT(recv[count] == (inPlace ? 4242 : -7), "count %zu: the element past the end changed", count);
+      }
+    }
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
+// Domains of unequal size, or one rank per domain: other plans.
+TEST(StreamHierarchy, LayoutsThatDoNotFitKeepTheirPlans) {
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "a", "b"}, hierarchyEnv()), 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    const char* plan = hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32);
+    RANK_EXPECT(plan && strncmp(plan, "stream", 6) != 0, "unequal domains: plan %s", plan ? plan : "(null)");
+    std::vector<float> x(1001, static_cast<float>(rank + 1));
+    RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr));
+    for (float v : x) RANK_EXPECT(v == 6.0f, "sum %g", v);
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, hierarchyEnv()), 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    const char* plan = hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32);
+    RANK_EXPECT(plan && strncmp(plan, "stream: ", 8) == 0, "one rank per domain: plan %s", plan ? plan : "(null)");
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
+// A rank that dies between calls: the others' next all-reduce fails (at
+// the call or through ncclCommGetAsyncError) within the timeout, no hang.
+TEST(StreamHierarchy, DeadPeerIsAnErrorNotAHang) {
+  EXPECT_RANKS_PASS_EACH(4, mp::domainLayout({"a", "a", "b", "b"}, hierarchyEnv("10")), 120,
+                         [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<double> x(50000, 1.0);
+    RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat64, ncclSum, comm, nullptr));
+    RANK_EXPECT(x[0] == 4.0 && x.back() == 4.0, "first all-reduce: %g", x[0]);
+    if (rank == 3) _exit(0);
+    const auto t0 = std::chrono::steady_clock::now();
+    ncclResult_t r = ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat64, ncclSum, comm, nullptr);
+    ncclResult_t async = ncclSuccess;
+    for (int i = 0; i < 300 && r == ncclSuccess && async == ncclSuccess; ++i) {
+      usleep(50000);
+      RANK_NCCL(ncclCommGetAsyncError(comm, &async));
+    }
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    RANK_EXPECT(r != ncclSuccess || async != ncclSuccess, "no error %.1f s after rank 3 died", waited);
+    RANK_EXPECT(waited < 40, "the error took %.1f s", waited);
+    RANK_NCCL(ncclCommAbort(comm));
+    return 0;
+  });
+}
+
+}  // namespace
