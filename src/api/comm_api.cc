@@ -391,7 +391,9 @@ HETCCL_EXPORT const char* hetcclCommDescribePlan(ncclComm_t comm, const char* co
     op.type = datatype;
     if (c->streamCollectives && k.kind == OpKind::Send && c->streamCollectives->p2pOnStreams())
       return "stream: send/recv through pinned memory (relayed between hosts), on the devices' streams";
-    if (c->streamHierarchy && k.kind == OpKind::AllReduce) return c->streamHierarchy->describe();
+    if (c->streamHierarchy && (k.kind == OpKind::AllReduce || k.kind == OpKind::AllGather ||
+                               k.kind == OpKind::ReduceScatter))
+      return c->streamHierarchy->describe();
     if (c->streamCollectives && StreamCollectives::handles(k.kind))
       return c->streamCollectives->relayed()
                  ? "stream: through pinned memory, shared on a host and relayed over sockets between hosts, on the devices' streams"

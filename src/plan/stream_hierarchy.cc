@@ -1,6 +1,7 @@
 #include "plan/stream_hierarchy.h"
 
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -83,11 +84,34 @@ ncclResult_t StreamHierarchy::create(Communicator& parent, std::unique_ptr<Strea
   return ncclSuccess;
 }
 
-StreamHierarchy::~StreamHierarchy() = default;
+StreamHierarchy::StreamHierarchy(Communicator& parent) : parent_(parent), rt_(processRuntime()) {}
+
+StreamHierarchy::~StreamHierarchy() {
+  for (void* p : scratch_)
+    if (p) rt_.freeDevice(p);
+  if (done_) rt_.destroyEvent(done_);
+}
 
 bool StreamHierarchy::handles(const Op& op) const {
   ncclRedOp_t v;
-  return op.kind == OpKind::AllReduce && !op.red.average && vendorReduces(op.red.kind, &v);
+  switch (op.kind) {
+    case OpKind::AllGather: return true;
+    case OpKind::AllReduce:
+    case OpKind::ReduceScatter: return !op.red.average && vendorReduces(op.red.kind, &v);
+    default: return false;
+  }
+}
+
+ncclResult_t StreamHierarchy::scratch(int which, size_t bytes, char** out) {
+  if (bytes > scratchBytes_[which]) {
+    if (scratch_[which]) HETCCL_TRY(rt_.freeDevice(scratch_[which]));  // synchronizes with the device
+    scratch_[which] = nullptr;
+    scratchBytes_[which] = 0;
+    HETCCL_TRY(rt_.allocDevice(&scratch_[which], bytes));
+    scratchBytes_[which] = bytes;
+  }
+  *out = static_cast<char*>(scratch_[which]);
+  return ncclSuccess;
 }
 
 ncclResult_t StreamHierarchy::domainStep(const Op& op) {
@@ -106,12 +130,74 @@ ncclResult_t StreamHierarchy::domainStep(const Op& op) {
 ncclResult_t StreamHierarchy::crossStep(const Op& op) {
   Op x = op;
   x.comm = cross_.get();
-  x.kind = OpKind::AllReduce;
-  x.sendbuff = op.recvbuff;  // in place
   return cross_->streamCollectives->enqueue(x);
 }
 
 ncclResult_t StreamHierarchy::enqueue(const Op& op) {
+  if (op.count == 0) return ncclSuccess;  // nothing moves, on any rank
+  std::optional<DeviceGuard> onDevice;
+  if (parent_.device >= 0) {
+    onDevice.emplace(rt_, parent_.device);
+    HETCCL_TRY(onDevice->status());
+  }
+  if (!done_) HETCCL_TRY(rt_.createEvent(&done_));
+  // The scratch buffers are shared: a call on another stream than the last
+  // one's starts after it.
+  if (called_ && op.stream != lastStream_) HETCCL_TRY(rt_.waitEvent(op.stream, done_));
+  ncclResult_t r = op.kind == OpKind::AllGather       ? allGather(op)
+                   : op.kind == OpKind::ReduceScatter ? reduceScatter(op)
+                                                      : allReduce(op);
+  HETCCL_TRY(r);
+  HETCCL_TRY(rt_.recordEvent(done_, op.stream));
+  lastStream_ = op.stream;
+  called_ = true;
+  return ncclSuccess;
+}
+
+ncclResult_t StreamHierarchy::allGather(const Op& op) {
+  const Partition& p = parent_.partition;
+  const size_t chunk = op.count * typeSize(op.type), domains = p.domains.size(), k = static_cast<size_t>(k_);
+  char *byDomain = nullptr, *all = nullptr;
+  HETCCL_TRY(scratch(0, domains * chunk, &byDomain));
+  HETCCL_TRY(scratch(1, k * domains * chunk, &all));
+  Op x = op;  // my chunk from every domain's rank at my position
+  x.recvbuff = byDomain;
+  HETCCL_TRY(crossStep(x));
+  Op d = op;  // every position's chunks: `all` holds (position, domain)
+  d.sendbuff = byDomain;
+  d.recvbuff = all;
+  d.count = op.count * domains;
+  HETCCL_TRY(domainStep(d));
+  char* recv = static_cast<char*>(op.recvbuff);
+  for (size_t i = 0; i < k; ++i)
+    for (size_t dom = 0; dom < domains; ++dom)
+      HETCCL_TRY(rt_.copyAsync(recv + static_cast<size_t>(p.member(dom, static_cast<int>(i))) * chunk,
+                               all + (i * domains + dom) * chunk, chunk, op.stream));
+  return ncclSuccess;
+}
+
+ncclResult_t StreamHierarchy::reduceScatter(const Op& op) {
+  const Partition& p = parent_.partition;
+  const size_t chunk = op.count * typeSize(op.type), domains = p.domains.size(), k = static_cast<size_t>(k_);
+  char *ordered = nullptr, *mine = nullptr;
+  HETCCL_TRY(scratch(0, k * domains * chunk, &ordered));
+  HETCCL_TRY(scratch(1, domains * chunk, &mine));
+  const char* send = static_cast<const char*>(op.sendbuff);
+  for (size_t i = 0; i < k; ++i)  // (position, domain) order: member i's block is every rank at position i
+    for (size_t dom = 0; dom < domains; ++dom)
+      HETCCL_TRY(rt_.copyAsync(ordered + (i * domains + dom) * chunk,
+                               send + static_cast<size_t>(p.member(dom, static_cast<int>(i))) * chunk, chunk, op.stream));
+  Op d = op;  // the domain's partial chunks of the ranks at my position
+  d.sendbuff = ordered;
+  d.recvbuff = mine;
+  d.count = op.count * domains;
+  HETCCL_TRY(domainStep(d));
+  Op x = op;  // across domains: my own chunk
+  x.sendbuff = mine;
+  return crossStep(x);
+}
+
+ncclResult_t StreamHierarchy::allReduce(const Op& op) {
   const size_t es = typeSize(op.type);
   const size_t k = static_cast<size_t>(k_);
   const size_t shard = op.count / k, tail = op.count % k;
@@ -125,7 +211,7 @@ ncclResult_t StreamHierarchy::enqueue(const Op& op) {
     rs.count = shard;
     HETCCL_TRY(domainStep(rs));
     Op ar = op;
-    ar.recvbuff = mine;
+    ar.sendbuff = ar.recvbuff = mine;
     ar.count = shard;
     HETCCL_TRY(crossStep(ar));
     Op ag = op;
@@ -141,6 +227,7 @@ ncclResult_t StreamHierarchy::enqueue(const Op& op) {
     t.recvbuff = recv + k * shard * es;
     t.count = tail;
     HETCCL_TRY(domainStep(t));
+    t.sendbuff = t.recvbuff;  // in place across domains
     HETCCL_TRY(crossStep(t));
   }
   return ncclSuccess;
@@ -156,10 +243,10 @@ ncclResult_t StreamHierarchy::asyncError() const { return cross_->asyncError.loa
 std::string StreamHierarchy::asyncErrorText() const { return "cross group: " + cross_->asyncErrorText; }
 
 const char* StreamHierarchy::describe() const {
-  return domainVendor_ ? "stream hierarchy: the domain's reduce-scatter in its vendor library, the cross group's stream "
-                         "all-reduce of each shard through shared pinned memory, the domain's all-gather"
-                       : "stream hierarchy: the domain's reduce-scatter (native), the cross group's stream all-reduce of "
-                         "each shard through shared pinned memory, the domain's all-gather";
+  return domainVendor_ ? "stream hierarchy: the domains' steps in their vendor library, the cross groups' stream "
+                         "collectives through shared pinned memory"
+                       : "stream hierarchy: the domains' steps in hetccl's algorithms, the cross groups' stream "
+                         "collectives through shared pinned memory";
 }
 
 }  // namespace hetccl

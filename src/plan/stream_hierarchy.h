@@ -11,12 +11,22 @@
 //   3. the domain's all-gather of the shards into recvbuff.
 // The last n % k elements (the tail) take a domain all-reduce and then a
 // cross all-reduce in every cross group (the same inputs, the same sum).
+// An all-gather (c elements per rank): the cross group's stream all-gather
+// of my chunk (p chunks, by domain), the domain's all-gather of those
+// (k * p chunks, by position then domain), a device copy of each chunk to
+// its global rank's place. A reduce-scatter: a device copy that orders
+// the input by position then domain, the domain's reduce-scatter (member i
+// gets the domain's partial chunks of every rank at position i), the cross
+// group's stream reduce-scatter into recvbuff. The copies go through two
+// scratch buffers of the communicator's device; calls on different streams
+// are ordered one after the other (the scratch is shared).
 //
 // The domain's steps run in the vendor's library on the caller's stream
 // (GPU ranks: a vendor communicator per domain), or in hetccl's native
 // algorithms on host ranks (synchronous; HETCCL_FORCE_STAGING makes host
 // ranks take this path, which is how CI tests the composition). Sum,
-// product, min and max; average and PreMulSum keep the host-staged path.
+// product, min and max; average and PreMulSum keep the host-staged path,
+// as do the other collectives.
 // Every rank decides the same: equal domains of more than one rank, every
 // GPU rank with its vendor library, every cross group on the streams.
 #pragma once
@@ -25,6 +35,7 @@
 #include <string>
 
 #include "algorithms/op.h"
+#include "runtime/runtime.h"
 
 namespace hetccl {
 
@@ -51,10 +62,14 @@ class StreamHierarchy {
   const char* describe() const;
 
  private:
-  explicit StreamHierarchy(Communicator& parent) : parent_(parent) {}
+  explicit StreamHierarchy(Communicator& parent);
   static bool fits(const Communicator& parent);
   ncclResult_t domainStep(const Op& op);
   ncclResult_t crossStep(const Op& op);
+  ncclResult_t allReduce(const Op& op);
+  ncclResult_t allGather(const Op& op);
+  ncclResult_t reduceScatter(const Op& op);
+  ncclResult_t scratch(int which, size_t bytes, char** out);
 
   Communicator& parent_;
   int k_ = 1;      // ranks per domain
@@ -62,6 +77,12 @@ class StreamHierarchy {
   std::unique_ptr<Communicator> cross_;
   std::unique_ptr<VendorCommunicator> domainVendor_;  // GPU ranks: the domain's library
   Backend* domainNative_ = nullptr;                   // host ranks: hetccl's algorithms (the parent's backend)
+  Runtime& rt_;
+  void* scratch_[2] = {nullptr, nullptr};  // device memory (host memory on host ranks), grows
+  size_t scratchBytes_[2] = {0, 0};
+  Event done_ = nullptr;                   // the end of the last call, on its stream
+  cudaStream_t lastStream_ = nullptr;
+  bool called_ = false;
 };
 
 }  // namespace hetccl

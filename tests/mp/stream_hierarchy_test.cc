@@ -3,11 +3,12 @@
 // (HETCCL_FORCE_STAGING=1: the domain's steps run hetccl's native
 // algorithms, the cross groups the stream collectives). The collective
 // matrix (every collective, type, op, count, in and out of place: the
-// all-reduces of sum/prod/min/max take the hierarchy, the rest the staged
-// path beside it) with contiguous and interleaved domains; layouts that
+// all-reduces and reduce-scatters of sum/prod/min/max and the all-gathers
+// take the hierarchy, the rest the staged path beside it) with contiguous and interleaved domains; layouts that
 // do not fit keep the staged plan; a peer that dies mid-call is an error.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <vector>
@@ -42,15 +43,19 @@ TEST(StreamHierarchy, EveryCollectiveInterleavedDomains) {
                          });
 }
 
-// Three domains of two (six ranks on two cores): every count from 0 to
-// 13 (tails of 0 and 1 element) and a long one, in and out of place.
+// Three domains of two (six ranks on two cores, interleaved): all-reduce of every count
+// from 0 to 13 (tails of 0 and 1 element) and a long one, in and out of
+// place; all-gather and reduce-scatter of the same counts per rank (their
+// chunks are reordered between the domain's and the cross group's steps).
 TEST(StreamHierarchy, ThreeDomainsEveryTailIsRight) {
   EXPECT_RANKS_PASS_EACH(6, mp::domainLayout({"a", "b", "c", "a", "b", "c"}, hierarchyEnv()), 300,
                          [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
-    const char* plan = hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat64);
-    RANK_EXPECT(plan && strncmp(plan, kHierarchy, strlen(kHierarchy)) == 0, "plan: %s", plan ? plan : "(null)");
+    for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter"}) {
+      const char* plan = hetcclCommDescribePlan(comm, coll, 1 << 20, ncclFloat64);
+      RANK_EXPECT(plan && strncmp(plan, kHierarchy, strlen(kHierarchy)) == 0, "%s plan: %s", coll, plan ? plan : "(null)");
+    }
     std::vector<size_t> counts;
     for (size_t c = 0; c <= 13; ++c) counts.push_back(c);
     counts.push_back(30001);
@@ -67,6 +72,28 @@ TEST(StreamHierarchy, ThreeDomainsEveryTailIsRight) {
           RANK_EXPECT(recv[i] == static_cast<int64_t>(i * 7 + 1) * ranksSum, "count %zu%s: [%zu] = %lld", count,
                       inPlace ? " in place" : "", i, static_cast<long long>(recv[i]));
         RANK_EXPECT(recv[count] == (inPlace ? 4242 : -7), "count %zu: the element past the end changed", count);
+        // All-gather: rank r's chunk holds r * 100000 + i.
+        const size_t all = count * static_cast<size_t>(n);
+        std::vector<int64_t> gathered(all + 1, -7), chunk(count);
+        for (size_t i = 0; i < count; ++i) chunk[i] = rank * 100000 + static_cast<int64_t>(i);
+        if (inPlace) std::copy(chunk.begin(), chunk.end(), gathered.begin() + static_cast<ptrdiff_t>(rank * count));
+        RANK_NCCL(ncclAllGather(inPlace ? gathered.data() + rank * count : chunk.data(), gathered.data(), count, ncclInt64,
+                                comm, nullptr));
+        for (size_t i = 0; i < all; ++i)
+          RANK_EXPECT(gathered[i] == static_cast<int64_t>(i / count * 100000 + i % count), "all-gather count %zu%s: [%zu] = %lld",
+                      count, inPlace ? " in place" : "", i, static_cast<long long>(gathered[i]));
+        RANK_EXPECT(gathered[all] == -7, "all-gather count %zu: the element past the end changed", count);
+        // Reduce-scatter: element j of rank s's input is (s + 1) * j; rank
+        // r gets chunk r summed over the ranks.
+        std::vector<int64_t> input(all), out(count + 1, -7);
+        for (size_t j = 0; j < all; ++j) input[j] = static_cast<int64_t>(rank + 1) * static_cast<int64_t>(j);
+        RANK_NCCL(ncclReduceScatter(input.data(), inPlace ? input.data() + rank * count : out.data(), count, ncclInt64,
+                                    ncclSum, comm, nullptr));
+        const int64_t* got = inPlace ? input.data() + rank * count : out.data();
+        for (size_t i = 0; i < count; ++i)
+          RANK_EXPECT(got[i] == ranksSum * static_cast<int64_t>(rank * count + i), "reduce-scatter count %zu%s: [%zu] = %lld",
+                      count, inPlace ? " in place" : "", i, static_cast<long long>(got[i]));
+        RANK_EXPECT(out[count] == -7, "reduce-scatter count %zu: the element past the end changed", count);
       }
     }
     RANK_NCCL(ncclCommDestroy(comm));
