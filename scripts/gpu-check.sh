@@ -89,11 +89,11 @@ done
 step two_gpu_domains_all_types_ops "$build/hetccl-perf" $all -N 2 --domains 2 -b 8 -e 1M -f 32 -d all -o all -n 1 -w 0 -c 1
 step gpus_and_cpu_ranks_all_types_ops "$build/hetccl-perf" $all -N 4 --host-ranks 2 -b 8 -e 1M -f 32 -d all -o all -n 1 -w 0 -c 1
 # Domains of two ranks (the GPUs in NCCL's domain, two CPU ranks in the
-# other): all-reduce, all-gather and reduce-scatter through the stream
+# other): all-reduce, all-gather, reduce-scatter, broadcast and reduce through the stream
 # hierarchy (NCCL inside the GPU domain, the cross groups on the streams). Not yet run
 # on GPUs (no machine here has two GPU domains of two).
 step gpus_and_cpu_ranks_stream_hierarchy env HETCCL_STREAM_HIERARCHY=1 HETCCL_FORCE_STAGING=1 \
-  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter -N 4 --host-ranks 2 -b 8 -e 16M -f 8 -d all -o sum,prod,max,min -n 2 -w 1 -c 1 --plan
+  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,broadcast,reduce -N 4 --host-ranks 2 -b 8 -e 16M -f 8 -d all -o sum,prod,max,min -n 2 -w 1 -c 1 --plan
 step gpus_without_vendor_library_all_types_ops env HETCCL_VENDOR_LIBS=0 "$build/hetccl-perf" $all -N 2 -b 8 -e 1M -f 32 -d float,bfloat16,int32 -o all -n 1 -w 0 -c 1
 # All-reduce, reduce-scatter and all-gather across the two domains: on the
 # GPUs' streams through shared pinned memory (the default), and host-staged.

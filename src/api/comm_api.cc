@@ -392,7 +392,8 @@ HETCCL_EXPORT const char* hetcclCommDescribePlan(ncclComm_t comm, const char* co
     if (c->streamCollectives && k.kind == OpKind::Send && c->streamCollectives->p2pOnStreams())
       return "stream: send/recv through pinned memory (relayed between hosts), on the devices' streams";
     if (c->streamHierarchy && (k.kind == OpKind::AllReduce || k.kind == OpKind::AllGather ||
-                               k.kind == OpKind::ReduceScatter))
+                               k.kind == OpKind::ReduceScatter || k.kind == OpKind::Broadcast ||
+                               k.kind == OpKind::Reduce))
       return c->streamHierarchy->describe();
     if (c->streamCollectives && StreamCollectives::handles(k.kind))
       return c->streamCollectives->relayed()

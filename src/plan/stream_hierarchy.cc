@@ -77,9 +77,12 @@ ncclResult_t StreamHierarchy::create(Communicator& parent, std::unique_ptr<Strea
   HETCCL_TRY(parent.ring.allGather(usable.data(), 1, Deadline(params().timeoutSeconds), &parent.abort));
   for (uint8_t u : usable)
     if (!u) {
-      HETCCL_INFO("stream hierarchy: not every cross group can use the streams; all-reduce stays host-staged");
+      HETCCL_INFO("stream hierarchy: not every cross group can use the streams; the collectives stay host-staged");
       return ncclSuccess;
     }
+  if (parent.rank == 0)
+    HETCCL_INFO("stream hierarchy: %zu domains of %d ranks, %d cross groups on the streams; domain steps in %s",
+                p.domains.size(), h->k_, h->k_, h->domainVendor_ ? h->domainVendor_->library().name() : "hetccl's algorithms");
   *out = std::move(h);
   return ncclSuccess;
 }
@@ -95,9 +98,11 @@ StreamHierarchy::~StreamHierarchy() {
 bool StreamHierarchy::handles(const Op& op) const {
   ncclRedOp_t v;
   switch (op.kind) {
-    case OpKind::AllGather: return true;
+    case OpKind::AllGather:
+    case OpKind::Broadcast: return true;
     case OpKind::AllReduce:
-    case OpKind::ReduceScatter: return !op.red.average && vendorReduces(op.red.kind, &v);
+    case OpKind::ReduceScatter:
+    case OpKind::Reduce: return !op.red.average && vendorReduces(op.red.kind, &v);
     default: return false;
   }
 }
@@ -123,6 +128,7 @@ ncclResult_t StreamHierarchy::domainStep(const Op& op) {
   switch (op.kind) {
     case OpKind::ReduceScatter: return domainNative_->reduceScatter(op.sendbuff, op.recvbuff, op.count, op.red);
     case OpKind::AllGather: return domainNative_->allGather(op.sendbuff, op.recvbuff, op.count, op.type);
+    case OpKind::Broadcast: return domainNative_->broadcast(op.sendbuff, op.recvbuff, op.count, op.type, op.root);
     default: return domainNative_->allReduce(op.sendbuff, op.recvbuff, op.count, op.red);
   }
 }
@@ -146,6 +152,8 @@ ncclResult_t StreamHierarchy::enqueue(const Op& op) {
   if (called_ && op.stream != lastStream_) HETCCL_TRY(rt_.waitEvent(op.stream, done_));
   ncclResult_t r = op.kind == OpKind::AllGather       ? allGather(op)
                    : op.kind == OpKind::ReduceScatter ? reduceScatter(op)
+                   : op.kind == OpKind::Broadcast     ? broadcast(op)
+                   : op.kind == OpKind::Reduce        ? reduce(op)
                                                       : allReduce(op);
   HETCCL_TRY(r);
   HETCCL_TRY(rt_.recordEvent(done_, op.stream));
@@ -195,6 +203,84 @@ ncclResult_t StreamHierarchy::reduceScatter(const Op& op) {
   Op x = op;  // across domains: my own chunk
   x.sendbuff = mine;
   return crossStep(x);
+}
+
+ncclResult_t StreamHierarchy::broadcast(const Op& op) {
+  const Partition& p = parent_.partition;
+  const int rootDomain = p.domainOf[static_cast<size_t>(op.root)];
+  const bool rootsDomain = p.domainOf[static_cast<size_t>(parent_.rank)] == rootDomain;
+  const size_t es = typeSize(op.type), k = static_cast<size_t>(k_);
+  const size_t shard = op.count / k, tail = op.count % k;
+  char* recv = static_cast<char*>(op.recvbuff);
+  if (rootsDomain) {  // the whole buffer inside the root's domain
+    Op b = op;
+    b.root = p.indexInDomain[static_cast<size_t>(op.root)];
+    HETCCL_TRY(domainStep(b));
+  }
+  Op x = op;  // each cross group: its shard, from the root's domain
+  x.root = rootDomain;
+  if (shard > 0) {
+    x.sendbuff = x.recvbuff = recv + static_cast<size_t>(index_) * shard * es;
+    x.count = shard;
+    HETCCL_TRY(crossStep(x));
+  }
+  if (tail > 0) {
+    x.sendbuff = x.recvbuff = recv + k * shard * es;
+    x.count = tail;
+    HETCCL_TRY(crossStep(x));
+  }
+  if (rootsDomain || shard == 0) return ncclSuccess;
+  Op ag = op;  // the other domains: the shards, all-gathered in place
+  ag.kind = OpKind::AllGather;
+  ag.sendbuff = recv + static_cast<size_t>(index_) * shard * es;
+  ag.count = shard;
+  return domainStep(ag);
+}
+
+ncclResult_t StreamHierarchy::reduce(const Op& op) {
+  const Partition& p = parent_.partition;
+  const int rootDomain = p.domainOf[static_cast<size_t>(op.root)];
+  const bool rootsDomain = p.domainOf[static_cast<size_t>(parent_.rank)] == rootDomain;
+  const size_t es = typeSize(op.type), k = static_cast<size_t>(k_);
+  const size_t shard = op.count / k, tail = op.count % k;
+  char* all = nullptr;  // the vector, shard by shard (receive buffers exist at the root only)
+  HETCCL_TRY(scratch(0, op.count * es, &all));
+  const char* send = static_cast<const char*>(op.sendbuff);
+  char* mine = all + static_cast<size_t>(index_) * shard * es;
+  Op x = op;  // across domains: to the root's domain
+  x.root = rootDomain;
+  if (shard > 0) {
+    Op rs = op;
+    rs.kind = OpKind::ReduceScatter;
+    rs.recvbuff = mine;
+    rs.count = shard;
+    HETCCL_TRY(domainStep(rs));
+    x.sendbuff = x.recvbuff = mine;
+    x.count = shard;
+    HETCCL_TRY(crossStep(x));
+  }
+  if (tail > 0) {
+    Op t = op;
+    t.kind = OpKind::AllReduce;
+    t.sendbuff = send + k * shard * es;
+    t.recvbuff = all + k * shard * es;
+    t.count = tail;
+    HETCCL_TRY(domainStep(t));
+    x.sendbuff = x.recvbuff = t.recvbuff;
+    x.count = tail;
+    HETCCL_TRY(crossStep(x));
+  }
+  if (!rootsDomain) return ncclSuccess;
+  if (shard > 0) {  // the root's domain gathers the shards; the root keeps them
+    Op ag = op;
+    ag.kind = OpKind::AllGather;
+    ag.sendbuff = mine;
+    ag.recvbuff = all;
+    ag.count = shard;
+    HETCCL_TRY(domainStep(ag));
+  }
+  if (parent_.rank != op.root) return ncclSuccess;
+  return rt_.copyAsync(op.recvbuff, all, op.count * es, op.stream);
 }
 
 ncclResult_t StreamHierarchy::allReduce(const Op& op) {

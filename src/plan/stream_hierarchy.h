@@ -19,14 +19,19 @@
 // gets the domain's partial chunks of every rank at position i), the cross
 // group's stream reduce-scatter into recvbuff. The copies go through two
 // scratch buffers of the communicator's device; calls on different streams
-// are ordered one after the other (the scratch is shared).
+// are ordered one after the other (the scratch is shared). A broadcast:
+// the root's domain broadcasts inside, each cross group then broadcasts
+// its shard (and the tail) from the root's domain, the other domains
+// all-gather the shards. A reduce: the all-reduce's first two steps into
+// scratch (the cross step to the root's domain), the root's domain
+// all-gathers the shards, the root copies them to recvbuff.
 //
 // The domain's steps run in the vendor's library on the caller's stream
 // (GPU ranks: a vendor communicator per domain), or in hetccl's native
 // algorithms on host ranks (synchronous; HETCCL_FORCE_STAGING makes host
 // ranks take this path, which is how CI tests the composition). Sum,
 // product, min and max; average and PreMulSum keep the host-staged path,
-// as do the other collectives.
+// as do all-to-all, gather, scatter and send/recv.
 // Every rank decides the same: equal domains of more than one rank, every
 // GPU rank with its vendor library, every cross group on the streams.
 #pragma once
@@ -69,6 +74,8 @@ class StreamHierarchy {
   ncclResult_t allReduce(const Op& op);
   ncclResult_t allGather(const Op& op);
   ncclResult_t reduceScatter(const Op& op);
+  ncclResult_t broadcast(const Op& op);
+  ncclResult_t reduce(const Op& op);
   ncclResult_t scratch(int which, size_t bytes, char** out);
 
   Communicator& parent_;

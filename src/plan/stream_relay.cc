@@ -97,12 +97,19 @@ StreamRelay::~StreamRelay() {
   // sent) goes first, then a goodbye, so they do not take the closing
   // connection for a failure.
   draining_.store(true);
+  if (wake_ >= 0) wake();
   const Deadline deadline(setup_.timeoutSeconds);
-  while (!drained_.load() && !deadline.expired() && thread_.joinable()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (!drained_.load() && !abandoned_.load() && !deadline.expired() && thread_.joinable())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   stop_.store(true);
   if (wake_ >= 0) wake();
   if (thread_.joinable()) thread_.join();
   if (wake_ >= 0) close(wake_);
+}
+
+void StreamRelay::abandon() {
+  abandoned_.store(true);
+  if (wake_ >= 0) wake();
 }
 
 void StreamRelay::wake() {
@@ -372,6 +379,16 @@ ncclResult_t StreamRelay::receive(Peer& p, bool* moved) {
   }
 }
 
+// Flags only move forward (sequence numbers, compared modulo 2^32): a
+// value that arrives after release() raised the flag far ahead (abort, a
+// dead peer) must not pull it back, or a stream would wait again.
+void StreamRelay::raise(volatile uint32_t* flag, uint32_t value) {
+  uint32_t seen = __atomic_load_n(flag, __ATOMIC_ACQUIRE);
+  while (static_cast<int32_t>(value - seen) > 0 &&
+         !__atomic_compare_exchange_n(flag, &seen, value, false, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
+  }
+}
+
 ncclResult_t StreamRelay::apply(Peer& p) {
   const Message& m = p.in;
   switch (m.kind) {
@@ -393,10 +410,10 @@ ncclResult_t StreamRelay::apply(Peer& p) {
       return ncclSuccess;
     }
     case kFlagLine:  // a send/recv flag, after its data
-      __atomic_store_n(p.mirror->line(m.slot), m.value, __ATOMIC_RELEASE);
+      raise(p.mirror->line(m.slot), m.value);
       return ncclSuccess;
     default:  // a flag, after its data
-      __atomic_store_n(p.mirror->flag(m.kind, m.slot), m.value, __ATOMIC_RELEASE);
+      raise(p.mirror->flag(m.kind, m.slot), m.value);
       return ncclSuccess;
   }
 }

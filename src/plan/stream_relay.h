@@ -66,6 +66,9 @@ class StreamRelay {
   void expectP2pSend(int peer, uint32_t seq, size_t slot, size_t bytes);
   void expectP2pRecv(int peer, uint32_t seq, size_t slot);
   void publishP2pRecord(int peer, uint64_t call);
+  // The streams were released (abort, a dead peer, a failed call): pieces
+  // in flight will never complete, so destruction does not wait for them.
+  void abandon();
 
  private:
   struct Message;
@@ -93,6 +96,7 @@ class StreamRelay {
   void sendTo(int peer, const Outgoing& o);
   void announceP2p(const P2pPiece& piece);
   void wake();  // the thread, from its poll
+  static void raise(volatile uint32_t* flag, uint32_t value);
   void sendToAll(const Message& m, const char* data);
   ncclResult_t receive(Peer& p, bool* moved);
   ncclResult_t apply(Peer& p);
@@ -119,6 +123,7 @@ class StreamRelay {
   int wake_ = -1;                 // eventfd: a piece was announced, or stop
   std::atomic<bool> stop_{false};
   std::atomic<bool> draining_{false}, drained_{false};  // destruction: send what the peers still need
+  std::atomic<bool> abandoned_{false};  // the streams were released: nothing is owed, no drain at destruction
   std::thread thread_;
 };
 

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "plan/stream_collectives.h"
+#include "plan/stream_relay.h"
 #include "plan/stream_segment.h"
 
 namespace hetccl {
@@ -156,6 +157,7 @@ std::string StreamCollectives::describeProgress() const {
 
 void StreamCollectives::release() {
   released_.store(true);
+  if (relay_) relay_->abandon();
   for (auto& seg : segments_)  // the peers learn that this rank gave up
     if (seg->shared.base()) __atomic_store_n(seg->broken(), static_cast<uint32_t>(rank_ + 1), __ATOMIC_RELEASE);
   // Every flag far above any value a stream can wait for (also a peer that

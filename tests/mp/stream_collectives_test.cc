@@ -205,7 +205,9 @@ TEST(StreamCollectives, DifferentRootsAcrossRanksFail) {
 }
 
 void deadPeerIsAnError(mp::Env env) {
-  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 60, [](int rank, int n, const ncclUniqueId& id) {
+  // The error must come within 15 s (checked below); the 120 s bound is
+  // for the whole run, abort included, on a loaded 2-core machine.
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 120, [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
     std::vector<float> x(1 << 18, 1.0f);

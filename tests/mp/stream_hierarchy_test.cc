@@ -46,13 +46,14 @@ TEST(StreamHierarchy, EveryCollectiveInterleavedDomains) {
 // Three domains of two (six ranks on two cores, interleaved): all-reduce of every count
 // from 0 to 13 (tails of 0 and 1 element) and a long one, in and out of
 // place; all-gather and reduce-scatter of the same counts per rank (their
-// chunks are reordered between the domain's and the cross group's steps).
+// chunks are reordered between the domain's and the cross group's steps);
+// broadcast and reduce from every root.
 TEST(StreamHierarchy, ThreeDomainsEveryTailIsRight) {
   EXPECT_RANKS_PASS_EACH(6, mp::domainLayout({"a", "b", "c", "a", "b", "c"}, hierarchyEnv()), 300,
                          [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
-    for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter"}) {
+    for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"}) {
       const char* plan = hetcclCommDescribePlan(comm, coll, 1 << 20, ncclFloat64);
       RANK_EXPECT(plan && strncmp(plan, kHierarchy, strlen(kHierarchy)) == 0, "%s plan: %s", coll, plan ? plan : "(null)");
     }
@@ -94,6 +95,34 @@ TEST(StreamHierarchy, ThreeDomainsEveryTailIsRight) {
           RANK_EXPECT(got[i] == ranksSum * static_cast<int64_t>(rank * count + i), "reduce-scatter count %zu%s: [%zu] = %lld",
                       count, inPlace ? " in place" : "", i, static_cast<long long>(got[i]));
         RANK_EXPECT(out[count] == -7, "reduce-scatter count %zu: the element past the end changed", count);
+        // Broadcast from a root that moves with the count.
+        const int root = static_cast<int>(count % static_cast<size_t>(n));
+        std::vector<int64_t> data(count + 1, -7), from(count);
+        for (size_t i = 0; i < count; ++i) from[i] = root * 100000 + static_cast<int64_t>(i) + 3;
+        if (rank == root && inPlace) std::copy(from.begin(), from.end(), data.begin());
+        RANK_NCCL(ncclBroadcast(rank == root && !inPlace ? from.data() : data.data(), data.data(), count, ncclInt64, root, comm,
+                                nullptr));
+        for (size_t i = 0; i < count; ++i)
+          RANK_EXPECT(data[i] == from[i], "broadcast count %zu from %d%s: [%zu] = %lld", count, root,
+                      inPlace ? " in place" : "", i, static_cast<long long>(data[i]));
+        RANK_EXPECT(data[count] == -7, "broadcast count %zu: the element past the end changed", count);
+        // Reduce (max) to a root that moves the other way; other ranks'
+        // receive buffers are not touched (NULL on one of them).
+        const int to = n - 1 - root;
+        std::vector<int64_t> in(count + 1), res(count + 1, -7);
+        for (size_t i = 0; i < count; ++i) in[i] = static_cast<int64_t>((i * 31 + rank * 17) % 101);
+        if (inPlace) res = in;
+        int64_t* target = rank == to ? res.data() : (rank == 0 ? nullptr : res.data());
+        RANK_NCCL(ncclReduce(inPlace && rank == to ? res.data() : in.data(), target, count, ncclInt64, ncclMax, to, comm,
+                             nullptr));
+        for (size_t i = 0; rank == to && i < count; ++i) {
+          int64_t expected = 0;
+          for (int s = 0; s < n; ++s) expected = std::max<int64_t>(expected, static_cast<int64_t>((i * 31 + s * 17) % 101));
+          RANK_EXPECT(res[i] == expected, "reduce count %zu to %d%s: [%zu] = %lld, expected %lld", count, to,
+                      inPlace ? " in place" : "", i, static_cast<long long>(res[i]), static_cast<long long>(expected));
+        }
+        if (rank != to && !inPlace)
+          RANK_EXPECT(std::all_of(res.begin(), res.end(), [](int64_t v) { return v == -7; }), "reduce wrote to a non-root buffer");
       }
     }
     RANK_NCCL(ncclCommDestroy(comm));
