@@ -229,94 +229,71 @@ ncclResult_t StreamHierarchy::broadcast(const Op& op) {
     x.count = tail;
     HETCCL_TRY(crossStep(x));
   }
-  if (rootsDomain || shard == 0) return ncclSuccess;
-  Op ag = op;  // the other domains: the shards, all-gathered in place
-  ag.kind = OpKind::AllGather;
-  ag.sendbuff = recv + static_cast<size_t>(index_) * shard * es;
-  ag.count = shard;
-  return domainStep(ag);
+  if (rootsDomain) return ncclSuccess;
+  return gatherShards(op, recv);  // the other domains: the shards, in place
 }
 
-ncclResult_t StreamHierarchy::reduce(const Op& op) {
-  const Partition& p = parent_.partition;
-  const int rootDomain = p.domainOf[static_cast<size_t>(op.root)];
-  const bool rootsDomain = p.domainOf[static_cast<size_t>(parent_.rank)] == rootDomain;
+// The first steps of all-reduce and reduce: the domain's reduce-scatter of
+// sendbuff (my shard to `into` + index * shard) and its all-reduce of the
+// tail (to the end of `into`), then the cross group's `crossKind`
+// (all-reduce, or reduce to the root's domain) of both, in place.
+ncclResult_t StreamHierarchy::reduceAcross(const Op& op, char* into, OpKind crossKind, int crossRoot) {
   const size_t es = typeSize(op.type), k = static_cast<size_t>(k_);
   const size_t shard = op.count / k, tail = op.count % k;
-  char* all = nullptr;  // the vector, shard by shard (receive buffers exist at the root only)
-  HETCCL_TRY(scratch(0, op.count * es, &all));
-  const char* send = static_cast<const char*>(op.sendbuff);
-  char* mine = all + static_cast<size_t>(index_) * shard * es;
-  Op x = op;  // across domains: to the root's domain
-  x.root = rootDomain;
+  Op x = op;
+  x.kind = crossKind;
+  x.root = crossRoot;
   if (shard > 0) {
     Op rs = op;
     rs.kind = OpKind::ReduceScatter;
-    rs.recvbuff = mine;
+    rs.recvbuff = into + static_cast<size_t>(index_) * shard * es;  // in place when sendbuff == into, as NCCL defines it
     rs.count = shard;
     HETCCL_TRY(domainStep(rs));
-    x.sendbuff = x.recvbuff = mine;
+    x.sendbuff = x.recvbuff = rs.recvbuff;
     x.count = shard;
     HETCCL_TRY(crossStep(x));
   }
   if (tail > 0) {
     Op t = op;
     t.kind = OpKind::AllReduce;
-    t.sendbuff = send + k * shard * es;
-    t.recvbuff = all + k * shard * es;
+    t.sendbuff = static_cast<const char*>(op.sendbuff) + k * shard * es;
+    t.recvbuff = into + k * shard * es;
     t.count = tail;
     HETCCL_TRY(domainStep(t));
     x.sendbuff = x.recvbuff = t.recvbuff;
     x.count = tail;
     HETCCL_TRY(crossStep(x));
   }
-  if (!rootsDomain) return ncclSuccess;
-  if (shard > 0) {  // the root's domain gathers the shards; the root keeps them
-    Op ag = op;
-    ag.kind = OpKind::AllGather;
-    ag.sendbuff = mine;
-    ag.recvbuff = all;
-    ag.count = shard;
-    HETCCL_TRY(domainStep(ag));
-  }
-  if (parent_.rank != op.root) return ncclSuccess;
-  return rt_.copyAsync(op.recvbuff, all, op.count * es, op.stream);
+  return ncclSuccess;
+}
+
+// The domain's all-gather of the shards in `base` (mine at index * shard).
+ncclResult_t StreamHierarchy::gatherShards(const Op& op, char* base) {
+  const size_t shard = op.count / static_cast<size_t>(k_);
+  if (shard == 0) return ncclSuccess;
+  Op ag = op;
+  ag.kind = OpKind::AllGather;
+  ag.sendbuff = base + static_cast<size_t>(index_) * shard * typeSize(op.type);
+  ag.recvbuff = base;
+  ag.count = shard;
+  return domainStep(ag);
 }
 
 ncclResult_t StreamHierarchy::allReduce(const Op& op) {
-  const size_t es = typeSize(op.type);
-  const size_t k = static_cast<size_t>(k_);
-  const size_t shard = op.count / k, tail = op.count % k;
-  const char* send = static_cast<const char*>(op.sendbuff);
-  char* recv = static_cast<char*>(op.recvbuff);
-  if (shard > 0) {
-    char* mine = recv + static_cast<size_t>(index_) * shard * es;
-    Op rs = op;
-    rs.kind = OpKind::ReduceScatter;
-    rs.recvbuff = mine;  // in place when sendbuff == recvbuff, as NCCL defines it
-    rs.count = shard;
-    HETCCL_TRY(domainStep(rs));
-    Op ar = op;
-    ar.sendbuff = ar.recvbuff = mine;
-    ar.count = shard;
-    HETCCL_TRY(crossStep(ar));
-    Op ag = op;
-    ag.kind = OpKind::AllGather;
-    ag.sendbuff = mine;
-    ag.recvbuff = recv;
-    ag.count = shard;
-    HETCCL_TRY(domainStep(ag));
-  }
-  if (tail > 0) {
-    Op t = op;
-    t.sendbuff = send + k * shard * es;
-    t.recvbuff = recv + k * shard * es;
-    t.count = tail;
-    HETCCL_TRY(domainStep(t));
-    t.sendbuff = t.recvbuff;  // in place across domains
-    HETCCL_TRY(crossStep(t));
-  }
-  return ncclSuccess;
+  HETCCL_TRY(reduceAcross(op, static_cast<char*>(op.recvbuff), OpKind::AllReduce, 0));
+  return gatherShards(op, static_cast<char*>(op.recvbuff));
+}
+
+ncclResult_t StreamHierarchy::reduce(const Op& op) {
+  const Partition& p = parent_.partition;
+  const int rootDomain = p.domainOf[static_cast<size_t>(op.root)];
+  char* all = nullptr;  // the vector, shard by shard (receive buffers exist at the root only)
+  HETCCL_TRY(scratch(0, op.count * typeSize(op.type), &all));
+  HETCCL_TRY(reduceAcross(op, all, OpKind::Reduce, rootDomain));
+  if (p.domainOf[static_cast<size_t>(parent_.rank)] != rootDomain) return ncclSuccess;
+  HETCCL_TRY(gatherShards(op, all));  // the root's domain; the root keeps the result
+  if (parent_.rank != op.root) return ncclSuccess;
+  return rt_.copyAsync(op.recvbuff, all, op.count * typeSize(op.type), op.stream);
 }
 
 void StreamHierarchy::release() {

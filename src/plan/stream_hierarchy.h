@@ -76,6 +76,8 @@ class StreamHierarchy {
   ncclResult_t reduceScatter(const Op& op);
   ncclResult_t broadcast(const Op& op);
   ncclResult_t reduce(const Op& op);
+  ncclResult_t reduceAcross(const Op& op, char* into, OpKind crossKind, int crossRoot);
+  ncclResult_t gatherShards(const Op& op, char* base);
   ncclResult_t scratch(int which, size_t bytes, char** out);
 
   Communicator& parent_;
