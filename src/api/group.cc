@@ -46,7 +46,8 @@ ncclResult_t runOnComm(Communicator* c, std::span<const Op* const> ops) {
     for (const Op* op : ops) HETCCL_TRY(c->streamCollectives->enqueue(*op));
     return ncclSuccess;
   }
-  // Domains of several ranks: all-reduces (alone or grouped) on the streams.
+  // Domains of several ranks (HETCCL_STREAM_HIERARCHY): all-reduce,
+  // reduce-scatter, all-gather, broadcast and reduce, alone or grouped.
   if (c->streamHierarchy &&
       std::all_of(ops.begin(), ops.end(), [c](const Op* op) { return c->streamHierarchy->handles(*op); })) {
     for (const Op* op : ops) {

@@ -112,7 +112,7 @@ class Communicator {
   std::unique_ptr<VendorCommunicator> vendor; // one vendor domain: every call passes through to it
   std::unique_ptr<HostStaging> hostStaging;   // GPU ranks among several domains (first version)
   std::unique_ptr<StreamCollectives> streamCollectives;  // all-reduce on the GPUs' streams (one rank per domain, one host)
-  std::unique_ptr<StreamHierarchy> streamHierarchy;      // all-reduce on the streams, domains of several ranks
+  std::unique_ptr<StreamHierarchy> streamHierarchy;      // collectives on the streams, domains of several ranks
   bool nativeOnly = false;                    // a domain of a staged communicator: host algorithms
   Runtime* gpuInProcess = nullptr;            // host ranks: a GPU runtime the process uses (to refuse device buffers)
   PlanCache plans;                            // cross-domain plans by shape
@@ -135,8 +135,9 @@ class Communicator {
   // the communicator fatal (ncclRemoteError) only while it matters: work is
   // still queued on the stream of the last call (the null stream too,
   // asked on the communicator's device: PyTorch's blocking collectives go
-  // there), or a call came after the death was seen. A peer that exits after the last collective finished
-  // (a normal end, with or without destroying its communicator) is no error.
+  // there), or a call came after the death was seen. A peer that exits
+  // after the last collective finished (a normal end, with or without
+  // destroying its communicator) is no error.
   ncclResult_t checkPeersAlive();
   // Every call: the stream it queued on (see checkPeersAlive).
   void noteCall(void* stream) {
