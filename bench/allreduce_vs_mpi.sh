@@ -19,4 +19,4 @@ for i in $(seq 1 "$repeats"); do
   mpirun --allow-run-as-root --oversubscribe -np "$ranks" build/bench/mpi_allreduce_bench 1048576 67108864 20 > "$out/mpi.$i"
 done
 # hetccl's out-of-place busbw is column 7, MPI's column 3 (0-based).
-bench/median_table.py "all_reduce float sum, $ranks ranks" "$out" "$repeats" MPI mpi 3 hetccl hetccl 7
+bench/median_table.py "all_reduce float sum busbw (GB/s), $ranks ranks" "$out" "$repeats" MPI mpi 3 hetccl hetccl 7

@@ -16,5 +16,5 @@ for i in $(seq 1 "$repeats"); do
   build/hetccl-perf all_reduce -N "$ranks" -b 1M -e 64M -f 2 -w 3 -n 10 -c 1 > "$out/single.$i"
   build/hetccl-perf all_reduce -N "$ranks" --domains "$domains" -b 1M -e 64M -f 2 -w 3 -n 10 -c 1 > "$out/split.$i"
 done
-bench/median_table.py "all_reduce float sum, $ranks ranks: 1 domain vs $domains domains" "$out" "$repeats" \
+bench/median_table.py "all_reduce float sum busbw (GB/s), $ranks ranks: 1 domain vs $domains domains" "$out" "$repeats" \
   "1-domain" single 7 "$domains-domains" split 7

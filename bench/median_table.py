@@ -5,8 +5,8 @@ usage: median_table.py TITLE DIR REPEATS NAME_A PREFIX_A COLUMN_A NAME_B PREFIX_
 
 Reads DIR/PREFIX.1 .. DIR/PREFIX.REPEATS for both sides; a row is a line
 whose first field is the size in bytes, COLUMN (0-based) its busbw. Prints
-the median of each side per size, the ratio B/A, and the lowest ratio from
-1 MiB up and from 16 MiB up.
+the median of each side per size, the ratio B/A, the difference B-A (for
+times: what B adds), and the lowest ratio from 1 MiB up and from 16 MiB up.
 """
 import pathlib
 import statistics
@@ -27,8 +27,8 @@ def main():
     name_a, prefix_a, col_a, name_b, prefix_b, col_b = sys.argv[4:10]
     a = [rows(folder / f"{prefix_a}.{i}", int(col_a)) for i in range(1, repeats + 1)]
     b = [rows(folder / f"{prefix_b}.{i}", int(col_b)) for i in range(1, repeats + 1)]
-    print(f"# {title}, median of {repeats} alternating runs; busbw in GB/s")
-    print(f"# {'bytes':>10} {name_a:>10} {name_b:>10} {'ratio':>6}")
+    print(f"# {title}, median of {repeats} alternating runs")
+    print(f"# {'bytes':>10} {name_a:>10} {name_b:>10} {'ratio':>6} {'B-A':>8}")
     worst = worst_all = None
     for size in sorted(a[0]):
         ma = statistics.median(r[size] for r in a)
@@ -38,7 +38,7 @@ def main():
             worst = ratio if worst is None else min(worst, ratio)
         if size >= 1 << 20:
             worst_all = ratio if worst_all is None else min(worst_all, ratio)
-        print(f"  {size:>10} {ma:10.2f} {mb:10.2f} {ratio:6.2f}")
+        print(f"  {size:>10} {ma:10.2f} {mb:10.2f} {ratio:6.2f} {mb - ma:8.2f}")
     if worst_all is not None:
         print(f"# lowest ratio ({name_b} / {name_a}) from 1 MiB up: {worst_all:.3f}")
     if worst is not None:

@@ -6,10 +6,16 @@
 #   scripts/gpu-check.sh            # builds into build-gpu/ unless it holds a build
 #   HETCCL_GPU_BUILD=dir scripts/gpu-check.sh
 #
-# Every step takes more than one device call allows (10 minutes): run it in
-# parts, e.g. ONLY='^(gpu|pinned|passthrough|one_process|preload|raw|het|gpus)',
+# By default everything runs in one device call (10 minutes): every GPU
+# test, and the benchmarks with two alternating side-by-side runs and
+# shorter sweeps. FULL=1 adds the longer sweeps and comparisons (three
+# runs each side, every collective up to 1 GiB, checked; host-staged and
+# relay bandwidth; plain NCCL's own dead-rank and PyTorch checks; PyTorch's
+# default 60 s debug-dump wait after a dead rank): about 18-20 minutes, so
+# run it in parts with ONLY, e.g. ONLY='^(gpu|pinned|passthrough|one_process|preload|raw|het|gpus)',
 # ONLY='^two_gpu' and ONLY='^(torch|train|dead)' (ONLY is a regex on step
-# names; REPEATS=n sets the alternating side-by-side runs, 3 by default).
+# names; REPEATS=n sets the alternating side-by-side runs; BUDGET=s starts
+# no step after s seconds, so that the tables still come out).
 #
 # A build made elsewhere can travel in build-gpu/ (the GPU machine may lack
 # googletest): cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release
@@ -21,7 +27,8 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 out=${OUT:-$PWD/gpu-results}
 build=$(realpath "${HETCCL_GPU_BUILD:-build-gpu}")
 lib=$build/libhetccl.so
-repeats=${REPEATS:-3}
+full=${FULL:-0}
+repeats=${REPEATS:-$([ "$full" = 1 ] && echo 3 || echo 2)}
 mkdir -p "$out"
 results=$out/results.md
 : > "$results"
@@ -31,6 +38,9 @@ work=$(mktemp -d)
 step() {  # step NAME COMMAND...: runs with a time limit, logs, records pass/fail
   local name=$1; shift
   if [ -n "${ONLY:-}" ] && ! [[ $name =~ $ONLY ]]; then return 0; fi  # ONLY=regex: a subset of the steps
+  if [ "${BUDGET:-0}" -gt 0 ] && [ $SECONDS -ge "$BUDGET" ]; then  # BUDGET=s: no step starts later
+    printf '| %s | skipped (BUDGET %ss spent) | |\n' "$name" "$BUDGET" >> "$results"; return 0
+  fi
   local start=$SECONDS
   timeout --kill-after=10 "${STEP_TIMEOUT:-150}" "$@" > "$work/$name.log" 2>&1
   local rc=$?
@@ -38,6 +48,11 @@ step() {  # step NAME COMMAND...: runs with a time limit, logs, records pass/fai
   { echo "===== $name (rc $rc): $*"; cat "$work/$name.log"; } >> "$logs"
   tail -3 "$work/$name.log"
   return 0
+}
+big() { [ "$full" = 1 ] && echo "$1" || echo "$2"; }  # big FULL-VALUE ONE-CALL-VALUE
+full_step() {  # full_step NAME COMMAND...: a step of FULL=1 runs only
+  [ "$full" = 1 ] || return 0
+  step "$@"
 }
 
 {
@@ -53,15 +68,16 @@ if [ ! -x "$build/hetccl-perf" ]; then
   step build bash -c "cmake -S . -B '$build' -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build '$build'"
 fi
 all=all_reduce,broadcast,reduce,all_gather,reduce_scatter,alltoall,gather,scatter,sendrecv
+some_types=int8,uint8,int32,int64,half,float,double,bfloat16,f8e4m3,f8e5m2  # every size and kind of type
 
 # 1. Runtime and kernels, every type and op against the host; GPU
 #    communicators' bad input and the native fallback.
 step gpu_tests "$build/tests/gpu_tests"
 step gpu_comm_tests "$build/tests/gpu_comm_tests"
-step gpu_machine_topology bash -c "nvidia-smi topo -m; lscpu | grep -i -E 'numa|socket|model name'"
+step gpu_machine_topology bash -c "nvidia-smi topo -m; lscpu | grep -i -E 'numa|socket|model name|thread'; lscpu -e"
 step pinned_copy_bandwidth python3 bench/pinned_copy_bandwidth.py
 # 2. One domain of both GPUs: every collective x type x op through NCCL, checked.
-step passthrough_all_types_ops "$build/hetccl-perf" $all -N 2 -b 8 -e 4M -f 64 -d all -o all -n 1 -w 1 -c 1
+step passthrough_all_types_ops "$build/hetccl-perf" $all -N 2 -b 8 -e "$(big 4M 1M)" -f "$(big 64 32)" -d all -o all -n 1 -w 1 -c 1
 # 2b. One process driving both GPUs in groups (nccl-tests' -g), pass-through.
 step one_process_two_gpus "$build/hetccl-perf" $all -g 2 -b 8 -e 4M -f 64 -d float -o all -n 2 -w 1 -c 1
 # 3. hetccl preloaded into a program linked against NVIDIA's NCCL (the
@@ -82,6 +98,11 @@ for i in $(seq 1 "$repeats"); do
     # launch queue never fills (the host cost hetccl adds, without the GPU).
     step "${who}_hosttime_$i" env LD_PRELOAD="$pre" "$build/hetccl-perf-nccl" all_reduce -N 2 -b 8 -e 8 -n 100 -w 100 -c 0 --host-time
     sed -n 's/^#   host: \([0-9.]*\) .*/8 \1/p' "$work/${who}_hosttime_$i.log" > "$work/side/h$who.$i" 2>/dev/null
+    # The same with zero-count calls: no kernel launch, so the difference is
+    # the time hetccl's own code adds to every call (argument checks,
+    # dispatch), without the launch's noise.
+    step "${who}_zero_count_hosttime_$i" env LD_PRELOAD="$pre" "$build/hetccl-perf-nccl" all_reduce -N 2 -b 0 -e 0 -n 200000 -w 1000 -c 0 --host-time
+    sed -n 's/^#   host: \([0-9.]*\) .*/0 \1/p' "$work/${who}_zero_count_hosttime_$i.log" > "$work/side/z$who.$i" 2>/dev/null
   done
 done
 # 5. Two domains, one GPU each (all traffic crosses domains; first version:
@@ -90,32 +111,45 @@ step two_gpu_domains_all_types_ops "$build/hetccl-perf" $all -N 2 --domains 2 -b
 step gpus_and_cpu_ranks_all_types_ops "$build/hetccl-perf" $all -N 4 --host-ranks 2 -b 8 -e 1M -f 32 -d all -o all -n 1 -w 0 -c 1
 # Domains of two ranks (the GPUs in NCCL's domain, two CPU ranks in the
 # other): all-reduce, all-gather, reduce-scatter, broadcast and reduce through the stream
-# hierarchy (NCCL inside the GPU domain, the cross groups on the streams). Not yet run
-# on GPUs (no machine here has two GPU domains of two).
-step gpus_and_cpu_ranks_stream_hierarchy env HETCCL_STREAM_HIERARCHY=1 HETCCL_FORCE_STAGING=1 \
-  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,broadcast,reduce -N 4 --host-ranks 2 -b 8 -e 16M -f 8 -d all -o sum,prod,max,min -n 2 -w 1 -c 1 --plan
+# hierarchy (NCCL inside the GPU domain, the cross groups on the streams, the
+# CPU ranks' side staged as on GPUs by HETCCL_FORCE_STAGING).
+step gpus_and_cpu_ranks_stream_hierarchy env HETCCL_FORCE_STAGING=1 \
+  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,broadcast,reduce -N 4 --host-ranks 2 -b 8 -e "$(big 16M 4M)" -f "$(big 8 16)" -d "$(big all "$some_types")" -o all -n 2 -w 1 -c 1 --plan
+# Two GPU domains of two ranks each on the two GPUs (ranks 0,1 and 2,3; rank
+# r on GPU r % 2): NCCL inside each domain, the cross groups {0,2} and {1,3}
+# (two processes on one GPU) on the streams. Checked, then its bandwidth
+# against the host-staged plan for the same layout (GPUs shared by two
+# ranks: a comparison of the plans, not of a real four-GPU machine). The
+# hierarchy is the default (HETCCL_STREAM_HIERARCHY=0 keeps the host-staged plan).
+step two_gpu_domains_of_two_stream_hierarchy \
+  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,broadcast,reduce -N 4 --domains 2 -b 8 -e "$(big 16M 4M)" -f "$(big 8 16)" \
+  -d "$(big all "$some_types")" -o all -n 2 -w 1 -c 1 --plan
+step two_gpu_domains_of_two_stream_hierarchy_bandwidth \
+  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter -N 4 --domains 2 -b 1M -e 256M -f 4 -n 10 -w 3 -c 0
+step two_gpu_domains_of_two_host_staged_bandwidth env HETCCL_STREAM_HIERARCHY=0 \
+  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter -N 4 --domains 2 -b 1M -e 256M -f 4 -n 10 -w 3 -c 0
 step gpus_without_vendor_library_all_types_ops env HETCCL_VENDOR_LIBS=0 "$build/hetccl-perf" $all -N 2 -b 8 -e 1M -f 32 -d float,bfloat16,int32 -o all -n 1 -w 0 -c 1
 # All-reduce, reduce-scatter and all-gather across the two domains: on the
 # GPUs' streams through shared pinned memory (the default), and host-staged.
 # Many pieces per call and reused slots (small parts, three slots), checked.
 step two_gpu_domains_stream_many_pieces env HETCCL_STREAM_PART_BYTES=65536 HETCCL_STREAM_SLOTS=3 \
   "$build/hetccl-perf" all_reduce,reduce_scatter,all_gather,broadcast,reduce,alltoall,gather,scatter -N 2 --domains 2 \
-  -b 8 -e 4M -f 8 \
+  -b 8 -e "$(big 4M 1M)" -f 8 \
   -d int8,int32,float,bfloat16,f8e4m3,double -o all -n 2 -w 1 -c 1
 # Through the socket relay (as between hosts: HETCCL_TRANSPORT=socket
 # keeps the ranks from mapping each other's memory), checked, and its bandwidth.
 step two_gpu_domains_stream_relay_all_types_ops env HETCCL_TRANSPORT=socket \
   "$build/hetccl-perf" all_reduce,reduce_scatter,all_gather,broadcast,reduce,alltoall,gather,scatter -N 2 --domains 2 \
-  -b 8 -e 4M -f 32 -d all -o all -n 1 -w 0 -c 1
-step two_gpu_domains_stream_relay_bandwidth env HETCCL_TRANSPORT=socket \
+  -b 8 -e "$(big 4M 1M)" -f 32 -d "$(big all "$some_types")" -o all -n 1 -w 0 -c 1
+full_step two_gpu_domains_stream_relay_bandwidth env HETCCL_TRANSPORT=socket \
   "$build/hetccl-perf" all_reduce,all_gather -N 2 --domains 2 -b 1M -e 256M -f 4 -n 5 -w 2 -c 1
 # Send/recv on the streams too (HETCCL_STREAM_P2P, on by default): checked,
 # bandwidth, and host-staged (HETCCL_STREAM_P2P=0) for comparison.
 step two_gpu_domains_stream_p2p_all_types \
-  "$build/hetccl-perf" sendrecv -N 2 --domains 2 -b 8 -e 64M -f 8 -d all -n 2 -w 1 -c 1
+  "$build/hetccl-perf" sendrecv -N 2 --domains 2 -b 8 -e "$(big 64M 16M)" -f 8 -d all -n 2 -w 1 -c 1
 step two_gpu_domains_stream_p2p_bandwidth \
   "$build/hetccl-perf" sendrecv -N 2 --domains 2 -b 1M -e 1G -f 4 -n 10 -w 3 -c 1
-step two_gpu_domains_host_staged_p2p_bandwidth env HETCCL_STREAM_P2P=0 \
+full_step two_gpu_domains_host_staged_p2p_bandwidth env HETCCL_STREAM_P2P=0 \
   "$build/hetccl-perf" sendrecv -N 2 --domains 2 -b 1M -e 1G -f 4 -n 10 -w 3 -c 1
 # Every stream sharing one hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1):
 # a wait on a stream then holds the others' work queued behind it; no
@@ -124,24 +158,28 @@ step two_gpu_domains_host_staged_p2p_bandwidth env HETCCL_STREAM_P2P=0 \
 step two_gpu_domains_stream_one_hardware_queue env CUDA_DEVICE_MAX_CONNECTIONS=1 HETCCL_TIMEOUT=30 \
   "$build/hetccl-perf" all_reduce,broadcast,all_gather,reduce_scatter,reduce -N 2 --domains 2 -b 8 -e 64M -f 16 \
   -d float,int64 -n 3 -w 1 -c 1
-for coll in all_reduce reduce_scatter all_gather broadcast reduce alltoall; do
-  step "two_gpu_domains_stream_bandwidth_$coll" "$build/hetccl-perf" $coll -N 2 --domains 2 -b 1M -e 1G -f 4 -n 10 -w 3 -c 1
+# All-reduce always up to 1 GiB and checked; the others up to 256 MiB,
+# unchecked (checked above), unless FULL=1.
+step two_gpu_domains_stream_bandwidth_all_reduce "$build/hetccl-perf" all_reduce -N 2 --domains 2 -b 1M -e 1G -f 4 -n 10 -w 3 -c 1
+for coll in reduce_scatter all_gather broadcast reduce alltoall; do
+  step "two_gpu_domains_stream_bandwidth_$coll" "$build/hetccl-perf" $coll -N 2 --domains 2 -b 1M -e "$(big 1G 256M)" -f 4 \
+    -n 10 -w 3 -c "$(big 1 0)"
 done
 # Small and medium messages cut into at least 4 or 8 pieces (the default
 # is as few pieces as the parts allow), to compare with the steps above.
 for m in 4 8; do
-  step "two_gpu_domains_stream_min_pieces_$m" env HETCCL_STREAM_MIN_PIECES=$m \
+  full_step "two_gpu_domains_stream_min_pieces_$m" env HETCCL_STREAM_MIN_PIECES=$m \
     "$build/hetccl-perf" all_reduce,all_gather -N 2 --domains 2 -b 256K -e 64M -f 4 -n 20 -w 3 -c 1
 done
-step two_gpu_domains_host_staged_bandwidth env HETCCL_STREAM_COLLECTIVES=0 \
+full_step two_gpu_domains_host_staged_bandwidth env HETCCL_STREAM_COLLECTIVES=0 \
   "$build/hetccl-perf" all_reduce,reduce_scatter,all_gather -N 2 --domains 2 -b 1M -e 256M -f 4 -n 5 -w 2 -c 1
 # 6. PyTorch, unchanged, with hetccl preloaded.
 step torch_preload env LD_PRELOAD="$lib" torchrun --nproc-per-node 2 examples/torch_allreduce_smoke.py
-step torch_distributed_all_ops_plain_nccl torchrun --nproc_per_node 2 examples/torch_distributed_check.py
+full_step torch_distributed_all_ops_plain_nccl torchrun --nproc_per_node 2 examples/torch_distributed_check.py
 step torch_distributed_all_ops env LD_PRELOAD="$lib" torchrun --nproc_per_node 2 examples/torch_distributed_check.py
 step torch_distributed_all_ops_two_domains env LD_PRELOAD="$lib" torchrun --nproc_per_node 2 --no_python bash -c \
   "HETCCL_DOMAIN=d\$LOCAL_RANK exec python3 examples/torch_distributed_check.py"
-step torch_distributed_all_ops_two_domains_p2p_staged env LD_PRELOAD="$lib" HETCCL_STREAM_P2P=0 torchrun --nproc_per_node 2 --no_python bash -c \
+full_step torch_distributed_all_ops_two_domains_p2p_staged env LD_PRELOAD="$lib" HETCCL_STREAM_P2P=0 torchrun --nproc_per_node 2 --no_python bash -c \
   "HETCCL_DOMAIN=d\$LOCAL_RANK exec python3 examples/torch_distributed_check.py"
 # 7. Training (DDP, FSDP): plain NCCL, hetccl pass-through (losses must be
 #    identical), and hetccl with the GPUs in two domains (within 1e-5).
@@ -166,14 +204,20 @@ for i in $(seq 1 "$repeats"); do
   done
 done
 # 8. A rank dies during DDP training: the others must get an error within
-#    90 s, not hang (plain NCCL for comparison, hetccl in one and two domains).
-step dead_rank_plain_nccl python3 examples/dead_rank_check.py --limit 30 --report-only  # for comparison: NCCL may wait for --pg-timeout
+#    90 s, not hang (hetccl in one and two domains; plain NCCL for
+#    comparison with FULL=1). After the error PyTorch waits
+#    TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC (60 s) for its debug dump before it
+#    ends the process; the one-call run shortens that to 3 s.
+[ "$full" = 1 ] || export TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC=${TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC:-3000}
+full_step dead_rank_plain_nccl python3 examples/dead_rank_check.py --limit 30 --report-only  # for comparison: NCCL may wait for --pg-timeout
 step dead_rank_hetccl env LD_PRELOAD="$lib" python3 examples/dead_rank_check.py --limit 90 --port 29562 --tail 20
 step dead_rank_hetccl_two_domains env LD_PRELOAD="$lib" python3 examples/dead_rank_check.py --limit 90 --port 29563 --domains
 
 {
   echo
-  [ -f "$work/side/raw.1" ] && python3 bench/median_table.py "all_reduce busbw, raw NCCL vs hetccl (LD_PRELOAD, pass-through)" "$work/side" "$repeats" \
+  echo "All steps: ${SECONDS}s ($([ "$full" = 1 ] && echo "FULL=1" || echo "one-call profile"), REPEATS=$repeats${ONLY:+, ONLY=$ONLY})."
+  echo
+  [ -f "$work/side/raw.1" ] && python3 bench/median_table.py "all_reduce busbw (GB/s), raw NCCL vs hetccl (LD_PRELOAD, pass-through)" "$work/side" "$repeats" \
     raw-NCCL raw 7 hetccl het 7
   echo
   [ -f "$work/side/lraw.1" ] && python3 bench/median_table.py "8-byte all_reduce time (us), raw NCCL vs hetccl" "$work/side" "$repeats" \
@@ -182,10 +226,13 @@ step dead_rank_hetccl_two_domains env LD_PRELOAD="$lib" python3 examples/dead_ra
   [ -s "$work/side/hraw.1" ] && python3 bench/median_table.py "8-byte all_reduce, calling thread's us per call, raw NCCL vs hetccl" \
     "$work/side" "$repeats" raw-NCCL hraw 1 hetccl hhet 1
   echo
-  [ -f "$work/torchbw/nccl.1" ] && python3 bench/median_table.py "PyTorch all_reduce busbw, plain NCCL vs hetccl preloaded" "$work/torchbw" "$repeats" \
+  [ -s "$work/side/zraw.1" ] && python3 bench/median_table.py "zero-count all_reduce, calling thread's us per call, raw NCCL vs hetccl" \
+    "$work/side" "$repeats" raw-NCCL zraw 1 hetccl zhet 1
+  echo
+  [ -f "$work/torchbw/nccl.1" ] && python3 bench/median_table.py "PyTorch all_reduce busbw (GB/s), plain NCCL vs hetccl preloaded" "$work/torchbw" "$repeats" \
     torch-NCCL nccl 7 torch-hetccl het 7
   echo
-  [ -f "$work/torchbw/nccl.1" ] && python3 bench/median_table.py "PyTorch all_reduce busbw of each run's fastest loop" "$work/torchbw" "$repeats" \
+  [ -f "$work/torchbw/nccl.1" ] && python3 bench/median_table.py "PyTorch all_reduce busbw (GB/s) of each run's fastest loop" "$work/torchbw" "$repeats" \
     torch-NCCL nccl 9 torch-hetccl het 9
 } >> "$results" 2>&1
 cat "$results"

@@ -67,7 +67,7 @@ size_t parseSize(const char* s) {
           "usage: hetccl-perf <collective>[,<collective>...] [options]\n"
           "  collectives: all_reduce broadcast reduce all_gather reduce_scatter alltoall gather scatter sendrecv\n"
           "  -b <min bytes> -e <max bytes> -f <factor> -i <step bytes> -n <iters> -w <warmup iters>\n"
-          "  -c <0|1> check results   -o <sum|prod|max|min|avg|mulsum|all>   -d <type|all>   -r <root>\n"
+          "  -c <0|1> check results   -o <sum|prod|max|min|avg|mulsum|all>[,...]   -d <type|all>[,...]   -r <root>\n"
           "  -N <ranks> start this many local ranks (else mpirun/torchrun variables, else 1 rank)\n"
           "  -g <G>     each process drives G ranks (GPUs) from one thread, in groups (nccl-tests' -g)\n"
           "  --domains <K>          with -N: place the local ranks in K domains (contiguous blocks)\n"
@@ -78,18 +78,24 @@ size_t parseSize(const char* s) {
   exit(2);
 }
 
+// "a,b,c" -> {"a", "b", "c"}
+std::vector<std::string> splitList(const std::string& list) {
+  std::vector<std::string> items;
+  for (size_t at = 0;;) {
+    const size_t comma = list.find(',', at);
+    items.push_back(list.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) return items;
+    at = comma + 1;
+  }
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   if (argc < 2 || argv[1][0] == '-') usage("name the collective first");
-  std::string list = argv[1];
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
+  for (const std::string& name : splitList(argv[1])) {
     Collective c;
-    if (!parseCollective(list.substr(start, comma - start), &c)) usage("unknown collective");
+    if (!parseCollective(name, &c)) usage("unknown collective");
     o.collectives.push_back(c);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   optind = 2;
   int ch;
@@ -128,10 +134,12 @@ Options parse(int argc, char** argv) {
       case 'o': {
         o.ops.clear();
         if (!strcmp(optarg, "all")) o.ops = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg, kPreMulSum};
-        else {
-          int op;
-          if (!parseOp(optarg, &op)) usage("unknown op");
-          o.ops.push_back(op);
+        else {  // one op, or a comma-separated list
+          for (const std::string& name : splitList(optarg)) {
+            int op;
+            if (!parseOp(name, &op)) usage("unknown op");
+            o.ops.push_back(op);
+          }
         }
         break;
       }
@@ -140,15 +148,10 @@ Options parse(int argc, char** argv) {
         if (!strcmp(optarg, "all")) {
           for (int t = 0; t < ncclNumTypes; ++t) o.types.push_back(static_cast<ncclDataType_t>(t));
         } else {  // one type, or a comma-separated list
-          std::string list = optarg;
-          for (size_t at = 0; at <= list.size();) {
-            const size_t comma = list.find(',', at);
+          for (const std::string& name : splitList(optarg)) {
             ncclDataType_t t;
-            if (!parseType(list.substr(at, comma == std::string::npos ? std::string::npos : comma - at), &t))
-              usage("unknown type");
+            if (!parseType(name, &t)) usage("unknown type");
             o.types.push_back(t);
-            if (comma == std::string::npos) break;
-            at = comma + 1;
           }
         }
         break;

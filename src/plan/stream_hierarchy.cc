@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/params.h"
+#include "kernels/reducer.h"
 #include "runtime/runtime.h"
 
 namespace hetccl {
@@ -71,6 +72,7 @@ ncclResult_t StreamHierarchy::create(Communicator& parent, std::unique_ptr<Strea
   } else {
     h->domainNative_ = parent.backend.get();
   }
+  HETCCL_TRY(makeReducer(rt, &h->reducer_));
   // Every cross group must be on the streams, or none is used.
   std::vector<uint8_t> usable(static_cast<size_t>(parent.nranks), 0);
   usable[static_cast<size_t>(parent.rank)] = h->cross_->streamCollectives && (h->domainVendor_ || h->domainNative_);
@@ -102,7 +104,7 @@ bool StreamHierarchy::handles(const Op& op) const {
     case OpKind::Broadcast: return true;
     case OpKind::AllReduce:
     case OpKind::ReduceScatter:
-    case OpKind::Reduce: return !op.red.average && vendorReduces(op.red.kind, &v);
+    case OpKind::Reduce: return op.red.kind == RedKind::PreMulSum || vendorReduces(op.red.kind, &v);
     default: return false;
   }
 }
@@ -119,7 +121,9 @@ ncclResult_t StreamHierarchy::scratch(int which, size_t bytes, char** out) {
   return ncclSuccess;
 }
 
-ncclResult_t StreamHierarchy::domainStep(const Op& op) {
+ncclResult_t StreamHierarchy::domainStep(const Op& step) {
+  Op op = step;
+  op.red.average = false;
   if (domainVendor_) {
     ncclRedOp_t v = ncclSum;
     vendorReduces(op.red.kind, &v);
@@ -135,6 +139,7 @@ ncclResult_t StreamHierarchy::domainStep(const Op& op) {
 
 ncclResult_t StreamHierarchy::crossStep(const Op& op) {
   Op x = op;
+  x.red.average = false;
   x.comm = cross_.get();
   return cross_->streamCollectives->enqueue(x);
 }
@@ -150,16 +155,43 @@ ncclResult_t StreamHierarchy::enqueue(const Op& op) {
   // The scratch buffers are shared: a call on another stream than the last
   // one's starts after it.
   if (called_ && op.stream != lastStream_) HETCCL_TRY(rt_.waitEvent(op.stream, done_));
-  ncclResult_t r = op.kind == OpKind::AllGather       ? allGather(op)
-                   : op.kind == OpKind::ReduceScatter ? reduceScatter(op)
-                   : op.kind == OpKind::Broadcast     ? broadcast(op)
-                   : op.kind == OpKind::Reduce        ? reduce(op)
-                                                      : allReduce(op);
+  Op steps = op;
+  HETCCL_TRY(summable(op, &steps));
+  ncclResult_t r = op.kind == OpKind::AllGather       ? allGather(steps)
+                   : op.kind == OpKind::ReduceScatter ? reduceScatter(steps)
+                   : op.kind == OpKind::Broadcast     ? broadcast(steps)
+                   : op.kind == OpKind::Reduce        ? reduce(steps)
+                                                      : allReduce(steps);
   HETCCL_TRY(r);
   HETCCL_TRY(rt_.recordEvent(done_, op.stream));
   lastStream_ = op.stream;
   called_ = true;
   return ncclSuccess;
+}
+
+// The steps reduce with sum, prod, min or max only: a PreMulSum's inputs
+// are scaled into scratch first and summed from there. An average is summed
+// by the steps (domainStep and crossStep drop the flag: each would divide
+// by its own group's size) and divided by the communicator's size at the
+// end (averaged()).
+ncclResult_t StreamHierarchy::summable(const Op& op, Op* steps) {
+  *steps = op;
+  if (op.red.kind != RedKind::PreMulSum ||
+      (op.kind != OpKind::AllReduce && op.kind != OpKind::ReduceScatter && op.kind != OpKind::Reduce))
+    return ncclSuccess;
+  const size_t inputs = op.kind == OpKind::ReduceScatter ? op.count * static_cast<size_t>(parent_.nranks) : op.count;
+  char* scaled = nullptr;
+  HETCCL_TRY(scratch(2, inputs * typeSize(op.type), &scaled));
+  HETCCL_TRY(reducer_->prepare(op.red, scaled, op.sendbuff, inputs, op.stream));
+  steps->sendbuff = scaled;
+  steps->red = op.red.merging();
+  return ncclSuccess;
+}
+
+// ncclAvg: `count` summed elements at `data` divided by the number of ranks.
+ncclResult_t StreamHierarchy::averaged(const Op& op, void* data, size_t count) {
+  if (!op.red.average || count == 0) return ncclSuccess;
+  return reducer_->average(op.red, data, count, parent_.nranks, op.stream);
 }
 
 ncclResult_t StreamHierarchy::allGather(const Op& op) {
@@ -202,7 +234,8 @@ ncclResult_t StreamHierarchy::reduceScatter(const Op& op) {
   HETCCL_TRY(domainStep(d));
   Op x = op;  // across domains: my own chunk
   x.sendbuff = mine;
-  return crossStep(x);
+  HETCCL_TRY(crossStep(x));
+  return averaged(op, op.recvbuff, op.count);
 }
 
 ncclResult_t StreamHierarchy::broadcast(const Op& op) {
@@ -280,8 +313,12 @@ ncclResult_t StreamHierarchy::gatherShards(const Op& op, char* base) {
 }
 
 ncclResult_t StreamHierarchy::allReduce(const Op& op) {
-  HETCCL_TRY(reduceAcross(op, static_cast<char*>(op.recvbuff), OpKind::AllReduce, 0));
-  return gatherShards(op, static_cast<char*>(op.recvbuff));
+  char* recv = static_cast<char*>(op.recvbuff);
+  HETCCL_TRY(reduceAcross(op, recv, OpKind::AllReduce, 0));
+  const size_t es = typeSize(op.type), k = static_cast<size_t>(k_), shard = op.count / k;
+  HETCCL_TRY(averaged(op, recv + static_cast<size_t>(index_) * shard * es, shard));  // my shard, and the tail
+  HETCCL_TRY(averaged(op, recv + k * shard * es, op.count % k));
+  return gatherShards(op, recv);
 }
 
 ncclResult_t StreamHierarchy::reduce(const Op& op) {
@@ -293,7 +330,8 @@ ncclResult_t StreamHierarchy::reduce(const Op& op) {
   if (p.domainOf[static_cast<size_t>(parent_.rank)] != rootDomain) return ncclSuccess;
   HETCCL_TRY(gatherShards(op, all));  // the root's domain; the root keeps the result
   if (parent_.rank != op.root) return ncclSuccess;
-  return rt_.copyAsync(op.recvbuff, all, op.count * typeSize(op.type), op.stream);
+  HETCCL_TRY(rt_.copyAsync(op.recvbuff, all, op.count * typeSize(op.type), op.stream));
+  return averaged(op, op.recvbuff, op.count);
 }
 
 void StreamHierarchy::release() {

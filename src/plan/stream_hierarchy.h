@@ -1,5 +1,5 @@
 // All-reduce across domains of several ranks each, on the devices' streams
-// (HETCCL_STREAM_HIERARCHY=1; two NVIDIA and two AMD GPUs in a box is the
+// (on unless HETCCL_STREAM_HIERARCHY=0; two NVIDIA and two AMD GPUs in a box is the
 // common mixed layout). With k ranks in every domain, rank i of each
 // domain belongs to cross group i: one rank per domain, which is what
 // StreamCollectives serves. An all-reduce of n elements becomes
@@ -30,8 +30,9 @@
 // (GPU ranks: a vendor communicator per domain), or in hetccl's native
 // algorithms on host ranks (synchronous; HETCCL_FORCE_STAGING makes host
 // ranks take this path, which is how CI tests the composition). Sum,
-// product, min and max; average and PreMulSum keep the host-staged path,
-// as do all-to-all, gather, scatter and send/recv.
+// product, min and max, and average and PreMulSum on top of sum (inputs
+// scaled first; the sum divided by the number of ranks at the end);
+// all-to-all, gather, scatter and send/recv keep the host-staged path.
 // Every rank decides the same: equal domains of more than one rank, every
 // GPU rank with its vendor library, every cross group on the streams.
 #pragma once
@@ -46,6 +47,7 @@ namespace hetccl {
 
 class Communicator;
 class Backend;
+class Reducer;
 class VendorCommunicator;
 struct Partition;
 
@@ -78,6 +80,8 @@ class StreamHierarchy {
   ncclResult_t reduce(const Op& op);
   ncclResult_t reduceAcross(const Op& op, char* into, OpKind crossKind, int crossRoot);
   ncclResult_t gatherShards(const Op& op, char* base);
+  ncclResult_t summable(const Op& op, Op* steps);
+  ncclResult_t averaged(const Op& op, void* data, size_t count);
   ncclResult_t scratch(int which, size_t bytes, char** out);
 
   Communicator& parent_;
@@ -87,8 +91,9 @@ class StreamHierarchy {
   std::unique_ptr<VendorCommunicator> domainVendor_;  // GPU ranks: the domain's library
   Backend* domainNative_ = nullptr;                   // host ranks: hetccl's algorithms (the parent's backend)
   Runtime& rt_;
-  void* scratch_[2] = {nullptr, nullptr};  // device memory (host memory on host ranks), grows
-  size_t scratchBytes_[2] = {0, 0};
+  std::unique_ptr<Reducer> reducer_;      // PreMulSum's scaling, ncclAvg's division
+  void* scratch_[3] = {nullptr, nullptr, nullptr};  // device memory (host memory on host ranks), grows;
+  size_t scratchBytes_[3] = {0, 0, 0};              // [2]: PreMulSum's scaled inputs
   Event done_ = nullptr;                   // the end of the last call, on its stream
   cudaStream_t lastStream_ = nullptr;
   bool called_ = false;

@@ -1,11 +1,12 @@
-// All-reduce across domains of several ranks on the streams (src/plan/
-// stream_hierarchy.h, HETCCL_STREAM_HIERARCHY=1), on host ranks
+// Collectives across domains of several ranks on the streams (src/plan/
+// stream_hierarchy.h, HETCCL_STREAM_HIERARCHY, on by default), on host ranks
 // (HETCCL_FORCE_STAGING=1: the domain's steps run hetccl's native
 // algorithms, the cross groups the stream collectives). The collective
-// matrix (every collective, type, op, count, in and out of place: the
-// all-reduces and reduce-scatters of sum/prod/min/max and the all-gathers
-// take the hierarchy, the rest the staged path beside it) with contiguous and interleaved domains; layouts that
-// do not fit keep the staged plan; a peer that dies mid-call is an error.
+// matrix (every collective, type, op, count, in and out of place: all-reduce,
+// reduce-scatter and reduce of every op, all-gather and broadcast take the
+// hierarchy; all-to-all, gather, scatter and send/recv the staged path beside
+// it) with contiguous and interleaved domains; layouts that do not fit keep
+// the staged plan; a peer that dies mid-call is an error.
 #include <unistd.h>
 
 #include <algorithm>
@@ -43,11 +44,12 @@ TEST(StreamHierarchy, EveryCollectiveInterleavedDomains) {
                          });
 }
 
-// Three domains of two (six ranks on two cores, interleaved): all-reduce of every count
+// Three domains of two (six ranks on two cores, interleaved): all-reduce
+// (sum, average, PreMulSum) of every count
 // from 0 to 13 (tails of 0 and 1 element) and a long one, in and out of
-// place; all-gather and reduce-scatter of the same counts per rank (their
+// place; all-gather and reduce-scatter (sum, PreMulSum, average) of the same counts per rank (their
 // chunks are reordered between the domain's and the cross group's steps);
-// broadcast and reduce from every root.
+// broadcast and reduce (max, average) from every root.
 TEST(StreamHierarchy, ThreeDomainsEveryTailIsRight) {
   EXPECT_RANKS_PASS_EACH(6, mp::domainLayout({"a", "b", "c", "a", "b", "c"}, hierarchyEnv()), 300,
                          [](int rank, int n, const ncclUniqueId& id) {
@@ -73,6 +75,24 @@ TEST(StreamHierarchy, ThreeDomainsEveryTailIsRight) {
           RANK_EXPECT(recv[i] == static_cast<int64_t>(i * 7 + 1) * ranksSum, "count %zu%s: [%zu] = %lld", count,
                       inPlace ? " in place" : "", i, static_cast<long long>(recv[i]));
         RANK_EXPECT(recv[count] == (inPlace ? 4242 : -7), "count %zu: the element past the end changed", count);
+        // Average (integers: the sum divided by n, toward zero) and
+        // PreMulSum (x 3): the steps sum, the average divides at the end.
+        std::vector<int64_t> avg(count + 1, -7);
+        if (inPlace) avg = send;
+        RANK_NCCL(ncclAllReduce(inPlace ? avg.data() : send.data(), avg.data(), count, ncclInt64, ncclAvg, comm, nullptr));
+        for (size_t i = 0; i < count; ++i)
+          RANK_EXPECT(avg[i] == static_cast<int64_t>(i * 7 + 1) * ranksSum / n, "average count %zu%s: [%zu] = %lld", count,
+                      inPlace ? " in place" : "", i, static_cast<long long>(avg[i]));
+        ncclRedOp_t times3;
+        int64_t three = 3;
+        RANK_NCCL(ncclRedOpCreatePreMulSum(&times3, &three, ncclInt64, ncclScalarHostImmediate, comm));
+        std::vector<int64_t> scaled(count + 1, -7);
+        if (inPlace) scaled = send;
+        RANK_NCCL(ncclAllReduce(inPlace ? scaled.data() : send.data(), scaled.data(), count, ncclInt64, times3, comm, nullptr));
+        for (size_t i = 0; i < count; ++i)
+          RANK_EXPECT(scaled[i] == 3 * static_cast<int64_t>(i * 7 + 1) * ranksSum, "PreMulSum count %zu%s: [%zu] = %lld", count,
+                      inPlace ? " in place" : "", i, static_cast<long long>(scaled[i]));
+        RANK_EXPECT(scaled[count] == (inPlace ? 4242 : -7), "PreMulSum count %zu: the element past the end changed", count);
         // All-gather: rank r's chunk holds r * 100000 + i.
         const size_t all = count * static_cast<size_t>(n);
         std::vector<int64_t> gathered(all + 1, -7), chunk(count);
@@ -95,6 +115,21 @@ TEST(StreamHierarchy, ThreeDomainsEveryTailIsRight) {
           RANK_EXPECT(got[i] == ranksSum * static_cast<int64_t>(rank * count + i), "reduce-scatter count %zu%s: [%zu] = %lld",
                       count, inPlace ? " in place" : "", i, static_cast<long long>(got[i]));
         RANK_EXPECT(out[count] == -7, "reduce-scatter count %zu: the element past the end changed", count);
+        for (size_t j = 0; j < all; ++j) input[j] = static_cast<int64_t>(rank + 1) * static_cast<int64_t>(j);
+        RANK_NCCL(ncclReduceScatter(input.data(), inPlace ? input.data() + rank * count : out.data(), count, ncclInt64,
+                                    times3, comm, nullptr));
+        for (size_t i = 0; i < count; ++i)
+          RANK_EXPECT(got[i] == 3 * ranksSum * static_cast<int64_t>(rank * count + i),
+                      "PreMulSum reduce-scatter count %zu%s: [%zu] = %lld", count, inPlace ? " in place" : "", i,
+                      static_cast<long long>(got[i]));
+        for (size_t j = 0; j < all; ++j) input[j] = static_cast<int64_t>(rank + 1) * static_cast<int64_t>(j);
+        RANK_NCCL(ncclReduceScatter(input.data(), inPlace ? input.data() + rank * count : out.data(), count, ncclInt64,
+                                    ncclAvg, comm, nullptr));
+        for (size_t i = 0; i < count; ++i)
+          RANK_EXPECT(got[i] == ranksSum * static_cast<int64_t>(rank * count + i) / n,
+                      "average reduce-scatter count %zu%s: [%zu] = %lld", count, inPlace ? " in place" : "", i,
+                      static_cast<long long>(got[i]));
+        RANK_NCCL(ncclRedOpDestroy(times3, comm));
         // Broadcast from a root that moves with the count.
         const int root = static_cast<int>(count % static_cast<size_t>(n));
         std::vector<int64_t> data(count + 1, -7), from(count);
@@ -123,6 +158,16 @@ TEST(StreamHierarchy, ThreeDomainsEveryTailIsRight) {
         }
         if (rank != to && !inPlace)
           RANK_EXPECT(std::all_of(res.begin(), res.end(), [](int64_t v) { return v == -7; }), "reduce wrote to a non-root buffer");
+        // Reduce (average) to the same root: only the root divides.
+        if (inPlace) res = in;
+        RANK_NCCL(ncclReduce(inPlace && rank == to ? res.data() : in.data(), target, count, ncclInt64, ncclAvg, to, comm,
+                             nullptr));
+        for (size_t i = 0; rank == to && i < count; ++i) {
+          int64_t sum = 0;
+          for (int s = 0; s < n; ++s) sum += static_cast<int64_t>((i * 31 + s * 17) % 101);
+          RANK_EXPECT(res[i] == sum / n, "average reduce count %zu to %d%s: [%zu] = %lld, expected %lld", count, to,
+                      inPlace ? " in place" : "", i, static_cast<long long>(res[i]), static_cast<long long>(sum / n));
+        }
       }
     }
     RANK_NCCL(ncclCommDestroy(comm));
