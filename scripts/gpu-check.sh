@@ -110,11 +110,12 @@ done
 step two_gpu_domains_all_types_ops "$build/hetccl-perf" $all -N 2 --domains 2 -b 8 -e 1M -f 32 -d all -o all -n 1 -w 0 -c 1
 step gpus_and_cpu_ranks_all_types_ops "$build/hetccl-perf" $all -N 4 --host-ranks 2 -b 8 -e 1M -f 32 -d all -o all -n 1 -w 0 -c 1
 # Domains of two ranks (the GPUs in NCCL's domain, two CPU ranks in the
-# other): all-reduce, all-gather, reduce-scatter, broadcast and reduce through the stream
+# other): all-reduce, all-gather, reduce-scatter, broadcast, reduce, all-to-all,
+# gather and scatter through the stream
 # hierarchy (NCCL inside the GPU domain, the cross groups on the streams, the
 # CPU ranks' side staged as on GPUs by HETCCL_FORCE_STAGING).
 step gpus_and_cpu_ranks_stream_hierarchy env HETCCL_FORCE_STAGING=1 \
-  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,broadcast,reduce -N 4 --host-ranks 2 -b 8 -e "$(big 16M 4M)" -f "$(big 8 16)" -d "$(big all "$some_types")" -o all -n 2 -w 1 -c 1 --plan
+  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,broadcast,reduce,alltoall,gather,scatter -N 4 --host-ranks 2 -b 8 -e "$(big 16M 4M)" -f "$(big 8 16)" -d "$(big all "$some_types")" -o all -n 2 -w 1 -c 1 --plan
 # Two GPU domains of two ranks each on the two GPUs (ranks 0,1 and 2,3; rank
 # r on GPU r % 2): NCCL inside each domain, the cross groups {0,2} and {1,3}
 # (two processes on one GPU) on the streams. Checked, then its bandwidth
@@ -122,12 +123,12 @@ step gpus_and_cpu_ranks_stream_hierarchy env HETCCL_FORCE_STAGING=1 \
 # ranks: a comparison of the plans, not of a real four-GPU machine). The
 # hierarchy is the default (HETCCL_STREAM_HIERARCHY=0 keeps the host-staged plan).
 step two_gpu_domains_of_two_stream_hierarchy \
-  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,broadcast,reduce -N 4 --domains 2 -b 8 -e "$(big 16M 4M)" -f "$(big 8 16)" \
+  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,broadcast,reduce,alltoall,gather,scatter -N 4 --domains 2 -b 8 -e "$(big 16M 4M)" -f "$(big 8 16)" \
   -d "$(big all "$some_types")" -o all -n 2 -w 1 -c 1 --plan
 step two_gpu_domains_of_two_stream_hierarchy_bandwidth \
-  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter -N 4 --domains 2 -b 1M -e 256M -f 4 -n 10 -w 3 -c 0
+  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,alltoall -N 4 --domains 2 -b 1M -e 256M -f 4 -n 10 -w 3 -c 0
 step two_gpu_domains_of_two_host_staged_bandwidth env HETCCL_STREAM_HIERARCHY=0 \
-  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter -N 4 --domains 2 -b 1M -e 256M -f 4 -n 10 -w 3 -c 0
+  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,alltoall -N 4 --domains 2 -b 1M -e 256M -f 4 -n 10 -w 3 -c 0
 step gpus_without_vendor_library_all_types_ops env HETCCL_VENDOR_LIBS=0 "$build/hetccl-perf" $all -N 2 -b 8 -e 1M -f 32 -d float,bfloat16,int32 -o all -n 1 -w 0 -c 1
 # All-reduce, reduce-scatter and all-gather across the two domains: on the
 # GPUs' streams through shared pinned memory (the default), and host-staged.

@@ -391,10 +391,7 @@ HETCCL_EXPORT const char* hetcclCommDescribePlan(ncclComm_t comm, const char* co
     op.type = datatype;
     if (c->streamCollectives && k.kind == OpKind::Send && c->streamCollectives->p2pOnStreams())
       return "stream: send/recv through pinned memory (relayed between hosts), on the devices' streams";
-    if (c->streamHierarchy && (k.kind == OpKind::AllReduce || k.kind == OpKind::AllGather ||
-                               k.kind == OpKind::ReduceScatter || k.kind == OpKind::Broadcast ||
-                               k.kind == OpKind::Reduce))
-      return c->streamHierarchy->describe();
+    if (c->streamHierarchy && c->streamHierarchy->handles(op)) return c->streamHierarchy->describe();
     if (c->streamCollectives && StreamCollectives::handles(k.kind))
       return c->streamCollectives->relayed()
                  ? "stream: through pinned memory, shared on a host and relayed over sockets between hosts, on the devices' streams"

@@ -27,6 +27,9 @@ class Backend {
   virtual ncclResult_t allGather(const void* send, void* recv, size_t sendcount, ncclDataType_t type) = 0;
   virtual ncclResult_t broadcast(const void* send, void* recv, size_t count, ncclDataType_t type, int root) = 0;
   virtual ncclResult_t reduce(const void* send, void* recv, size_t count, const Reduction& red, int root) = 0;
+  virtual ncclResult_t alltoAll(const void* send, void* recv, size_t count, ncclDataType_t type) = 0;
+  virtual ncclResult_t gather(const void* send, void* recv, size_t count, ncclDataType_t type, int root) = 0;
+  virtual ncclResult_t scatter(const void* send, void* recv, size_t count, ncclDataType_t type, int root) = 0;
 };
 
 // hetccl's own algorithms over `domain` (a communicator of the domain's ranks).

@@ -32,6 +32,15 @@ class NativeBackend : public Backend {
   ncclResult_t reduce(const void* send, void* recv, size_t count, const Reduction& red, int root) override {
     return run(OpKind::Reduce, send, recv, count, red, root);
   }
+  ncclResult_t alltoAll(const void* send, void* recv, size_t count, ncclDataType_t type) override {
+    return run(OpKind::AlltoAll, send, recv, count, copyOf(type), 0);
+  }
+  ncclResult_t gather(const void* send, void* recv, size_t count, ncclDataType_t type, int root) override {
+    return run(OpKind::Gather, send, recv, count, copyOf(type), root);
+  }
+  ncclResult_t scatter(const void* send, void* recv, size_t count, ncclDataType_t type, int root) override {
+    return run(OpKind::Scatter, send, recv, count, copyOf(type), root);
+  }
 
  private:
   static Reduction copyOf(ncclDataType_t type) {

@@ -31,6 +31,29 @@ bool vendorReduces(RedKind kind, ncclRedOp_t* out) {
   }
 }
 
+// Block copies for every domain d and position j: block to(d, j) of dst
+// (blocks of `bytes`) gets block from(d, j) of src.
+template <typename To, typename From>
+ncclResult_t moveBlocks(Runtime& rt, size_t domains, size_t k, char* dst, const char* src, size_t bytes, To to, From from,
+                        cudaStream_t stream) {
+  for (size_t j = 0; j < k; ++j)
+    for (size_t d = 0; d < domains; ++d)
+      HETCCL_TRY(rt.copyAsync(dst + to(d, j) * bytes, src + from(d, j) * bytes, bytes, stream));
+  return ncclSuccess;
+}
+
+// Block indices for moveBlocks: (domain d, position j) as the global rank,
+// position-major, or domain-major.
+auto globalOrder(const Partition& p) {
+  return [&p](size_t d, size_t j) { return static_cast<size_t>(p.member(d, static_cast<int>(j))); };
+}
+auto byPosition(size_t domains) {
+  return [domains](size_t d, size_t j) { return j * domains + d; };
+}
+auto byDomain(size_t k) {
+  return [k](size_t d, size_t j) { return d * k + j; };
+}
+
 }  // namespace
 
 bool StreamHierarchy::fits(const Communicator& parent) {
@@ -99,9 +122,13 @@ StreamHierarchy::~StreamHierarchy() {
 
 bool StreamHierarchy::handles(const Op& op) const {
   ncclRedOp_t v;
+  const VendorApi* api = domainVendor_ ? &domainVendor_->library().api() : nullptr;
   switch (op.kind) {
     case OpKind::AllGather:
     case OpKind::Broadcast: return true;
+    case OpKind::AlltoAll: return !api || api->alltoAll;  // the domain's step needs the library's own
+    case OpKind::Gather: return !api || api->gather;
+    case OpKind::Scatter: return !api || api->scatter;
     case OpKind::AllReduce:
     case OpKind::ReduceScatter:
     case OpKind::Reduce: return op.red.kind == RedKind::PreMulSum || vendorReduces(op.red.kind, &v);
@@ -133,6 +160,9 @@ ncclResult_t StreamHierarchy::domainStep(const Op& step) {
     case OpKind::ReduceScatter: return domainNative_->reduceScatter(op.sendbuff, op.recvbuff, op.count, op.red);
     case OpKind::AllGather: return domainNative_->allGather(op.sendbuff, op.recvbuff, op.count, op.type);
     case OpKind::Broadcast: return domainNative_->broadcast(op.sendbuff, op.recvbuff, op.count, op.type, op.root);
+    case OpKind::AlltoAll: return domainNative_->alltoAll(op.sendbuff, op.recvbuff, op.count, op.type);
+    case OpKind::Gather: return domainNative_->gather(op.sendbuff, op.recvbuff, op.count, op.type, op.root);
+    case OpKind::Scatter: return domainNative_->scatter(op.sendbuff, op.recvbuff, op.count, op.type, op.root);
     default: return domainNative_->allReduce(op.sendbuff, op.recvbuff, op.count, op.red);
   }
 }
@@ -161,6 +191,9 @@ ncclResult_t StreamHierarchy::enqueue(const Op& op) {
                    : op.kind == OpKind::ReduceScatter ? reduceScatter(steps)
                    : op.kind == OpKind::Broadcast     ? broadcast(steps)
                    : op.kind == OpKind::Reduce        ? reduce(steps)
+                   : op.kind == OpKind::AlltoAll      ? alltoAll(steps)
+                   : op.kind == OpKind::Gather        ? gather(steps)
+                   : op.kind == OpKind::Scatter       ? scatter(steps)
                                                       : allReduce(steps);
   HETCCL_TRY(r);
   HETCCL_TRY(rt_.recordEvent(done_, op.stream));
@@ -197,23 +230,19 @@ ncclResult_t StreamHierarchy::averaged(const Op& op, void* data, size_t count) {
 ncclResult_t StreamHierarchy::allGather(const Op& op) {
   const Partition& p = parent_.partition;
   const size_t chunk = op.count * typeSize(op.type), domains = p.domains.size(), k = static_cast<size_t>(k_);
-  char *byDomain = nullptr, *all = nullptr;
-  HETCCL_TRY(scratch(0, domains * chunk, &byDomain));
+  char *fromDomains = nullptr, *all = nullptr;
+  HETCCL_TRY(scratch(0, domains * chunk, &fromDomains));
   HETCCL_TRY(scratch(1, k * domains * chunk, &all));
   Op x = op;  // my chunk from every domain's rank at my position
-  x.recvbuff = byDomain;
+  x.recvbuff = fromDomains;
   HETCCL_TRY(crossStep(x));
   Op d = op;  // every position's chunks: `all` holds (position, domain)
-  d.sendbuff = byDomain;
+  d.sendbuff = fromDomains;
   d.recvbuff = all;
   d.count = op.count * domains;
   HETCCL_TRY(domainStep(d));
-  char* recv = static_cast<char*>(op.recvbuff);
-  for (size_t i = 0; i < k; ++i)
-    for (size_t dom = 0; dom < domains; ++dom)
-      HETCCL_TRY(rt_.copyAsync(recv + static_cast<size_t>(p.member(dom, static_cast<int>(i))) * chunk,
-                               all + (i * domains + dom) * chunk, chunk, op.stream));
-  return ncclSuccess;
+  return moveBlocks(rt_, domains, k, static_cast<char*>(op.recvbuff), all, chunk, globalOrder(p), byPosition(domains),
+                    op.stream);
 }
 
 ncclResult_t StreamHierarchy::reduceScatter(const Op& op) {
@@ -222,11 +251,9 @@ ncclResult_t StreamHierarchy::reduceScatter(const Op& op) {
   char *ordered = nullptr, *mine = nullptr;
   HETCCL_TRY(scratch(0, k * domains * chunk, &ordered));
   HETCCL_TRY(scratch(1, domains * chunk, &mine));
-  const char* send = static_cast<const char*>(op.sendbuff);
-  for (size_t i = 0; i < k; ++i)  // (position, domain) order: member i's block is every rank at position i
-    for (size_t dom = 0; dom < domains; ++dom)
-      HETCCL_TRY(rt_.copyAsync(ordered + (i * domains + dom) * chunk,
-                               send + static_cast<size_t>(p.member(dom, static_cast<int>(i))) * chunk, chunk, op.stream));
+  // (position, domain) order: member i's block is every rank at position i
+  HETCCL_TRY(moveBlocks(rt_, domains, k, ordered, static_cast<const char*>(op.sendbuff), chunk, byPosition(domains),
+                        globalOrder(p), op.stream));
   Op d = op;  // the domain's partial chunks of the ranks at my position
   d.sendbuff = ordered;
   d.recvbuff = mine;
@@ -332,6 +359,90 @@ ncclResult_t StreamHierarchy::reduce(const Op& op) {
   if (parent_.rank != op.root) return ncclSuccess;
   HETCCL_TRY(rt_.copyAsync(op.recvbuff, all, op.count * typeSize(op.type), op.stream));
   return averaged(op, op.recvbuff, op.count);
+}
+
+// All-to-all (c elements from every rank to every rank):
+//   1. my input by (position j, domain d): block j is what goes to the
+//      ranks at position j, domain by domain;
+//   2. the domain's all-to-all of those blocks: from member s, what it
+//      sends to position index_ of every domain, (source s, domain d);
+//   3. regrouped by (domain d, source s);
+//   4. the cross group's all-to-all: to domain d what my domain's ranks send
+//      to (d, index_); from domain d what its ranks send me, (d, source s);
+//   5. each chunk to its source's place.
+ncclResult_t StreamHierarchy::alltoAll(const Op& op) {
+  const Partition& p = parent_.partition;
+  const size_t chunk = op.count * typeSize(op.type), domains = p.domains.size(), k = static_cast<size_t>(k_);
+  char *a = nullptr, *b = nullptr;
+  HETCCL_TRY(scratch(0, k * domains * chunk, &a));
+  HETCCL_TRY(scratch(1, k * domains * chunk, &b));
+  HETCCL_TRY(moveBlocks(rt_, domains, k, a, static_cast<const char*>(op.sendbuff), chunk, byPosition(domains),
+                        globalOrder(p), op.stream));
+  Op d = op;
+  d.sendbuff = a;
+  d.recvbuff = b;
+  d.count = op.count * domains;
+  HETCCL_TRY(domainStep(d));
+  HETCCL_TRY(moveBlocks(rt_, domains, k, a, b, chunk, byDomain(k), byPosition(domains), op.stream));
+  Op x = op;
+  x.sendbuff = a;
+  x.recvbuff = b;
+  x.count = op.count * k;
+  HETCCL_TRY(crossStep(x));
+  return moveBlocks(rt_, domains, k, static_cast<char*>(op.recvbuff), b, chunk, globalOrder(p), byDomain(k), op.stream);
+}
+
+// Gather to root (rd, ri): the cross group's gather of my chunk to my
+// position in the root's domain (by domain), then that domain's gather of
+// those to the root (by position, domain), each chunk to its source's place.
+ncclResult_t StreamHierarchy::gather(const Op& op) {
+  const Partition& p = parent_.partition;
+  const size_t chunk = op.count * typeSize(op.type), domains = p.domains.size(), k = static_cast<size_t>(k_);
+  const int rootDomain = p.domainOf[static_cast<size_t>(op.root)];
+  char *mine = nullptr, *all = nullptr;
+  HETCCL_TRY(scratch(0, domains * chunk, &mine));
+  HETCCL_TRY(scratch(1, k * domains * chunk, &all));
+  Op x = op;
+  x.recvbuff = mine;
+  x.root = rootDomain;
+  HETCCL_TRY(crossStep(x));
+  if (p.domainOf[static_cast<size_t>(parent_.rank)] != rootDomain) return ncclSuccess;
+  Op d = op;
+  d.sendbuff = mine;
+  d.recvbuff = all;
+  d.count = op.count * domains;
+  d.root = p.indexInDomain[static_cast<size_t>(op.root)];
+  HETCCL_TRY(domainStep(d));
+  if (parent_.rank != op.root) return ncclSuccess;
+  return moveBlocks(rt_, domains, k, static_cast<char*>(op.recvbuff), all, chunk, globalOrder(p), byPosition(domains),
+                    op.stream);
+}
+
+// Scatter from root (rd, ri), the gather reversed: the root orders its
+// input by (position, domain), its domain scatters the positions' blocks,
+// each cross group scatters its block from the root's domain.
+ncclResult_t StreamHierarchy::scatter(const Op& op) {
+  const Partition& p = parent_.partition;
+  const size_t chunk = op.count * typeSize(op.type), domains = p.domains.size(), k = static_cast<size_t>(k_);
+  const int rootDomain = p.domainOf[static_cast<size_t>(op.root)];
+  char *mine = nullptr, *all = nullptr;
+  HETCCL_TRY(scratch(0, domains * chunk, &mine));
+  HETCCL_TRY(scratch(1, k * domains * chunk, &all));
+  if (p.domainOf[static_cast<size_t>(parent_.rank)] == rootDomain) {
+    if (parent_.rank == op.root)
+      HETCCL_TRY(moveBlocks(rt_, domains, k, all, static_cast<const char*>(op.sendbuff), chunk, byPosition(domains),
+                            globalOrder(p), op.stream));
+    Op d = op;
+    d.sendbuff = all;
+    d.recvbuff = mine;
+    d.count = op.count * domains;
+    d.root = p.indexInDomain[static_cast<size_t>(op.root)];
+    HETCCL_TRY(domainStep(d));
+  }
+  Op x = op;
+  x.sendbuff = mine;
+  x.root = rootDomain;
+  return crossStep(x);
 }
 
 void StreamHierarchy::release() {

@@ -1,4 +1,4 @@
-// All-reduce across domains of several ranks each, on the devices' streams
+// Collectives across domains of several ranks each, on the devices' streams
 // (on unless HETCCL_STREAM_HIERARCHY=0; two NVIDIA and two AMD GPUs in a box is the
 // common mixed layout). With k ranks in every domain, rank i of each
 // domain belongs to cross group i: one rank per domain, which is what
@@ -31,8 +31,10 @@
 // algorithms on host ranks (synchronous; HETCCL_FORCE_STAGING makes host
 // ranks take this path, which is how CI tests the composition). Sum,
 // product, min and max, and average and PreMulSum on top of sum (inputs
-// scaled first; the sum divided by the number of ranks at the end);
-// all-to-all, gather, scatter and send/recv keep the host-staged path.
+// scaled first; the sum divided by the number of ranks at the end).
+// All-to-all, gather and scatter: the same two steps with the chunks
+// reordered between them (stream_hierarchy.cc); send/recv keeps the
+// host-staged path.
 // Every rank decides the same: equal domains of more than one rank, every
 // GPU rank with its vendor library, every cross group on the streams.
 #pragma once
@@ -78,6 +80,9 @@ class StreamHierarchy {
   ncclResult_t reduceScatter(const Op& op);
   ncclResult_t broadcast(const Op& op);
   ncclResult_t reduce(const Op& op);
+  ncclResult_t alltoAll(const Op& op);
+  ncclResult_t gather(const Op& op);
+  ncclResult_t scatter(const Op& op);
   ncclResult_t reduceAcross(const Op& op, char* into, OpKind crossKind, int crossRoot);
   ncclResult_t gatherShards(const Op& op, char* base);
   ncclResult_t summable(const Op& op, Op* steps);

@@ -49,13 +49,15 @@ TEST(StreamHierarchy, EveryCollectiveInterleavedDomains) {
 // from 0 to 13 (tails of 0 and 1 element) and a long one, in and out of
 // place; all-gather and reduce-scatter (sum, PreMulSum, average) of the same counts per rank (their
 // chunks are reordered between the domain's and the cross group's steps);
-// broadcast and reduce (max, average) from every root.
+// broadcast and reduce (max, average), gather and scatter from every root,
+// all-to-all.
 TEST(StreamHierarchy, ThreeDomainsEveryTailIsRight) {
   EXPECT_RANKS_PASS_EACH(6, mp::domainLayout({"a", "b", "c", "a", "b", "c"}, hierarchyEnv()), 300,
                          [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
-    for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"}) {
+    for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "gather",
+                             "scatter"}) {
       const char* plan = hetcclCommDescribePlan(comm, coll, 1 << 20, ncclFloat64);
       RANK_EXPECT(plan && strncmp(plan, kHierarchy, strlen(kHierarchy)) == 0, "%s plan: %s", coll, plan ? plan : "(null)");
     }
@@ -158,6 +160,38 @@ TEST(StreamHierarchy, ThreeDomainsEveryTailIsRight) {
         }
         if (rank != to && !inPlace)
           RANK_EXPECT(std::all_of(res.begin(), res.end(), [](int64_t v) { return v == -7; }), "reduce wrote to a non-root buffer");
+        // All-to-all: element i of rank r's chunk j is r * 1000000 + j * 1000 + i.
+        std::vector<int64_t> a2aSend(all), a2aRecv(all + 1, -7);
+        for (size_t j = 0; j < all; ++j)
+          a2aSend[j] = rank * 1000000 + static_cast<int64_t>(j / count * 1000 + j % count);
+        if (inPlace) std::copy(a2aSend.begin(), a2aSend.end(), a2aRecv.begin());
+        RANK_NCCL(ncclAlltoAll(inPlace ? a2aRecv.data() : a2aSend.data(), a2aRecv.data(), count, ncclInt64, comm, nullptr));
+        for (size_t j = 0; j < all; ++j)
+          RANK_EXPECT(a2aRecv[j] == static_cast<int64_t>(j / count * 1000000 + rank * 1000 + j % count),
+                      "all-to-all count %zu%s: [%zu] = %lld", count, inPlace ? " in place" : "", j,
+                      static_cast<long long>(a2aRecv[j]));
+        RANK_EXPECT(a2aRecv[all] == -7, "all-to-all count %zu: the element past the end changed", count);
+        // Gather to `root`, scatter from `to` (NULL receive buffers off the root
+        // on rank 0, in place at the root).
+        std::vector<int64_t> mine(count), rooted(all + 1, -7);
+        for (size_t i = 0; i < count; ++i) mine[i] = rank * 100000 + static_cast<int64_t>(i) + 5;
+        if (inPlace && rank == root) std::copy(mine.begin(), mine.end(), rooted.begin() + static_cast<ptrdiff_t>(rank * count));
+        RANK_NCCL(ncclGather(inPlace && rank == root ? rooted.data() + rank * count : mine.data(),
+                             rank == root || rank != 0 ? rooted.data() : nullptr, count, ncclInt64, root, comm, nullptr));
+        for (size_t j = 0; rank == root && j < all; ++j)
+          RANK_EXPECT(rooted[j] == static_cast<int64_t>(j / count * 100000 + j % count + 5), "gather count %zu to %d%s: [%zu] = %lld",
+                      count, root, inPlace ? " in place" : "", j, static_cast<long long>(rooted[j]));
+        if (rank != root)
+          RANK_EXPECT(std::all_of(rooted.begin(), rooted.end(), [](int64_t v) { return v == -7; }), "gather wrote off the root");
+        std::vector<int64_t> blocks(all), piece(count + 1, -7);
+        for (size_t j = 0; j < all; ++j) blocks[j] = static_cast<int64_t>(j / count * 100000 + j % count + 9);
+        RANK_NCCL(ncclScatter(blocks.data(), inPlace && rank == to ? blocks.data() + rank * count : piece.data(), count,
+                              ncclInt64, to, comm, nullptr));
+        const int64_t* scattered = inPlace && rank == to ? blocks.data() + rank * count : piece.data();
+        for (size_t i = 0; i < count; ++i)
+          RANK_EXPECT(scattered[i] == rank * 100000 + static_cast<int64_t>(i) + 9, "scatter count %zu from %d%s: [%zu] = %lld",
+                      count, to, inPlace ? " in place" : "", i, static_cast<long long>(scattered[i]));
+        RANK_EXPECT(piece[count] == -7, "scatter count %zu: the element past the end changed", count);
         // Reduce (average) to the same root: only the root divides.
         if (inPlace) res = in;
         RANK_NCCL(ncclReduce(inPlace && rank == to ? res.data() : in.data(), target, count, ncclInt64, ncclAvg, to, comm,
