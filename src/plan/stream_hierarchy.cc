@@ -42,6 +42,16 @@ ncclResult_t moveBlocks(Runtime& rt, size_t domains, size_t k, char* dst, const 
   return ncclSuccess;
 }
 
+// A step of `op`: other buffers, count and root.
+Op stepOf(const Op& op, const void* send, void* recv, size_t count, int root) {
+  Op step = op;
+  step.sendbuff = send;
+  step.recvbuff = recv;
+  step.count = count;
+  step.root = root;
+  return step;
+}
+
 // Block indices for moveBlocks: (domain d, position j) as the global rank,
 // position-major, or domain-major.
 auto globalOrder(const Partition& p) {
@@ -233,14 +243,10 @@ ncclResult_t StreamHierarchy::allGather(const Op& op) {
   char *fromDomains = nullptr, *all = nullptr;
   HETCCL_TRY(scratch(0, domains * chunk, &fromDomains));
   HETCCL_TRY(scratch(1, k * domains * chunk, &all));
-  Op x = op;  // my chunk from every domain's rank at my position
-  x.recvbuff = fromDomains;
-  HETCCL_TRY(crossStep(x));
-  Op d = op;  // every position's chunks: `all` holds (position, domain)
-  d.sendbuff = fromDomains;
-  d.recvbuff = all;
-  d.count = op.count * domains;
-  HETCCL_TRY(domainStep(d));
+  // My chunk from every domain's rank at my position, then every position's
+  // chunks: `all` holds (position, domain).
+  HETCCL_TRY(crossStep(stepOf(op, op.sendbuff, fromDomains, op.count, op.root)));
+  HETCCL_TRY(domainStep(stepOf(op, fromDomains, all, op.count * domains, op.root)));
   return moveBlocks(rt_, domains, k, static_cast<char*>(op.recvbuff), all, chunk, globalOrder(p), byPosition(domains),
                     op.stream);
 }
@@ -254,14 +260,10 @@ ncclResult_t StreamHierarchy::reduceScatter(const Op& op) {
   // (position, domain) order: member i's block is every rank at position i
   HETCCL_TRY(moveBlocks(rt_, domains, k, ordered, static_cast<const char*>(op.sendbuff), chunk, byPosition(domains),
                         globalOrder(p), op.stream));
-  Op d = op;  // the domain's partial chunks of the ranks at my position
-  d.sendbuff = ordered;
-  d.recvbuff = mine;
-  d.count = op.count * domains;
-  HETCCL_TRY(domainStep(d));
-  Op x = op;  // across domains: my own chunk
-  x.sendbuff = mine;
-  HETCCL_TRY(crossStep(x));
+  // The domain's partial chunks of the ranks at my position, then across
+  // domains my own chunk.
+  HETCCL_TRY(domainStep(stepOf(op, ordered, mine, op.count * domains, op.root)));
+  HETCCL_TRY(crossStep(stepOf(op, mine, op.recvbuff, op.count, op.root)));
   return averaged(op, op.recvbuff, op.count);
 }
 
@@ -378,17 +380,9 @@ ncclResult_t StreamHierarchy::alltoAll(const Op& op) {
   HETCCL_TRY(scratch(1, k * domains * chunk, &b));
   HETCCL_TRY(moveBlocks(rt_, domains, k, a, static_cast<const char*>(op.sendbuff), chunk, byPosition(domains),
                         globalOrder(p), op.stream));
-  Op d = op;
-  d.sendbuff = a;
-  d.recvbuff = b;
-  d.count = op.count * domains;
-  HETCCL_TRY(domainStep(d));
+  HETCCL_TRY(domainStep(stepOf(op, a, b, op.count * domains, op.root)));
   HETCCL_TRY(moveBlocks(rt_, domains, k, a, b, chunk, byDomain(k), byPosition(domains), op.stream));
-  Op x = op;
-  x.sendbuff = a;
-  x.recvbuff = b;
-  x.count = op.count * k;
-  HETCCL_TRY(crossStep(x));
+  HETCCL_TRY(crossStep(stepOf(op, a, b, op.count * k, op.root)));
   return moveBlocks(rt_, domains, k, static_cast<char*>(op.recvbuff), b, chunk, globalOrder(p), byDomain(k), op.stream);
 }
 
@@ -400,19 +394,10 @@ ncclResult_t StreamHierarchy::gather(const Op& op) {
   const size_t chunk = op.count * typeSize(op.type), domains = p.domains.size(), k = static_cast<size_t>(k_);
   const int rootDomain = p.domainOf[static_cast<size_t>(op.root)];
   char *mine = nullptr, *all = nullptr;
-  HETCCL_TRY(scratch(0, domains * chunk, &mine));
-  HETCCL_TRY(scratch(1, k * domains * chunk, &all));
-  Op x = op;
-  x.recvbuff = mine;
-  x.root = rootDomain;
-  HETCCL_TRY(crossStep(x));
+  HETCCL_TRY(rootedScratch(op, &mine, &all));
+  HETCCL_TRY(crossStep(stepOf(op, op.sendbuff, mine, op.count, rootDomain)));
   if (p.domainOf[static_cast<size_t>(parent_.rank)] != rootDomain) return ncclSuccess;
-  Op d = op;
-  d.sendbuff = mine;
-  d.recvbuff = all;
-  d.count = op.count * domains;
-  d.root = p.indexInDomain[static_cast<size_t>(op.root)];
-  HETCCL_TRY(domainStep(d));
+  HETCCL_TRY(domainStep(stepOf(op, mine, all, op.count * domains, p.indexInDomain[static_cast<size_t>(op.root)])));
   if (parent_.rank != op.root) return ncclSuccess;
   return moveBlocks(rt_, domains, k, static_cast<char*>(op.recvbuff), all, chunk, globalOrder(p), byPosition(domains),
                     op.stream);
@@ -426,23 +411,22 @@ ncclResult_t StreamHierarchy::scatter(const Op& op) {
   const size_t chunk = op.count * typeSize(op.type), domains = p.domains.size(), k = static_cast<size_t>(k_);
   const int rootDomain = p.domainOf[static_cast<size_t>(op.root)];
   char *mine = nullptr, *all = nullptr;
-  HETCCL_TRY(scratch(0, domains * chunk, &mine));
-  HETCCL_TRY(scratch(1, k * domains * chunk, &all));
+  HETCCL_TRY(rootedScratch(op, &mine, &all));
   if (p.domainOf[static_cast<size_t>(parent_.rank)] == rootDomain) {
     if (parent_.rank == op.root)
       HETCCL_TRY(moveBlocks(rt_, domains, k, all, static_cast<const char*>(op.sendbuff), chunk, byPosition(domains),
                             globalOrder(p), op.stream));
-    Op d = op;
-    d.sendbuff = all;
-    d.recvbuff = mine;
-    d.count = op.count * domains;
-    d.root = p.indexInDomain[static_cast<size_t>(op.root)];
-    HETCCL_TRY(domainStep(d));
+    HETCCL_TRY(domainStep(stepOf(op, all, mine, op.count * domains, p.indexInDomain[static_cast<size_t>(op.root)])));
   }
-  Op x = op;
-  x.sendbuff = mine;
-  x.root = rootDomain;
-  return crossStep(x);
+  return crossStep(stepOf(op, mine, op.recvbuff, op.count, rootDomain));
+}
+
+// Gather's and scatter's scratch: my position's chunk from (or for) every
+// domain, and every position's of those.
+ncclResult_t StreamHierarchy::rootedScratch(const Op& op, char** mine, char** all) {
+  const size_t perDomain = parent_.partition.domains.size() * op.count * typeSize(op.type);
+  HETCCL_TRY(scratch(0, perDomain, mine));
+  return scratch(1, static_cast<size_t>(k_) * perDomain, all);
 }
 
 void StreamHierarchy::release() {

@@ -83,6 +83,7 @@ class StreamHierarchy {
   ncclResult_t alltoAll(const Op& op);
   ncclResult_t gather(const Op& op);
   ncclResult_t scatter(const Op& op);
+  ncclResult_t rootedScratch(const Op& op, char** mine, char** all);
   ncclResult_t reduceAcross(const Op& op, char* into, OpKind crossKind, int crossRoot);
   ncclResult_t gatherShards(const Op& op, char* base);
   ncclResult_t summable(const Op& op, Op* steps);
