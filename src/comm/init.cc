@@ -113,6 +113,10 @@ ncclResult_t initChild(Communicator* parent, Communicator* child, const std::vec
   HETCCL_TRY(child->listener.open(child->secret));
   child->peers.assign(members.size(), RankInfo{});
   child->peers[myIndex] = localRankInfo(child->listener.address(), child->device);
+  // The child adopts its first member's tunables: make them the parent's
+  // (rank 0's), so that a split or a domain behaves as the whole job does,
+  // whatever its first member's own environment says.
+  child->peers[myIndex].tunables = parent->tunables;
   HETCCL_TRY(child->ring.allGather(child->peers.data(), sizeof(RankInfo), deadline, &child->abort));
   return child->finishInit();
 }

@@ -102,6 +102,32 @@ TEST(StreamCollectives, RankZerosSettingsAreEveryones) {
   });
 }
 
+// A split communicator keeps the job's settings (rank 0's), also where
+// its own first member's environment says otherwise: ranks 1 and 3, whose
+// HETCCL_STREAM_COLLECTIVES=0, split off together and still take the streams.
+TEST(StreamCollectives, SplitCommunicatorsKeepRankZerosSettings) {
+  auto env = [](int rank) {
+    mp::Env e = streamEnv();
+    e.push_back({"HETCCL_DOMAIN", std::string(1, static_cast<char>('a' + rank))});
+    if (rank != 0) e.push_back({"HETCCL_STREAM_COLLECTIVES", "0"});
+    return e;
+  };
+  EXPECT_RANKS_PASS_EACH(4, env, 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm, half;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    RANK_NCCL(ncclCommSplit(comm, rank % 2, rank, &half, nullptr));
+    const char* plan = hetcclCommDescribePlan(half, "all_reduce", 1 << 20, ncclFloat32);
+    RANK_EXPECT(plan && strncmp(plan, "stream", 6) == 0, "rank %d's half: plan %s", rank, plan ? plan : "(null)");
+    std::vector<float> x(10007, static_cast<float>(rank + 1));
+    RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, half, nullptr));
+    const float expected = rank % 2 ? 6.0f : 4.0f;  // ranks 1 + 3 (values 2 + 4), ranks 0 + 2 (1 + 3)
+    RANK_EXPECT(x[0] == expected && x.back() == expected, "sum %g %g", x[0], x.back());
+    RANK_NCCL(ncclCommDestroy(half));
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
 // One rank cannot set the path up (its shared memory, registration or
 // streams fail): every rank falls back to host staging together, and the
 // collectives stay right.
