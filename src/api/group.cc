@@ -46,10 +46,11 @@ ncclResult_t runOnComm(Communicator* c, std::span<const Op* const> ops) {
     for (const Op* op : ops) HETCCL_TRY(c->streamCollectives->enqueue(*op));
     return ncclSuccess;
   }
-  // Domains of several ranks (HETCCL_STREAM_HIERARCHY): all-reduce,
-  // reduce-scatter, all-gather, broadcast and reduce, alone or grouped.
+  // Domains of several ranks (HETCCL_STREAM_HIERARCHY): every collective,
+  // alone or grouped. Checked first: a refused group queues nothing.
   if (c->streamHierarchy &&
       std::all_of(ops.begin(), ops.end(), [c](const Op* op) { return c->streamHierarchy->handles(*op); })) {
+    for (const Op* op : ops) HETCCL_TRY(c->streamHierarchy->check(*op));
     for (const Op* op : ops) {
       if (ncclResult_t r = c->streamHierarchy->enqueue(*op); r != ncclSuccess) {
         c->setFatal(r);  // the ranks' steps are out of step now

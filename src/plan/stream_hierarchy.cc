@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/params.h"
 #include "kernels/reducer.h"
+#include "plan/host_staging.h"
 #include "runtime/runtime.h"
 
 namespace hetccl {
@@ -144,6 +145,13 @@ bool StreamHierarchy::handles(const Op& op) const {
     case OpKind::Reduce: return op.red.kind == RedKind::PreMulSum || vendorReduces(op.red.kind, &v);
     default: return false;
   }
+}
+
+ncclResult_t StreamHierarchy::check(const Op& op) {
+  const Extents used = extentsOf(op, parent_.rank, parent_.nranks);  // e.g. a gather's recvbuff at the root only
+  if (used.sendBytes) HETCCL_TRY(checkDeviceBuffer(rt_, op.sendbuff, "sendbuff", op.kind));
+  if (used.recvBytes) HETCCL_TRY(checkDeviceBuffer(rt_, op.recvbuff, "recvbuff", op.kind));
+  return refuseCapture(rt_, op.stream, op.kind);
 }
 
 ncclResult_t StreamHierarchy::scratch(int which, size_t bytes, char** out) {

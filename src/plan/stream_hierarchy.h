@@ -61,6 +61,10 @@ class StreamHierarchy {
   ~StreamHierarchy();
 
   bool handles(const Op& op) const;
+  // Before anything of a call is queued: the caller's buffers are device
+  // memory, the stream is not capturing (a refused call leaves the
+  // communicator usable; one that fails half-queued does not).
+  ncclResult_t check(const Op& op);
   ncclResult_t enqueue(const Op& op);
   // Abort: no stream waits for a peer any longer.
   void release();

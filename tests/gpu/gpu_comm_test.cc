@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../mp/mp_util.h"
+#include "hetccl.h"
 #include "runtime/runtime.h"
 
 namespace {
@@ -239,6 +240,49 @@ TEST(GpuCrossDomain, GraphCaptureIsRefusedClearly) {
     RANK_NCCL(ncclAllReduce(dev, dev, 1024, ncclFloat32, ncclSum, comm, static_cast<cudaStream_t>(s)));
     RANK_EXPECT(rt.synchronize(s) == ncclSuccess, "sync");
     RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
+// Two domains of two ranks on two GPUs (rank r on GPU r % 2; the stream
+// hierarchy): a capture and a host buffer are refused before anything is
+// queued, and the communicator still reduces right afterwards.
+TEST(GpuHierarchy, RefusedCallsLeaveTheCommunicatorUsable) {
+  REQUIRE_GPUS(2);
+  auto env = [](int rank) { return mp::Env{{"HETCCL_DOMAIN", rank < 2 ? "a" : "b"}}; };
+  EXPECT_RANKS_PASS_EACH(4, env, 180, [](int rank, int n, const ncclUniqueId& id) {
+    hetccl::Runtime& rt = hetccl::processRuntime();
+    RANK_EXPECT(rt.setDevice(rank % 2) == ncclSuccess, "set device");
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    const char* plan = hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat64);
+    RANK_EXPECT(plan && strncmp(plan, "stream hierarchy", 16) == 0, "plan: %s", plan ? plan : "(null)");
+    const size_t count = 100003;
+    void* dev = nullptr;
+    hetccl::Stream s = nullptr;
+    RANK_EXPECT(rt.allocDevice(&dev, count * 8) == ncclSuccess && rt.createStream(&s) == ncclSuccess, "alloc");
+    std::vector<double> host(count, rank + 1.0);
+    ncclResult_t r = ncclAllReduce(host.data(), dev, count, ncclFloat64, ncclSum, comm, static_cast<cudaStream_t>(s));
+    RANK_EXPECT(r == ncclInvalidArgument, "host sendbuff gave %d", r);
+    RANK_EXPECT(strstr(ncclGetLastError(comm), "host memory") != nullptr, "message: %s", ncclGetLastError(comm));
+    const CudaGraphs g = cudaGraphs();
+    if (g.ok) {
+      RANK_EXPECT(g.begin(s, kCaptureModeRelaxed) == 0, "begin capture");
+      r = ncclAllReduce(dev, dev, count, ncclFloat64, ncclSum, comm, static_cast<cudaStream_t>(s));
+      void* graph = nullptr;
+      g.end(s, &graph);
+      if (graph) g.destroy(graph);
+      RANK_EXPECT(r == ncclInvalidUsage, "capture gave %d", r);
+      RANK_EXPECT(strstr(ncclGetLastError(comm), "CUDA graph") != nullptr, "message: %s", ncclGetLastError(comm));
+    }
+    RANK_EXPECT(rt.copyAsync(dev, host.data(), count * 8, s) == ncclSuccess, "upload");
+    RANK_NCCL(ncclAllReduce(dev, dev, count, ncclFloat64, ncclSum, comm, static_cast<cudaStream_t>(s)));
+    RANK_EXPECT(rt.copyAsync(host.data(), dev, count * 8, s) == ncclSuccess && rt.synchronize(s) == ncclSuccess, "download");
+    size_t wrong = 0;
+    while (wrong < count && host[wrong] == 10.0) ++wrong;  // 1 + 2 + 3 + 4
+    RANK_EXPECT(wrong == count, "[%zu] = %g, expected 10", wrong, wrong < count ? host[wrong] : 0.0);
+    RANK_NCCL(ncclCommDestroy(comm));
+    rt.freeDevice(dev);
     return 0;
   });
 }
