@@ -34,7 +34,9 @@ def check(name, fn):
 def main():
     cuda = torch.cuda.is_available()
     local = int(os.environ.get("LOCAL_RANK", 0))
-    device = torch.device("cuda", local) if cuda else torch.device("cpu")
+    # Ranks share the GPUs when there are fewer GPUs than ranks (hetccl only:
+    # NCCL refuses two ranks on one GPU; hetccl puts them in separate domains).
+    device = torch.device("cuda", local % torch.cuda.device_count()) if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
         dist.init_process_group("nccl", device_id=device)  # eager init

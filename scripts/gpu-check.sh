@@ -180,6 +180,10 @@ full_step torch_distributed_all_ops_plain_nccl torchrun --nproc_per_node 2 examp
 step torch_distributed_all_ops env LD_PRELOAD="$lib" torchrun --nproc_per_node 2 examples/torch_distributed_check.py
 step torch_distributed_all_ops_two_domains env LD_PRELOAD="$lib" torchrun --nproc_per_node 2 --no_python bash -c \
   "HETCCL_DOMAIN=d\$LOCAL_RANK exec python3 examples/torch_distributed_check.py"
+# Four ranks on the two GPUs (rank r on GPU r % 2) in two domains of two:
+# PyTorch through the stream hierarchy (send/recv host-staged).
+step torch_distributed_all_ops_two_domains_of_two env LD_PRELOAD="$lib" torchrun --nproc_per_node 4 --no_python bash -c \
+  "HETCCL_DOMAIN=d\$((LOCAL_RANK / 2)) exec python3 examples/torch_distributed_check.py"
 full_step torch_distributed_all_ops_two_domains_p2p_staged env LD_PRELOAD="$lib" HETCCL_STREAM_P2P=0 torchrun --nproc_per_node 2 --no_python bash -c \
   "HETCCL_DOMAIN=d\$LOCAL_RANK exec python3 examples/torch_distributed_check.py"
 # 7. Training (DDP, FSDP): plain NCCL, hetccl pass-through (losses must be
