@@ -392,6 +392,9 @@ HETCCL_EXPORT const char* hetcclCommDescribePlan(ncclComm_t comm, const char* co
     if (c->streamCollectives && k.kind == OpKind::Send && c->streamCollectives->p2pOnStreams())
       return "stream: send/recv through pinned memory (relayed between hosts), on the devices' streams";
     if (c->streamHierarchy && c->streamHierarchy->handles(op)) return c->streamHierarchy->describe();
+    if (c->streamHierarchy && k.kind == OpKind::Send && c->streamHierarchy->p2p())
+      return "stream hierarchy: send/recv in a domain through its library, to the same position in another domain "
+             "through the cross group's streams, other pairs host-staged";
     if (c->streamCollectives && StreamCollectives::handles(k.kind))
       return c->streamCollectives->relayed()
                  ? "stream: through pinned memory, shared on a host and relayed over sockets between hosts, on the devices' streams"

@@ -59,6 +59,20 @@ ncclResult_t runOnComm(Communicator* c, std::span<const Op* const> ops) {
     }
     return ncclSuccess;
   }
+  // Send/recv among domains of several ranks (HETCCL_STREAM_HIERARCHY_P2P):
+  // each pair through the domain's library or a cross group, the others
+  // host-staged after them.
+  std::vector<const Op*> rest;
+  if (c->streamHierarchy && c->streamHierarchy->p2p() &&
+      std::all_of(ops.begin(), ops.end(), [](const Op* op) { return op->isPointToPoint(); })) {
+    HETCCL_TRY(c->streamHierarchy->checkP2p(ops));
+    if (ncclResult_t r = c->streamHierarchy->enqueueP2p(ops, &rest); r != ncclSuccess) {
+      c->setFatal(r);
+      return r;
+    }
+    if (rest.empty()) return ncclSuccess;
+    ops = rest;
+  }
   if (c->streamCollectives && c->streamCollectives->handlesP2p(ops)) return c->streamCollectives->enqueueP2p(ops);
   if (c->hostStaging) return c->hostStaging->enqueue(ops);  // nothing has moved if it fails
   ncclResult_t r = runOperations(*c, ops);

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "common/types.h"
@@ -13,6 +14,7 @@
 namespace hetccl {
 
 class Communicator;
+struct Op;
 
 class Backend {
  public:
@@ -30,6 +32,8 @@ class Backend {
   virtual ncclResult_t alltoAll(const void* send, void* recv, size_t count, ncclDataType_t type) = 0;
   virtual ncclResult_t gather(const void* send, void* recv, size_t count, ncclDataType_t type, int root) = 0;
   virtual ncclResult_t scatter(const void* send, void* recv, size_t count, ncclDataType_t type, int root) = 0;
+  // A group of sends and receives (Op::root: the peer, a domain rank).
+  virtual ncclResult_t pointToPoint(std::span<const Op* const> ops) = 0;
 };
 
 // hetccl's own algorithms over `domain` (a communicator of the domain's ranks).

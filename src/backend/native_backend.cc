@@ -1,6 +1,8 @@
 // The native backend: hetccl's host algorithms over the domain's own
 // communicator. It serves CPU domains, and later any domain whose vendor
 // library is missing.
+#include <vector>
+
 #include "algorithms/op.h"
 #include "backend/backend.h"
 #include "comm/communicator.h"
@@ -40,6 +42,16 @@ class NativeBackend : public Backend {
   }
   ncclResult_t scatter(const void* send, void* recv, size_t count, ncclDataType_t type, int root) override {
     return run(OpKind::Scatter, send, recv, count, copyOf(type), root);
+  }
+  ncclResult_t pointToPoint(std::span<const Op* const> ops) override {
+    std::vector<Op> mine;
+    for (const Op* op : ops) {
+      mine.push_back(*op);
+      mine.back().comm = &c_;
+    }
+    std::vector<const Op*> pointers;
+    for (const Op& op : mine) pointers.push_back(&op);
+    return runOperations(c_, pointers);
   }
 
  private:

@@ -19,8 +19,8 @@ struct Tunables {
   uint32_t streamCollectives = 0;  // 1: GPU ranks may take them
   uint32_t streamRelay = 0;        // 1: also ranks that cannot share memory (the relay)
   uint32_t streamP2p = 0;          // 1: send/recv on the streams too (it changes the segments' layout)
-  uint32_t streamHierarchy = 0;    // 1: all-reduce across domains of several ranks on the streams
-  uint32_t pad2 = 0;
+  uint32_t streamHierarchy = 0;    // 1: collectives across domains of several ranks on the streams
+  uint32_t hierarchyP2p = 0;       // 1: and their send/recv, through the domain's library and the cross groups
   static Tunables fromParams();
 };
 

@@ -197,6 +197,7 @@ Tunables Tunables::fromParams() {
   t.streamRelay = params().streamRelay ? 1 : 0;
   t.streamP2p = params().streamP2p ? 1 : 0;
   t.streamHierarchy = params().streamHierarchy ? 1 : 0;
+  t.hierarchyP2p = params().hierarchyP2p ? 1 : 0;
   return t;
 }
 

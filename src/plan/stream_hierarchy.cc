@@ -2,11 +2,13 @@
 
 #include <cstring>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
 #include "backend/vendor_comm.h"
+#include "backend/vendor_library.h"
 #include "comm/communicator.h"
 #include "comm/init.h"
 #include "common/error.h"
@@ -107,15 +109,22 @@ ncclResult_t StreamHierarchy::create(Communicator& parent, std::unique_ptr<Strea
     h->domainNative_ = parent.backend.get();
   }
   HETCCL_TRY(makeReducer(rt, &h->reducer_));
-  // Every cross group must be on the streams, or none is used.
+  // Every cross group must be on the streams, or none is used (bit 0);
+  // send/recv too where every rank can (bit 1: HETCCL_STREAM_HIERARCHY_P2P,
+  // rank 0's, and a cross group with send/recv on its streams).
   std::vector<uint8_t> usable(static_cast<size_t>(parent.nranks), 0);
-  usable[static_cast<size_t>(parent.rank)] = h->cross_->streamCollectives && (h->domainVendor_ || h->domainNative_);
+  const bool streams = h->cross_->streamCollectives && (h->domainVendor_ || h->domainNative_);
+  const bool p2p = streams && parent.tunables.hierarchyP2p && h->cross_->streamCollectives->p2pOnStreams();
+  usable[static_cast<size_t>(parent.rank)] = static_cast<uint8_t>((streams ? 1 : 0) | (p2p ? 2 : 0));
   HETCCL_TRY(parent.ring.allGather(usable.data(), 1, Deadline(params().timeoutSeconds), &parent.abort));
-  for (uint8_t u : usable)
-    if (!u) {
+  h->p2p_ = true;
+  for (uint8_t u : usable) {
+    if (!(u & 1)) {
       HETCCL_INFO("stream hierarchy: not every cross group can use the streams; the collectives stay host-staged");
       return ncclSuccess;
     }
+    h->p2p_ = h->p2p_ && (u & 2);
+  }
   if (parent.rank == 0)
     HETCCL_INFO("stream hierarchy: %zu domains of %d ranks, %d cross groups on the streams; domain steps in %s",
                 p.domains.size(), h->k_, h->k_, h->domainVendor_ ? h->domainVendor_->library().name() : "hetccl's algorithms");
@@ -145,6 +154,62 @@ bool StreamHierarchy::handles(const Op& op) const {
     case OpKind::Reduce: return op.red.kind == RedKind::PreMulSum || vendorReduces(op.red.kind, &v);
     default: return false;
   }
+}
+
+// Send/recv, each by its pair alone (so both ends route it alike, whatever
+// else their groups hold): a peer in my domain through the domain's
+// library, a peer at my position in another domain through my cross
+// group's streams, in that order; any other peer is left in `rest` (the
+// caller stages it, after these).
+ncclResult_t StreamHierarchy::enqueueP2p(std::span<const Op* const> ops, std::vector<const Op*>* rest) {
+  const Partition& p = parent_.partition;
+  const int myDomain = p.domainOf[static_cast<size_t>(parent_.rank)];
+  std::vector<Op> inDomain, across;
+  for (const Op* op : ops) {
+    const size_t peer = static_cast<size_t>(op->root);
+    if (p.domainOf[peer] == myDomain) {
+      inDomain.push_back(stepOf(*op, op->sendbuff, op->recvbuff, op->count, p.indexInDomain[peer]));
+    } else if (p.indexInDomain[peer] == index_) {
+      across.push_back(stepOf(*op, op->sendbuff, op->recvbuff, op->count, p.domainOf[peer]));
+      across.back().comm = cross_.get();
+    } else {
+      rest->push_back(op);
+    }
+  }
+  std::vector<const Op*> acrossOps;
+  for (const Op& op : across) acrossOps.push_back(&op);
+  std::optional<DeviceGuard> onDevice;
+  if (parent_.device >= 0) {
+    onDevice.emplace(rt_, parent_.device);
+    HETCCL_TRY(onDevice->status());
+  }
+  if (!inDomain.empty()) HETCCL_TRY(domainPointToPoint(inDomain));
+  return acrossOps.empty() ? ncclSuccess : cross_->streamCollectives->enqueueP2p(acrossOps);
+}
+
+ncclResult_t StreamHierarchy::checkP2p(std::span<const Op* const> ops) {
+  for (const Op* op : ops) {
+    HETCCL_TRY(check(*op));
+    if (op->stream != ops[0]->stream)  // (the cross group's streams take one stream's group)
+      return fail(ncclInvalidUsage, "%s: a group's send/recv on several streams is not supported across domains of "
+                  "several ranks", opKindName(op->kind));
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t StreamHierarchy::domainPointToPoint(const std::vector<Op>& ops) {
+  if (!domainVendor_) {
+    std::vector<const Op*> pointers;
+    for (const Op& op : ops) pointers.push_back(&op);
+    return domainNative_->pointToPoint(pointers);
+  }
+  const VendorLibrary& lib = domainVendor_->library();
+  HETCCL_TRY(lib.check(lib.api().groupStart(), "ncclGroupStart"));
+  ncclResult_t r = ncclSuccess;
+  for (const Op& op : ops)
+    if ((r = domainVendor_->run(op, ncclSum, op.stream)) != ncclSuccess) break;
+  const ncclResult_t end = lib.check(lib.api().groupEnd(), "ncclGroupEnd");
+  return r != ncclSuccess ? r : end;
 }
 
 ncclResult_t StreamHierarchy::check(const Op& op) {

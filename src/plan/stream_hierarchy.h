@@ -40,7 +40,9 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "algorithms/op.h"
 #include "runtime/runtime.h"
@@ -66,6 +68,12 @@ class StreamHierarchy {
   // communicator usable; one that fails half-queued does not).
   ncclResult_t check(const Op& op);
   ncclResult_t enqueue(const Op& op);
+  // Send/recv (HETCCL_STREAM_HIERARCHY_P2P=1, agreed at init): see the .cc.
+  // checkP2p before anything is queued (a refused group leaves the
+  // communicator usable).
+  bool p2p() const { return p2p_; }
+  ncclResult_t checkP2p(std::span<const Op* const> ops);
+  ncclResult_t enqueueP2p(std::span<const Op* const> ops, std::vector<const Op*>* rest);
   // Abort: no stream waits for a peer any longer.
   void release();
   // The cross group's asynchronous error (a stall or dead peer seen by its
@@ -88,6 +96,7 @@ class StreamHierarchy {
   ncclResult_t gather(const Op& op);
   ncclResult_t scatter(const Op& op);
   ncclResult_t rootedScratch(const Op& op, char** mine, char** all);
+  ncclResult_t domainPointToPoint(const std::vector<Op>& ops);
   ncclResult_t reduceAcross(const Op& op, char* into, OpKind crossKind, int crossRoot);
   ncclResult_t gatherShards(const Op& op, char* base);
   ncclResult_t summable(const Op& op, Op* steps);
@@ -107,6 +116,7 @@ class StreamHierarchy {
   Event done_ = nullptr;                   // the end of the last call, on its stream
   cudaStream_t lastStream_ = nullptr;
   bool called_ = false;
+  bool p2p_ = false;  // send/recv through the hierarchy, on every rank
 };
 
 }  // namespace hetccl

@@ -209,6 +209,62 @@ TEST(StreamHierarchy, ThreeDomainsEveryTailIsRight) {
   });
 }
 
+// Send/recv through the hierarchy (HETCCL_STREAM_HIERARCHY_P2P=1), six
+// ranks in three interleaved domains of two: one group in which every rank
+// sends to and receives from every rank (itself too), so every route is in
+// it (in the domain, across at the same position, host-staged between other
+// positions), counts that differ by pair (0 among them, one long); then a
+// ring in both directions on its own.
+TEST(StreamHierarchy, SendRecvEveryPairEveryRoute) {
+  mp::Env env = hierarchyEnv();
+  env.push_back({"HETCCL_STREAM_HIERARCHY_P2P", "1"});
+  EXPECT_RANKS_PASS_EACH(6, mp::domainLayout({"a", "b", "c", "a", "b", "c"}, env), 300,
+                         [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    const char* plan = hetcclCommDescribePlan(comm, "sendrecv", 1 << 20, ncclInt64);
+    RANK_EXPECT(plan && strncmp(plan, kHierarchy, strlen(kHierarchy)) == 0, "sendrecv plan: %s", plan ? plan : "(null)");
+    auto countOf = [](int from, int to) { return from == 1 && to == 4 ? size_t{30001} : static_cast<size_t>((from * 7 + to * 3) % 11); };
+    auto value = [](int from, int to, size_t i) { return static_cast<int64_t>(from * 1000000 + to * 10000 + static_cast<int64_t>(i)); };
+    for (int round = 0; round < 2; ++round) {
+      std::vector<std::vector<int64_t>> out(static_cast<size_t>(n)), in(static_cast<size_t>(n));
+      RANK_NCCL(ncclGroupStart());
+      for (int peer = 0; peer < n; ++peer) {
+        auto& o = out[static_cast<size_t>(peer)];
+        auto& r = in[static_cast<size_t>(peer)];
+        o.resize(countOf(rank, peer) + 1);
+        for (size_t i = 0; i < o.size(); ++i) o[i] = value(rank, peer, i);
+        r.assign(countOf(peer, rank) + 1, -7);
+        RANK_NCCL(ncclSend(o.data(), countOf(rank, peer), ncclInt64, peer, comm, nullptr));
+        RANK_NCCL(ncclRecv(r.data(), countOf(peer, rank), ncclInt64, peer, comm, nullptr));
+      }
+      RANK_NCCL(ncclGroupEnd());
+      for (int peer = 0; peer < n; ++peer) {
+        const auto& r = in[static_cast<size_t>(peer)];
+        const size_t count = countOf(peer, rank);
+        for (size_t i = 0; i < count; ++i)
+          RANK_EXPECT(r[i] == value(peer, rank, i), "round %d from %d: [%zu] = %lld", round, peer, i, static_cast<long long>(r[i]));
+        RANK_EXPECT(r[count] == -7, "from %d: the element past the end changed", peer);
+      }
+    }
+    // A ring both ways, alone: next and previous are in other domains at
+    // other positions or the same one, depending on the rank.
+    std::vector<int64_t> toNext(1000, rank), toPrev(1000, rank + 100), fromPrev(1000, -1), fromNext(1000, -1);
+    const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+    RANK_NCCL(ncclGroupStart());
+    RANK_NCCL(ncclSend(toNext.data(), toNext.size(), ncclInt64, next, comm, nullptr));
+    RANK_NCCL(ncclSend(toPrev.data(), toPrev.size(), ncclInt64, prev, comm, nullptr));
+    RANK_NCCL(ncclRecv(fromPrev.data(), fromPrev.size(), ncclInt64, prev, comm, nullptr));
+    RANK_NCCL(ncclRecv(fromNext.data(), fromNext.size(), ncclInt64, next, comm, nullptr));
+    RANK_NCCL(ncclGroupEnd());
+    RANK_EXPECT(fromPrev[0] == prev && fromPrev.back() == prev, "ring from %d: %lld", prev, static_cast<long long>(fromPrev[0]));
+    RANK_EXPECT(fromNext[0] == next + 100 && fromNext.back() == next + 100, "ring from %d: %lld", next,
+                static_cast<long long>(fromNext[0]));
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
 // Domains of unequal size, or one rank per domain: other plans.
 TEST(StreamHierarchy, LayoutsThatDoNotFitKeepTheirPlans) {
   EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "a", "b"}, hierarchyEnv()), 60, [](int rank, int n, const ncclUniqueId& id) {
