@@ -9,6 +9,7 @@
 #include "comm/communicator.h"
 #include "backend/vendor_library.h"
 #include "common/log.h"
+#include "runtime/runtime.h"
 
 using namespace hetccl;
 
@@ -25,20 +26,60 @@ struct GroupState {
 
 thread_local GroupState tGroup;
 
-// Runs one communicator's share of a group: collectives in call order,
-// then all sends and receives together.
-ncclResult_t runOnComm(Communicator* c, std::span<const Op* const> ops) {
-  std::lock_guard<std::mutex> lock(c->opMutex);
-  if (c->abort.load()) return fail(ncclInvalidUsage, "communicator was aborted or revoked");
-  ncclResult_t state = c->asyncError.load();
-  if (state != ncclSuccess) return fail(state, "communicator is in an error state: %s", c->asyncErrorText.c_str());
-  // GPU ranks among several domains: handed to the staging thread, which
-  // releases the callers' streams when done (errors surface later through
-  // ncclCommGetAsyncError and the next call).
-  c->operations += ops.size();
+// Sends and receives to this rank itself (a group's): the i-th send meets
+// the i-th receive, a device copy on the receive's stream.
+ncclResult_t copyToSelf(Communicator* c, std::span<const Op* const> ops) {
+  std::vector<const Op*> sends, recvs;
+  for (const Op* op : ops) (op->kind == OpKind::Send ? sends : recvs).push_back(op);
+  if (sends.size() != recvs.size())
+    return fail(ncclInvalidUsage, "a group sends %zu and receives %zu messages to and from its own rank %d", sends.size(),
+                recvs.size(), c->rank);
+  Runtime& rt = processRuntime();
+  for (size_t i = 0; i < sends.size(); ++i) {
+    const size_t bytes = sends[i]->count * typeSize(sends[i]->type);
+    if (bytes != recvs[i]->count * typeSize(recvs[i]->type))
+      return fail(ncclInvalidUsage, "send %zu to rank %d itself is %zu bytes, its receive %zu", i, c->rank, bytes,
+                  recvs[i]->count * typeSize(recvs[i]->type));
+    if (bytes) HETCCL_TRY(rt.copyAsync(recvs[i]->recvbuff, sends[i]->sendbuff, bytes, recvs[i]->stream));
+  }
+  return ncclSuccess;
+}
+
+bool isPointToPoint(const Op* op) { return op->isPointToPoint(); }
+
+ncclResult_t dispatch(Communicator* c, std::span<const Op* const> ops);
+
+// Where send/recv run on the streams (one rank per domain) or through the
+// hierarchy, each pair must take the same path on both ends whatever else
+// the two groups hold: a group's collectives run first (as a group of
+// their own), then its sends and receives, to itself as copies where the
+// streams serve the peers.
+ncclResult_t splitByKind(Communicator* c, std::span<const Op* const> ops) {
+  std::vector<const Op*> collectives, toSelf, toPeers;
+  for (const Op* op : ops) {
+    if (!op->isPointToPoint()) collectives.push_back(op);
+    else if (op->root == c->rank && !c->streamHierarchy) toSelf.push_back(op);
+    else toPeers.push_back(op);
+  }
+  if (!collectives.empty()) HETCCL_TRY(dispatch(c, collectives));
+  if (!toSelf.empty()) HETCCL_TRY(copyToSelf(c, toSelf));
+  return toPeers.empty() ? ncclSuccess : dispatch(c, toPeers);
+}
+
+// One communicator's share of a group, after the checks in runOnComm.
+ncclResult_t dispatch(Communicator* c, std::span<const Op* const> ops) {
+  const bool p2pOnStreams = (c->streamCollectives && c->streamCollectives->p2pOnStreams()) ||
+                            (c->streamHierarchy && c->streamHierarchy->p2p());
+  const size_t p2p = static_cast<size_t>(std::count_if(ops.begin(), ops.end(), isPointToPoint));
+  const bool oneStream = std::all_of(ops.begin(), ops.end(), [&](const Op* op) { return op->stream == ops[0]->stream; });
+  const size_t toSelf =
+      static_cast<size_t>(std::count_if(ops.begin(), ops.end(), [c](const Op* op) { return op->isPointToPoint() && op->root == c->rank; }));
+  const bool mixedKinds = p2p > 0 && p2p < ops.size();
+  const bool selfAmongPeers = c->streamCollectives && toSelf > 0 && toSelf < p2p;  // the streams serve peers only
+  if (p2pOnStreams && oneStream && (mixedKinds || selfAmongPeers)) return splitByKind(c, ops);
   // Collectives, alone or grouped (PyTorch's coalesced calls, DDP's
   // broadcasts): each queued on the streams in the group's order, which
-  // every rank shares. A group with send/recv takes the staged path whole.
+  // every rank shares.
   const bool onStreams = c->streamCollectives && std::all_of(ops.begin(), ops.end(), [](const Op* op) {
                            return StreamCollectives::handles(op->kind);
                          });
@@ -63,8 +104,7 @@ ncclResult_t runOnComm(Communicator* c, std::span<const Op* const> ops) {
   // each pair through the domain's library or a cross group, the others
   // host-staged after them.
   std::vector<const Op*> rest;
-  if (c->streamHierarchy && c->streamHierarchy->p2p() &&
-      std::all_of(ops.begin(), ops.end(), [](const Op* op) { return op->isPointToPoint(); })) {
+  if (c->streamHierarchy && c->streamHierarchy->p2p() && p2p == ops.size()) {
     HETCCL_TRY(c->streamHierarchy->checkP2p(ops));
     if (ncclResult_t r = c->streamHierarchy->enqueueP2p(ops, &rest); r != ncclSuccess) {
       c->setFatal(r);
@@ -82,6 +122,20 @@ ncclResult_t runOnComm(Communicator* c, std::span<const Op* const> ops) {
     c->setFatal(r);
   }
   return r;
+}
+
+// Runs one communicator's share of a group: collectives in call order,
+// then all sends and receives together.
+ncclResult_t runOnComm(Communicator* c, std::span<const Op* const> ops) {
+  std::lock_guard<std::mutex> lock(c->opMutex);
+  if (c->abort.load()) return fail(ncclInvalidUsage, "communicator was aborted or revoked");
+  ncclResult_t state = c->asyncError.load();
+  if (state != ncclSuccess) return fail(state, "communicator is in an error state: %s", c->asyncErrorText.c_str());
+  // GPU ranks among several domains: handed to the staging thread, which
+  // releases the callers' streams when done (errors surface later through
+  // ncclCommGetAsyncError and the next call).
+  c->operations += ops.size();
+  return dispatch(c, ops);
 }
 
 ncclResult_t execute(std::vector<Op>& ops) {

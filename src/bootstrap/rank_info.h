@@ -15,7 +15,7 @@ struct Tunables {
   uint64_t streamPartBytes = 0;  // stream collectives (src/plan/stream_collectives.h)
   uint32_t streamSlots = 0;
   uint32_t streamMinPieces = 1;
-  uint32_t pad = 0;
+  uint32_t streamIssueThread = 0;  // 1: stream collectives queued by a thread (then send/recv stay host-staged)
   uint32_t streamCollectives = 0;  // 1: GPU ranks may take them
   uint32_t streamRelay = 0;        // 1: also ranks that cannot share memory (the relay)
   uint32_t streamP2p = 0;          // 1: send/recv on the streams too (it changes the segments' layout)

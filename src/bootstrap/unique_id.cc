@@ -198,6 +198,7 @@ Tunables Tunables::fromParams() {
   t.streamP2p = params().streamP2p ? 1 : 0;
   t.streamHierarchy = params().streamHierarchy ? 1 : 0;
   t.hierarchyP2p = params().hierarchyP2p ? 1 : 0;
+  t.streamIssueThread = params().streamIssueThread ? 1 : 0;
   return t;
 }
 

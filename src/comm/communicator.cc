@@ -169,7 +169,7 @@ ncclResult_t Communicator::createDomains() {
     s.timeoutSeconds = params().timeoutSeconds;
     s.onError = [this](ncclResult_t e) { setFatal(e); };
     s.failSetupForTest = params().streamFailSetup;
-    s.issueThread = params().streamIssueThread;
+    s.issueThread = tunables.streamIssueThread != 0;  // rank 0's: it decides where send/recv go
     s.p2p = tunables.streamP2p != 0;
     HETCCL_TRY(StreamCollectives::create(s, &streamCollectives));
   }

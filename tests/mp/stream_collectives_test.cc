@@ -475,3 +475,42 @@ TEST(StreamCollectives, SendRecvOnTheStreamsPatternsAndWrongSizes) { sendRecvPat
 TEST(StreamCollectives, SendRecvThroughTheRelayPatternsAndWrongSizes) { sendRecvPatternsAndWrongSizes(relayedP2pEnv()); }
 
 }  // namespace
+
+// Each pair's send/recv takes the same path on both ends whatever else the
+// two groups hold (a group's collectives run first, then its send/recv):
+// rank 0's group also sends to itself and holds an all-reduce while rank 1
+// calls the all-reduce and then the matching receive alone; rank 2's group
+// holds its all-reduce, a send to rank 0 and an empty message to itself,
+// which rank 0 receives alone.
+TEST(StreamCollectives, SendRecvPairsMeetWhateverElseTheGroupsHold) {
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, p2pEnv()), 120, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<int64_t> out(5000, rank + 1), in(5000, -1), self(5000, -1), sum(777, rank + 1);
+    if (rank == 0) {
+      RANK_NCCL(ncclGroupStart());
+      RANK_NCCL(ncclSend(out.data(), out.size(), ncclInt64, 1, comm, nullptr));
+      RANK_NCCL(ncclSend(out.data(), out.size(), ncclInt64, 0, comm, nullptr));
+      RANK_NCCL(ncclRecv(self.data(), self.size(), ncclInt64, 0, comm, nullptr));
+      RANK_NCCL(ncclAllReduce(sum.data(), sum.data(), sum.size(), ncclInt64, ncclSum, comm, nullptr));
+      RANK_NCCL(ncclGroupEnd());
+      RANK_NCCL(ncclRecv(in.data(), in.size(), ncclInt64, 2, comm, nullptr));
+      RANK_EXPECT(self[0] == 1 && self.back() == 1, "from myself: %lld", static_cast<long long>(self[0]));
+      RANK_EXPECT(in[0] == 3 && in.back() == 3, "from rank 2: %lld", static_cast<long long>(in[0]));
+    } else if (rank == 1) {
+      RANK_NCCL(ncclAllReduce(sum.data(), sum.data(), sum.size(), ncclInt64, ncclSum, comm, nullptr));
+      RANK_NCCL(ncclRecv(in.data(), in.size(), ncclInt64, 0, comm, nullptr));
+      RANK_EXPECT(in[0] == 1 && in.back() == 1, "from rank 0: %lld", static_cast<long long>(in[0]));
+    } else {
+      RANK_NCCL(ncclGroupStart());
+      RANK_NCCL(ncclSend(out.data(), out.size(), ncclInt64, 0, comm, nullptr));
+      RANK_NCCL(ncclAllReduce(sum.data(), sum.data(), sum.size(), ncclInt64, ncclSum, comm, nullptr));
+      RANK_NCCL(ncclSend(out.data(), 0, ncclInt64, 2, comm, nullptr));
+      RANK_NCCL(ncclRecv(self.data(), 0, ncclInt64, 2, comm, nullptr));
+      RANK_NCCL(ncclGroupEnd());
+    }
+    RANK_EXPECT(sum[0] == 6 && sum.back() == 6, "all-reduce: %lld", static_cast<long long>(sum[0]));
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
