@@ -214,7 +214,8 @@ TEST(StreamHierarchy, ThreeDomainsEveryTailIsRight) {
 // sends to and receives from every rank (itself too), so every route is in
 // it (in the domain, across at the same position, host-staged between other
 // positions), counts that differ by pair (0 among them, one long); then a
-// ring in both directions on its own.
+// ring in both directions on its own; then a group that mixes an all-reduce
+// with a send on some ranks, against separate calls on the others.
 TEST(StreamHierarchy, SendRecvEveryPairEveryRoute) {
   mp::Env env = hierarchyEnv();
   env.push_back({"HETCCL_STREAM_HIERARCHY_P2P", "1"});
@@ -260,6 +261,20 @@ TEST(StreamHierarchy, SendRecvEveryPairEveryRoute) {
     RANK_EXPECT(fromPrev[0] == prev && fromPrev.back() == prev, "ring from %d: %lld", prev, static_cast<long long>(fromPrev[0]));
     RANK_EXPECT(fromNext[0] == next + 100 && fromNext.back() == next + 100, "ring from %d: %lld", next,
                 static_cast<long long>(fromNext[0]));
+    // Even ranks group an all-reduce with the send to the next rank; odd
+    // ranks call the all-reduce, then the receive alone (collectives first).
+    std::vector<int64_t> sum(3001, rank), got(2000, -1), sent(2000, rank * 3);
+    if (rank % 2 == 0) {
+      RANK_NCCL(ncclGroupStart());
+      RANK_NCCL(ncclSend(sent.data(), sent.size(), ncclInt64, next, comm, nullptr));
+      RANK_NCCL(ncclAllReduce(sum.data(), sum.data(), sum.size(), ncclInt64, ncclSum, comm, nullptr));
+      RANK_NCCL(ncclGroupEnd());
+    } else {
+      RANK_NCCL(ncclAllReduce(sum.data(), sum.data(), sum.size(), ncclInt64, ncclSum, comm, nullptr));
+      RANK_NCCL(ncclRecv(got.data(), got.size(), ncclInt64, prev, comm, nullptr));
+      RANK_EXPECT(got[0] == prev * 3 && got.back() == prev * 3, "mixed group from %d: %lld", prev, static_cast<long long>(got[0]));
+    }
+    RANK_EXPECT(sum[0] == 15 && sum.back() == 15, "mixed group's all-reduce: %lld", static_cast<long long>(sum[0]));
     RANK_NCCL(ncclCommDestroy(comm));
     return 0;
   });
