@@ -133,7 +133,7 @@ step two_gpu_domains_of_two_host_staged_bandwidth env HETCCL_STREAM_HIERARCHY=0 
 # off by default until this runs): the ring's pairs in a domain through NCCL,
 # the others host-staged; checked, every type.
 step two_gpu_domains_of_two_hierarchy_p2p env HETCCL_STREAM_HIERARCHY_P2P=1 \
-  "$build/hetccl-perf" sendrecv -N 4 --domains 2 -b 8 -e 64M -f 8 -d all -n 2 -w 1 -c 1 --plan
+  "$build/hetccl-perf" sendrecv -N 4 --domains 2 -b 8 -e "$(big 64M 4M)" -f 8 -d "$(big all "$some_types")" -n 2 -w 1 -c 1 --plan
 step gpus_without_vendor_library_all_types_ops env HETCCL_VENDOR_LIBS=0 "$build/hetccl-perf" $all -N 2 -b 8 -e 1M -f 32 -d float,bfloat16,int32 -o all -n 1 -w 0 -c 1
 # All-reduce, reduce-scatter and all-gather across the two domains: on the
 # GPUs' streams through shared pinned memory (the default), and host-staged.
