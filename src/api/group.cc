@@ -49,16 +49,17 @@ bool isPointToPoint(const Op* op) { return op->isPointToPoint(); }
 
 ncclResult_t dispatch(Communicator* c, std::span<const Op* const> ops);
 
-// Where send/recv run on the streams (one rank per domain) or through the
-// hierarchy, each pair must take the same path on both ends whatever else
-// the two groups hold: a group's collectives run first (as a group of
-// their own), then its sends and receives, to itself as copies where the
-// streams serve the peers.
-ncclResult_t splitByKind(Communicator* c, std::span<const Op* const> ops) {
+// Where collectives or send/recv can leave the host-staged path (the
+// streams, the hierarchy), every collective and every pair must take the
+// same path on both ends whatever else the two groups hold: a group's
+// collectives run first (as a group of their own), then its sends and
+// receives; those to the rank itself as copies where `selfAsCopies` (the
+// streams serve peers only).
+ncclResult_t splitByKind(Communicator* c, std::span<const Op* const> ops, bool selfAsCopies) {
   std::vector<const Op*> collectives, toSelf, toPeers;
   for (const Op* op : ops) {
     if (!op->isPointToPoint()) collectives.push_back(op);
-    else if (op->root == c->rank && !c->streamHierarchy) toSelf.push_back(op);
+    else if (op->root == c->rank && selfAsCopies) toSelf.push_back(op);
     else toPeers.push_back(op);
   }
   if (!collectives.empty()) HETCCL_TRY(dispatch(c, collectives));
@@ -68,15 +69,14 @@ ncclResult_t splitByKind(Communicator* c, std::span<const Op* const> ops) {
 
 // One communicator's share of a group, after the checks in runOnComm.
 ncclResult_t dispatch(Communicator* c, std::span<const Op* const> ops) {
-  const bool p2pOnStreams = (c->streamCollectives && c->streamCollectives->p2pOnStreams()) ||
-                            (c->streamHierarchy && c->streamHierarchy->p2p());
+  const bool offHost = c->streamCollectives || c->streamHierarchy;
   const size_t p2p = static_cast<size_t>(std::count_if(ops.begin(), ops.end(), isPointToPoint));
   const bool oneStream = std::all_of(ops.begin(), ops.end(), [&](const Op* op) { return op->stream == ops[0]->stream; });
-  const size_t toSelf =
-      static_cast<size_t>(std::count_if(ops.begin(), ops.end(), [c](const Op* op) { return op->isPointToPoint() && op->root == c->rank; }));
+  const size_t toSelf = static_cast<size_t>(
+      std::count_if(ops.begin(), ops.end(), [c](const Op* op) { return op->isPointToPoint() && op->root == c->rank; }));
+  const bool selfAsCopies = c->streamCollectives && c->streamCollectives->p2pOnStreams() && oneStream;
   const bool mixedKinds = p2p > 0 && p2p < ops.size();
-  const bool selfAmongPeers = c->streamCollectives && toSelf > 0 && toSelf < p2p;  // the streams serve peers only
-  if (p2pOnStreams && oneStream && (mixedKinds || selfAmongPeers)) return splitByKind(c, ops);
+  if (offHost && (mixedKinds || (selfAsCopies && toSelf > 0 && toSelf < p2p))) return splitByKind(c, ops, selfAsCopies);
   // Collectives, alone or grouped (PyTorch's coalesced calls, DDP's
   // broadcasts): each queued on the streams in the group's order, which
   // every rank shares.

@@ -474,16 +474,15 @@ void sendRecvPatternsAndWrongSizes(mp::Env env) {
 TEST(StreamCollectives, SendRecvOnTheStreamsPatternsAndWrongSizes) { sendRecvPatternsAndWrongSizes(p2pEnv()); }
 TEST(StreamCollectives, SendRecvThroughTheRelayPatternsAndWrongSizes) { sendRecvPatternsAndWrongSizes(relayedP2pEnv()); }
 
-}  // namespace
-
 // Each pair's send/recv takes the same path on both ends whatever else the
 // two groups hold (a group's collectives run first, then its send/recv):
 // rank 0's group also sends to itself and holds an all-reduce while rank 1
 // calls the all-reduce and then the matching receive alone; rank 2's group
 // holds its all-reduce, a send to rank 0 and an empty message to itself,
-// which rank 0 receives alone.
-TEST(StreamCollectives, SendRecvPairsMeetWhateverElseTheGroupsHold) {
-  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, p2pEnv()), 120, [](int rank, int n, const ncclUniqueId& id) {
+// which rank 0 receives alone. With send/recv on the streams, and
+// host-staged beside collectives on the streams.
+void pairsMeetWhateverElseTheGroupsHold(const mp::Env& env) {
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 120, [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
     std::vector<int64_t> out(5000, rank + 1), in(5000, -1), self(5000, -1), sum(777, rank + 1);
@@ -514,3 +513,12 @@ TEST(StreamCollectives, SendRecvPairsMeetWhateverElseTheGroupsHold) {
     return 0;
   });
 }
+
+TEST(StreamCollectives, SendRecvPairsMeetWhateverElseTheGroupsHold) { pairsMeetWhateverElseTheGroupsHold(p2pEnv()); }
+TEST(StreamCollectives, StagedSendRecvBesideCollectivesOnTheStreams) {
+  mp::Env env = streamEnv("20");
+  env.push_back({"HETCCL_STREAM_P2P", "0"});
+  pairsMeetWhateverElseTheGroupsHold(env);
+}
+
+}  // namespace

@@ -280,6 +280,32 @@ TEST(StreamHierarchy, SendRecvEveryPairEveryRoute) {
   });
 }
 
+// Send/recv host-staged (the default) beside collectives through the
+// hierarchy: even ranks group an all-reduce with a send, odd ranks call the
+// all-reduce and then the receive; both all-reduces take the hierarchy.
+TEST(StreamHierarchy, MixedGroupsKeepTheCollectivesPath) {
+  EXPECT_RANKS_PASS_EACH(4, mp::domainLayout({"a", "a", "b", "b"}, hierarchyEnv("20")), 120,
+                         [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<int64_t> sum(3001, rank), got(2000, -1), sent(2000, rank * 3);
+    const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+    if (rank % 2 == 0) {
+      RANK_NCCL(ncclGroupStart());
+      RANK_NCCL(ncclAllReduce(sum.data(), sum.data(), sum.size(), ncclInt64, ncclSum, comm, nullptr));
+      RANK_NCCL(ncclSend(sent.data(), sent.size(), ncclInt64, next, comm, nullptr));
+      RANK_NCCL(ncclGroupEnd());
+    } else {
+      RANK_NCCL(ncclAllReduce(sum.data(), sum.data(), sum.size(), ncclInt64, ncclSum, comm, nullptr));
+      RANK_NCCL(ncclRecv(got.data(), got.size(), ncclInt64, prev, comm, nullptr));
+      RANK_EXPECT(got[0] == prev * 3 && got.back() == prev * 3, "from %d: %lld", prev, static_cast<long long>(got[0]));
+    }
+    RANK_EXPECT(sum[0] == 6 && sum.back() == 6, "all-reduce: %lld", static_cast<long long>(sum[0]));
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
 // Domains of unequal size, or one rank per domain: other plans.
 TEST(StreamHierarchy, LayoutsThatDoNotFitKeepTheirPlans) {
   EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "a", "b"}, hierarchyEnv()), 60, [](int rank, int n, const ncclUniqueId& id) {
