@@ -26,6 +26,27 @@ mp::Env hierarchyEnv(const char* timeout = "60") {
           {"HETCCL_STREAM_SLOTS", "3"}, {"HETCCL_TIMEOUT", timeout}};
 }
 
+// Even ranks group an all-reduce with a send to the next rank; odd ranks
+// call the all-reduce, then the receive alone (a group's collectives run
+// first, so both meet). Non-zero: a call failed.
+int mixedGroupRound(ncclComm_t comm, int rank, int n) {
+  std::vector<int64_t> sum(3001, rank), got(2000, -1), sent(2000, rank * 3);
+  const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+  if (rank % 2 == 0) {
+    RANK_NCCL(ncclGroupStart());
+    RANK_NCCL(ncclSend(sent.data(), sent.size(), ncclInt64, next, comm, nullptr));
+    RANK_NCCL(ncclAllReduce(sum.data(), sum.data(), sum.size(), ncclInt64, ncclSum, comm, nullptr));
+    RANK_NCCL(ncclGroupEnd());
+  } else {
+    RANK_NCCL(ncclAllReduce(sum.data(), sum.data(), sum.size(), ncclInt64, ncclSum, comm, nullptr));
+    RANK_NCCL(ncclRecv(got.data(), got.size(), ncclInt64, prev, comm, nullptr));
+    RANK_EXPECT(got[0] == prev * 3 && got.back() == prev * 3, "mixed group from %d: %lld", prev, static_cast<long long>(got[0]));
+  }
+  const int64_t ranksSum = static_cast<int64_t>(n) * (n - 1) / 2;
+  RANK_EXPECT(sum[0] == ranksSum && sum.back() == ranksSum, "mixed group's all-reduce: %lld", static_cast<long long>(sum[0]));
+  return 0;
+}
+
 TEST(StreamHierarchy, EveryCollectiveTwoDomainsOfTwo) {
   const uint64_t seed = hetccl::testing::runSeed();
   EXPECT_RANKS_PASS_EACH(4, mp::domainLayout({"a", "a", "b", "b"}, hierarchyEnv()), 500,
@@ -261,20 +282,7 @@ TEST(StreamHierarchy, SendRecvEveryPairEveryRoute) {
     RANK_EXPECT(fromPrev[0] == prev && fromPrev.back() == prev, "ring from %d: %lld", prev, static_cast<long long>(fromPrev[0]));
     RANK_EXPECT(fromNext[0] == next + 100 && fromNext.back() == next + 100, "ring from %d: %lld", next,
                 static_cast<long long>(fromNext[0]));
-    // Even ranks group an all-reduce with the send to the next rank; odd
-    // ranks call the all-reduce, then the receive alone (collectives first).
-    std::vector<int64_t> sum(3001, rank), got(2000, -1), sent(2000, rank * 3);
-    if (rank % 2 == 0) {
-      RANK_NCCL(ncclGroupStart());
-      RANK_NCCL(ncclSend(sent.data(), sent.size(), ncclInt64, next, comm, nullptr));
-      RANK_NCCL(ncclAllReduce(sum.data(), sum.data(), sum.size(), ncclInt64, ncclSum, comm, nullptr));
-      RANK_NCCL(ncclGroupEnd());
-    } else {
-      RANK_NCCL(ncclAllReduce(sum.data(), sum.data(), sum.size(), ncclInt64, ncclSum, comm, nullptr));
-      RANK_NCCL(ncclRecv(got.data(), got.size(), ncclInt64, prev, comm, nullptr));
-      RANK_EXPECT(got[0] == prev * 3 && got.back() == prev * 3, "mixed group from %d: %lld", prev, static_cast<long long>(got[0]));
-    }
-    RANK_EXPECT(sum[0] == 15 && sum.back() == 15, "mixed group's all-reduce: %lld", static_cast<long long>(sum[0]));
+    if (mixedGroupRound(comm, rank, n)) return 1;
     RANK_NCCL(ncclCommDestroy(comm));
     return 0;
   });
@@ -288,19 +296,7 @@ TEST(StreamHierarchy, MixedGroupsKeepTheCollectivesPath) {
                          [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
-    std::vector<int64_t> sum(3001, rank), got(2000, -1), sent(2000, rank * 3);
-    const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
-    if (rank % 2 == 0) {
-      RANK_NCCL(ncclGroupStart());
-      RANK_NCCL(ncclAllReduce(sum.data(), sum.data(), sum.size(), ncclInt64, ncclSum, comm, nullptr));
-      RANK_NCCL(ncclSend(sent.data(), sent.size(), ncclInt64, next, comm, nullptr));
-      RANK_NCCL(ncclGroupEnd());
-    } else {
-      RANK_NCCL(ncclAllReduce(sum.data(), sum.data(), sum.size(), ncclInt64, ncclSum, comm, nullptr));
-      RANK_NCCL(ncclRecv(got.data(), got.size(), ncclInt64, prev, comm, nullptr));
-      RANK_EXPECT(got[0] == prev * 3 && got.back() == prev * 3, "from %d: %lld", prev, static_cast<long long>(got[0]));
-    }
-    RANK_EXPECT(sum[0] == 6 && sum.back() == 6, "all-reduce: %lld", static_cast<long long>(sum[0]));
+    if (mixedGroupRound(comm, rank, n)) return 1;
     RANK_NCCL(ncclCommDestroy(comm));
     return 0;
   });
