@@ -13,7 +13,8 @@ waiting for the GPU): where it exceeds the GPU time, the calling thread is
 the limit. Each size is timed TRIALS times (default 5); the median is
 printed, and column 10 is the busbw of the fastest loop (on a shared
 machine, preemption only ever adds time: where the calling thread is the
-limit, the fastest loop shows each library's own cost).
+limit, the fastest loop shows each library's own cost). SIZES=1M,4M,1M
+measures these sizes in this order instead of 1 MiB-1 GiB.
 """
 import os
 import statistics
@@ -26,6 +27,11 @@ import torch.distributed as dist
 TRIALS = int(os.environ.get("TRIALS", "5"))
 
 
+def parse_size(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(text[:-1]) * units[text[-1].upper()] if text[-1].upper() in units else int(text)
+
+
 def main():
     local = int(os.environ.get("LOCAL_RANK", 0))
     device = torch.device("cuda", local)
@@ -33,7 +39,9 @@ def main():
     dist.init_process_group("nccl", device_id=device)
     world = dist.get_world_size()
     sizes = [1 << s for s in range(20, 31, 2)]  # 1 MiB .. 1 GiB, floats
-    buf = torch.ones(sizes[-1] // 4, dtype=torch.float32, device=device)
+    if os.environ.get("SIZES"):  # e.g. SIZES=1M,1M,4M: these sizes, in this order (repeats allowed)
+        sizes = [parse_size(v) for v in os.environ["SIZES"].split(",")]
+    buf = torch.ones(max(sizes) // 4, dtype=torch.float32, device=device)
     if dist.get_rank() == 0:
         print(f"# torch {torch.__version__}, all_reduce float sum, {world} ranks, LD_PRELOAD={os.environ.get('LD_PRELOAD', '')}")
     for nbytes in sizes:

@@ -158,14 +158,16 @@ def main():
             return torch.equal(out, mine(dt, r=prv))
         check(f"send/recv {name}", send_recv)
 
-        def batch_isend_irecv():
-            nxt, prv = (rank + 1) % world, (rank - 1) % world
+        def batch_isend_irecv(shift):
+            nxt, prv = (rank + shift) % world, (rank - shift) % world
             out = torch.zeros(6, dtype=dt, device=device)
             ops = [dist.P2POp(dist.isend, mine(dt), nxt), dist.P2POp(dist.irecv, out, prv)]
             for req in dist.batch_isend_irecv(ops):
                 req.wait()
             return torch.equal(out, mine(dt, r=prv))
-        check(f"batch_isend_irecv {name}", batch_isend_irecv)
+        check(f"batch_isend_irecv {name}", lambda: batch_isend_irecv(1))
+        if world >= 4 and world % 2 == 0:  # each rank with the one half the world away (in two domains: the same position)
+            check(f"batch_isend_irecv across halves {name}", lambda: batch_isend_irecv(world // 2))
 
     check("barrier", lambda: dist.barrier() is None)
 

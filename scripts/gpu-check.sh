@@ -124,16 +124,22 @@ step gpus_and_cpu_ranks_stream_hierarchy env HETCCL_FORCE_STAGING=1 \
 # hierarchy is the default (HETCCL_STREAM_HIERARCHY=0 keeps the host-staged plan).
 step two_gpu_domains_of_two_stream_hierarchy \
   "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,broadcast,reduce,alltoall,gather,scatter -N 4 --domains 2 -b 8 -e "$(big 16M 4M)" -f "$(big 8 16)" \
-  -d "$(big all "$some_types")" -o all -n 2 -w 1 -c 1 --plan
+  -d "$(big all "$some_types")" -o all -n "$(big 2 1)" -w "$(big 1 0)" -c 1 --plan
 step two_gpu_domains_of_two_stream_hierarchy_bandwidth \
   "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,alltoall -N 4 --domains 2 -b 1M -e 256M -f 4 -n 10 -w 3 -c 0
-step two_gpu_domains_of_two_host_staged_bandwidth env HETCCL_STREAM_HIERARCHY=0 \
+full_step two_gpu_domains_of_two_host_staged_bandwidth env HETCCL_STREAM_HIERARCHY=0 \
   "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,alltoall -N 4 --domains 2 -b 1M -e 256M -f 4 -n 10 -w 3 -c 0
-# Send/recv in that layout through the hierarchy (HETCCL_STREAM_HIERARCHY_P2P=1,
-# off by default until this runs): the ring's pairs in a domain through NCCL,
-# the others host-staged; checked, every type.
-step two_gpu_domains_of_two_hierarchy_p2p env HETCCL_STREAM_HIERARCHY_P2P=1 \
+# Send/recv in that layout through the hierarchy (HETCCL_STREAM_HIERARCHY_P2P,
+# on by default), checked, every type: the ring (--peer-shift 1: pairs in a
+# domain through NCCL, the others host-staged), and each rank with the one at
+# its position in the other domain (--peer-shift 2: the cross groups'
+# streams), that one against host-staged (HETCCL_STREAM_HIERARCHY_P2P=0).
+step two_gpu_domains_of_two_hierarchy_p2p \
   "$build/hetccl-perf" sendrecv -N 4 --domains 2 -b 8 -e "$(big 64M 4M)" -f 8 -d "$(big all "$some_types")" -n 2 -w 1 -c 1 --plan
+step two_gpu_domains_of_two_hierarchy_p2p_across \
+  "$build/hetccl-perf" sendrecv -N 4 --domains 2 --peer-shift 2 -b 8 -e 16M -f 8 -d "$(big all int8,int64,bfloat16,float)" -n 2 -w 1 -c 1 --plan
+full_step two_gpu_domains_of_two_host_staged_p2p_across env HETCCL_STREAM_HIERARCHY_P2P=0 \
+  "$build/hetccl-perf" sendrecv -N 4 --domains 2 --peer-shift 2 -b 8 -e 16M -f 8 -d float -n 2 -w 1 -c 1 --plan
 step gpus_without_vendor_library_all_types_ops env HETCCL_VENDOR_LIBS=0 "$build/hetccl-perf" $all -N 2 -b 8 -e 1M -f 32 -d float,bfloat16,int32 -o all -n 1 -w 0 -c 1
 # All-reduce, reduce-scatter and all-gather across the two domains: on the
 # GPUs' streams through shared pinned memory (the default), and host-staged.
@@ -186,10 +192,10 @@ step torch_distributed_all_ops env LD_PRELOAD="$lib" torchrun --nproc_per_node 2
 step torch_distributed_all_ops_two_domains env LD_PRELOAD="$lib" torchrun --nproc_per_node 2 --no_python bash -c \
   "HETCCL_DOMAIN=d\$LOCAL_RANK exec python3 examples/torch_distributed_check.py"
 # Four ranks on the two GPUs (rank r on GPU r % 2) in two domains of two:
-# PyTorch through the stream hierarchy (send/recv host-staged).
+# PyTorch through the stream hierarchy, send/recv too (FULL: host-staged).
 step torch_distributed_all_ops_two_domains_of_two env LD_PRELOAD="$lib" torchrun --nproc_per_node 4 --no_python bash -c \
   "HETCCL_DOMAIN=d\$((LOCAL_RANK / 2)) exec python3 examples/torch_distributed_check.py"
-full_step torch_distributed_all_ops_two_domains_of_two_p2p env LD_PRELOAD="$lib" HETCCL_STREAM_HIERARCHY_P2P=1 \
+full_step torch_distributed_all_ops_two_domains_of_two_p2p_staged env LD_PRELOAD="$lib" HETCCL_STREAM_HIERARCHY_P2P=0 \
   torchrun --nproc_per_node 4 --no_python bash -c \
   "HETCCL_DOMAIN=d\$((LOCAL_RANK / 2)) exec python3 examples/torch_distributed_check.py"
 full_step torch_distributed_all_ops_two_domains_p2p_staged env LD_PRELOAD="$lib" HETCCL_STREAM_P2P=0 torchrun --nproc_per_node 2 --no_python bash -c \

@@ -329,8 +329,8 @@ size_t countWrong(const Case& k, int rank, const void* out, std::string* firstEr
         for (size_t i = 0; i < count; ++i) check(r * count + i, inputValue(k, r, rank * count + i), 0);
       break;
     case Collective::SendRecv: {
-      // Ring: each rank sends to rank+1 and receives from rank-1.
-      const int from = (rank - 1 + n) % n;
+      // Each rank sends to rank+shift and receives from rank-shift.
+      const int from = ((rank - k.shift) % n + n) % n;
       for (size_t i = 0; i < count; ++i) check(i, inputValue(k, from, i), 0);
       break;
     }

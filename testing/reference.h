@@ -38,6 +38,7 @@ struct Case {
   ncclDataType_t type = ncclFloat32;
   int op = ncclSum;  // ncclRedOp_t or kPreMulSum
   int root = 0;
+  int shift = 1;  // SendRecv: each rank sends to rank+shift, receives from rank-shift
   size_t count = 0;
   int nranks = 1;
   uint64_t seed = 1;

@@ -47,6 +47,7 @@ struct Options {
   bool showPlan = false;                 // --plan: print the plan for each row
   bool showHostTime = false;             // --host-time: the calling thread's time per call
   int hostRanks = 0;                     // --host-ranks K: the last K local ranks are CPU ranks
+  int peerShift = 1;                     // --peer-shift S: sendrecv to rank+S, from rank-S
 };
 
 size_t parseSize(const char* s) {
@@ -74,7 +75,8 @@ size_t parseSize(const char* s) {
           "  --domain-list <a,b,..> with -N: the domain of each local rank, in rank order\n"
           "  --host-ranks <K>       with -N: the last K local ranks are CPU ranks (HETCCL_DEVICE=host)\n"
           "  --plan                 print the plan hetccl runs for each collective and size\n"
-          "  --host-time            print the calling thread's time per call (queuing only, no waiting)\n");
+          "  --host-time            print the calling thread's time per call (queuing only, no waiting)\n"
+          "  --peer-shift <S>       sendrecv: each rank sends to rank+S and receives from rank-S (default 1)\n");
   exit(2);
 }
 
@@ -104,6 +106,7 @@ Options parse(int argc, char** argv) {
                                        {"plan", no_argument, nullptr, 3},
                                        {"host-ranks", required_argument, nullptr, 4},
                                        {"host-time", no_argument, nullptr, 5},
+                                       {"peer-shift", required_argument, nullptr, 6},
                                        {nullptr, 0, nullptr, 0}};
   while ((ch = getopt_long(argc, argv, "b:e:f:i:n:w:c:o:d:r:N:t:g:m:z:G:", longOptions, nullptr)) != -1) {
     switch (ch) {
@@ -122,6 +125,7 @@ Options parse(int argc, char** argv) {
       }
       case 3: o.showPlan = true; break;
       case 5: o.showHostTime = true; break;
+      case 6: o.peerShift = atoi(optarg); break;
       case 'b': o.minBytes = parseSize(optarg); break;
       case 'e': o.maxBytes = parseSize(optarg); break;
       case 'f': o.factor = atof(optarg); break;
@@ -243,8 +247,8 @@ struct Runner {
         return ncclScatter(s, inPlace ? send + rank * cb : r, k.count, k.type, k.root, comm, stream);
       case Collective::SendRecv: {
         ncclGroupStart();
-        ncclSend(s, k.count, k.type, (rank + 1) % n, comm, stream);
-        ncclRecv(r, k.count, k.type, (rank - 1 + n) % n, comm, stream);
+        ncclSend(s, k.count, k.type, ((rank + k.shift) % n + n) % n, comm, stream);
+        ncclRecv(r, k.count, k.type, ((rank - k.shift) % n + n) % n, comm, stream);
         return ncclGroupEnd();
       }
     }
@@ -384,6 +388,7 @@ int runRanks(const Options& o, int first, int perProcess, int n, int localBase, 
         k.type = type;
         k.op = opv < 0 ? ncclSum : opv;
         k.root = collectiveRooted(coll) ? o.root : -1;
+        k.shift = o.peerShift;
         k.nranks = n;
         for (LocalRank& r : ranks) {
           r.op = opv >= 0 && opv != kPreMulSum ? static_cast<ncclRedOp_t>(opv) : ncclSum;

@@ -27,7 +27,8 @@ struct GroupState {
 thread_local GroupState tGroup;
 
 // Sends and receives to this rank itself (a group's): the i-th send meets
-// the i-th receive, a device copy on the receive's stream.
+// the i-th receive, a device copy on the receive's stream (after what the
+// send's stream holds, and the send's stream after the copy).
 ncclResult_t copyToSelf(Communicator* c, std::span<const Op* const> ops) {
   std::vector<const Op*> sends, recvs;
   for (const Op* op : ops) (op->kind == OpKind::Send ? sends : recvs).push_back(op);
@@ -40,7 +41,10 @@ ncclResult_t copyToSelf(Communicator* c, std::span<const Op* const> ops) {
     if (bytes != recvs[i]->count * typeSize(recvs[i]->type))
       return fail(ncclInvalidUsage, "send %zu to rank %d itself is %zu bytes, its receive %zu", i, c->rank, bytes,
                   recvs[i]->count * typeSize(recvs[i]->type));
-    if (bytes) HETCCL_TRY(rt.copyAsync(recvs[i]->recvbuff, sends[i]->sendbuff, bytes, recvs[i]->stream));
+    if (!bytes) continue;
+    HETCCL_TRY(waitForStream(rt, recvs[i]->stream, sends[i]->stream));
+    HETCCL_TRY(rt.copyAsync(recvs[i]->recvbuff, sends[i]->sendbuff, bytes, recvs[i]->stream));
+    HETCCL_TRY(waitForStream(rt, sends[i]->stream, recvs[i]->stream));
   }
   return ncclSuccess;
 }
@@ -71,10 +75,9 @@ ncclResult_t splitByKind(Communicator* c, std::span<const Op* const> ops, bool s
 ncclResult_t dispatch(Communicator* c, std::span<const Op* const> ops) {
   const bool offHost = c->streamCollectives || c->streamHierarchy;
   const size_t p2p = static_cast<size_t>(std::count_if(ops.begin(), ops.end(), isPointToPoint));
-  const bool oneStream = std::all_of(ops.begin(), ops.end(), [&](const Op* op) { return op->stream == ops[0]->stream; });
   const size_t toSelf = static_cast<size_t>(
       std::count_if(ops.begin(), ops.end(), [c](const Op* op) { return op->isPointToPoint() && op->root == c->rank; }));
-  const bool selfAsCopies = c->streamCollectives && c->streamCollectives->p2pOnStreams() && oneStream;
+  const bool selfAsCopies = c->streamCollectives && c->streamCollectives->p2pOnStreams();
   const bool mixedKinds = p2p > 0 && p2p < ops.size();
   if (offHost && (mixedKinds || (selfAsCopies && toSelf > 0 && toSelf < p2p))) return splitByKind(c, ops, selfAsCopies);
   // Collectives, alone or grouped (PyTorch's coalesced calls, DDP's

@@ -74,7 +74,7 @@ Params load() {
   p.streamRelay = envLong("HETCCL_STREAM_RELAY", 1, 0) != 0;
   p.streamP2p = envLong("HETCCL_STREAM_P2P", 1, 0) != 0;
   p.streamHierarchy = envLong("HETCCL_STREAM_HIERARCHY", 1, 0) != 0;
-  p.hierarchyP2p = envLong("HETCCL_STREAM_HIERARCHY_P2P", 0, 0) != 0;
+  p.hierarchyP2p = envLong("HETCCL_STREAM_HIERARCHY_P2P", 1, 0) != 0;
   p.streamPartBytes = static_cast<size_t>(envLong("HETCCL_STREAM_PART_BYTES", 2 << 20, 4096));
   p.streamSlots = static_cast<int>(envLong("HETCCL_STREAM_SLOTS", 8, 2));
   p.streamFailSetup = envLong("HETCCL_STREAM_FAIL_SETUP", 0, 0) != 0;

@@ -38,7 +38,7 @@ struct Params {
   bool streamP2p = true;                // HETCCL_STREAM_P2P=0: send/recv across domains host-staged
   bool streamRelay = true;              // HETCCL_STREAM_RELAY=0: ranks that cannot share memory keep the host-staged path
   bool streamHierarchy = true;          // HETCCL_STREAM_HIERARCHY=0: collectives across domains of several ranks host-staged
-  bool hierarchyP2p = false;            // HETCCL_STREAM_HIERARCHY_P2P=1: their send/recv not host-staged either
+  bool hierarchyP2p = true;             // HETCCL_STREAM_HIERARCHY_P2P=0: their send/recv host-staged
   size_t streamPartBytes = 2 << 20;   // HETCCL_STREAM_PART_BYTES: per rank and piece, stream collectives
   int streamSlots = 8;                // HETCCL_STREAM_SLOTS: pieces in flight, stream collectives
   int streamMinPieces = 1;            // HETCCL_STREAM_MIN_PIECES: cut smaller messages into at least this many pieces

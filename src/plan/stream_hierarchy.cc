@@ -188,12 +188,7 @@ ncclResult_t StreamHierarchy::enqueueP2p(std::span<const Op* const> ops, std::ve
 }
 
 ncclResult_t StreamHierarchy::checkP2p(std::span<const Op* const> ops) {
-  for (const Op* op : ops) {
-    HETCCL_TRY(check(*op));
-    if (op->stream != ops[0]->stream)  // (the cross group's streams take one stream's group)
-      return fail(ncclInvalidUsage, "%s: a group's send/recv on several streams is not supported across domains of "
-                  "several ranks", opKindName(op->kind));
-  }
+  for (const Op* op : ops) HETCCL_TRY(check(*op));
   return ncclSuccess;
 }
 

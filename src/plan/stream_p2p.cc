@@ -32,7 +32,7 @@ bool StreamCollectives::handlesP2p(std::span<const Op* const> ops) const {
   // (Not with the issuing thread: its pieces would queue after these on the same streams.)
   if (!p2pSlots_ || setup_.issueThread || ops.empty()) return false;
   for (const Op* op : ops) {
-    if (!op->isPointToPoint() || op->stream != ops[0]->stream) return false;
+    if (!op->isPointToPoint()) return false;
     if (op->root == rank_ || op->root < 0 || op->root >= nranks_) return false;
     if (!sharesMemory(op->root) && !relay_) return false;  // (a rank that cannot map a peer's segment has a relay)
   }
@@ -75,15 +75,21 @@ ncclResult_t StreamCollectives::enqueueP2p(std::span<const Op* const> ops) {
   for (const Op* op : ops) rounds = std::max(rounds, (bytesOf(*op) + partBytes_ - 1) / partBytes_);
   if (rounds == 0) return ncclSuccess;
   // Queued on my device (the caller's current one may be another), after
-  // what the caller's stream holds; the caller's stream waits for the end.
+  // what the callers' streams hold (a group's calls may use several); each
+  // of those streams waits for the end.
   DeviceGuard onMyDevice(rt_, device_);
   HETCCL_TRY(onMyDevice.status());
-  Stream caller = ops[0]->stream;
+  std::vector<Stream> callers;
+  for (const Op* op : ops)
+    if (std::find(callers.begin(), callers.end(), op->stream) == callers.end()) callers.push_back(op->stream);
   const uint32_t ticket = ++tickets_;
   Event start = startEvents_[ticket % kStartEvents];
-  ncclResult_t r = rt_.recordEvent(start, caller);
-  for (Stream s : {send_, gather_})
-    if (r == ncclSuccess) r = rt_.waitEvent(s, start);
+  ncclResult_t r = ncclSuccess;
+  for (Stream caller : callers) {  // (each wait takes the event as just recorded, so one event serves)
+    if (r == ncclSuccess) r = rt_.recordEvent(start, caller);
+    for (Stream s : {send_, gather_})
+      if (r == ncclSuccess) r = rt_.waitEvent(s, start);
+  }
   for (size_t i = 0; i < rounds && r == ncclSuccess; ++i)
     for (OpKind kind : {OpKind::Send, OpKind::Recv})
       for (const Op* op : ops) {
@@ -94,9 +100,11 @@ ncclResult_t StreamCollectives::enqueueP2p(std::span<const Op* const> ops) {
       }
   cv_.notify_all();  // pieces in flight for the watchdog
   if (r == ncclSuccess) r = rt_.recordEvent(finished_[0], send_);
-  if (r == ncclSuccess) r = rt_.waitEvent(caller, finished_[0]);
   if (r == ncclSuccess) r = rt_.recordEvent(finished_[3], gather_);
-  if (r == ncclSuccess) r = rt_.waitEvent(caller, finished_[3]);
+  for (Stream caller : callers) {
+    if (r == ncclSuccess) r = rt_.waitEvent(caller, finished_[0]);
+    if (r == ncclSuccess) r = rt_.waitEvent(caller, finished_[3]);
+  }
   if (r != ncclSuccess) {
     if (setup_.onError) setup_.onError(r);
     release();

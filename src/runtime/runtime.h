@@ -99,6 +99,18 @@ class DeviceGuard {
   ncclResult_t status_ = ncclSuccess;
 };
 
+// `waiter` waits for the work `s` holds now, through an event used once
+// (destroying it leaves the queued wait in place).
+inline ncclResult_t waitForStream(Runtime& rt, Stream waiter, Stream s) {
+  if (waiter == s) return ncclSuccess;
+  Event e = nullptr;
+  ncclResult_t r = rt.createEvent(&e);
+  if (r == ncclSuccess) r = rt.recordEvent(e, s);
+  if (r == ncclSuccess) r = rt.waitEvent(waiter, e);
+  if (e) rt.destroyEvent(e);
+  return r;
+}
+
 // The host CPU: plain memory, synchronous "streams".
 Runtime& hostRuntime();
 // CUDA (libcudart + libcuda) and HIP (libamdhip64), loaded on first use;

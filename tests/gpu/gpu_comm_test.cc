@@ -287,6 +287,76 @@ TEST(GpuHierarchy, RefusedCallsLeaveTheCommunicatorUsable) {
   });
 }
 
+// A group's send/recv on several streams: every rank sends to every rank
+// (itself too) from a buffer uploaded on that message's own stream just
+// before, and receives each message on another stream of its own, while
+// odd ranks use one stream for everything. The sends must wait for their
+// uploads, the receiving streams for the data: with two ranks (two
+// domains: the streams' send/recv, a copy for itself) and four (two
+// domains of two: NCCL in a domain, the cross groups, host-staged pairs).
+void sendRecvOnSeveralStreams(int n) {
+  auto env = [n](int rank) { return mp::Env{{"HETCCL_DOMAIN", rank < n / 2 ? "a" : "b"}}; };
+  EXPECT_RANKS_PASS_EACH(n, env, 180, [](int rank, int n, const ncclUniqueId& id) {
+    hetccl::Runtime& rt = hetccl::processRuntime();
+    RANK_EXPECT(rt.setDevice(rank % 2) == ncclSuccess, "set device");
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    auto countOf = [](int from, int to) { return size_t{1} << 20 | static_cast<size_t>(from * 7 + to * 3); };
+    auto value = [](int from, int to, size_t i) { return static_cast<int32_t>(from * 100000000 + to * 1000000 + i % 999983); };
+    std::vector<void*> out(n), in(n);
+    std::vector<hetccl::Stream> sendOn(n), recvOn(n);
+    std::vector<std::vector<int32_t>> host(n);
+    hetccl::Stream shared = nullptr;  // odd ranks' one stream
+    RANK_EXPECT(rt.createStream(&shared) == ncclSuccess, "stream");
+    const bool several = rank % 2 == 0;
+    for (int q = 0; q < n; ++q) {
+      RANK_EXPECT(rt.allocDevice(&out[q], countOf(rank, q) * 4) == ncclSuccess, "alloc");
+      RANK_EXPECT(rt.allocDevice(&in[q], countOf(q, rank) * 4) == ncclSuccess, "alloc");
+      sendOn[q] = recvOn[q] = shared;
+      if (several)
+        RANK_EXPECT(rt.createStream(&sendOn[q]) == ncclSuccess && rt.createStream(&recvOn[q]) == ncclSuccess, "streams");
+    }
+    for (int q = 0; q < n; ++q) {  // uploads queued, not waited for
+      host[q].resize(countOf(rank, q));
+      for (size_t i = 0; i < host[q].size(); ++i) host[q][i] = value(rank, q, i);
+      RANK_EXPECT(rt.copyAsync(out[q], host[q].data(), host[q].size() * 4, sendOn[q]) == ncclSuccess, "upload");
+    }
+    RANK_NCCL(ncclGroupStart());
+    for (int q = 0; q < n; ++q) {
+      RANK_NCCL(ncclSend(out[q], countOf(rank, q), ncclInt32, q, comm, static_cast<cudaStream_t>(sendOn[q])));
+      RANK_NCCL(ncclRecv(in[q], countOf(q, rank), ncclInt32, q, comm, static_cast<cudaStream_t>(recvOn[q])));
+    }
+    RANK_NCCL(ncclGroupEnd());
+    for (int q = 0; q < n; ++q) {
+      std::vector<int32_t> got(countOf(q, rank));
+      RANK_EXPECT(rt.copyAsync(got.data(), in[q], got.size() * 4, recvOn[q]) == ncclSuccess &&
+                      rt.synchronize(recvOn[q]) == ncclSuccess, "download");
+      size_t i = 0;
+      while (i < got.size() && got[i] == value(q, rank, i)) ++i;
+      RANK_EXPECT(i == got.size(), "from rank %d: [%zu] = %d, expected %d", q, i, i < got.size() ? got[i] : 0,
+                  value(q, rank, i));
+    }
+    for (int q = 0; q < n; ++q) RANK_EXPECT(rt.synchronize(sendOn[q]) == ncclSuccess, "sync");
+    RANK_NCCL(ncclCommDestroy(comm));
+    for (int q = 0; q < n; ++q) {
+      rt.freeDevice(out[q]);
+      rt.freeDevice(in[q]);
+      if (several) rt.destroyStream(sendOn[q]), rt.destroyStream(recvOn[q]);
+    }
+    rt.destroyStream(shared);
+    return 0;
+  });
+}
+
+TEST(GpuCrossDomain, SendRecvGroupOnSeveralStreams) {
+  REQUIRE_GPUS(2);
+  sendRecvOnSeveralStreams(2);
+}
+TEST(GpuHierarchy, SendRecvGroupOnSeveralStreams) {
+  REQUIRE_GPUS(2);
+  sendRecvOnSeveralStreams(4);
+}
+
 // A CPU rank (HETCCL_DEVICE=host) in a process that uses a GPU is given
 // device memory by mistake: a clear error, not a crash in the host code.
 TEST(GpuCpuRank, DeviceBufferIsRefused) {

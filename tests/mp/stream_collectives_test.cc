@@ -521,4 +521,41 @@ TEST(StreamCollectives, StagedSendRecvBesideCollectivesOnTheStreams) {
   pairsMeetWhateverElseTheGroupsHold(env);
 }
 
+// A group's send/recv on several streams (one stream per peer, a message
+// to itself sent on one stream and received on another) against peers
+// whose groups use one stream: every pair takes the streams on both ends.
+// (On CPU ranks the stream handles order nothing; this checks the routes.)
+TEST(StreamCollectives, SendRecvGroupsOnSeveralStreams) {
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, p2pEnv()), 120, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    auto streamNumber = [](uintptr_t i) { return reinterpret_cast<cudaStream_t>(i); };
+    for (int round = 0; round < 2; ++round) {
+      std::vector<int64_t> out(7001, rank * 10 + round), in(7001, -1), in2(333, -1), self(7001, -1);
+      if (rank == 0) {
+        RANK_NCCL(ncclGroupStart());
+        RANK_NCCL(ncclSend(out.data(), out.size(), ncclInt64, 1, comm, streamNumber(1)));
+        RANK_NCCL(ncclRecv(in.data(), in.size(), ncclInt64, 1, comm, streamNumber(2)));
+        RANK_NCCL(ncclSend(out.data(), out.size(), ncclInt64, 0, comm, streamNumber(1)));
+        RANK_NCCL(ncclRecv(self.data(), self.size(), ncclInt64, 0, comm, streamNumber(3)));
+        RANK_NCCL(ncclSend(out.data(), 333, ncclInt64, 2, comm, streamNumber(3)));
+        RANK_NCCL(ncclGroupEnd());
+        RANK_EXPECT(in[0] == 10 + round && in.back() == 10 + round, "from rank 1: %lld", static_cast<long long>(in[0]));
+        RANK_EXPECT(self[0] == round && self.back() == round, "from myself: %lld", static_cast<long long>(self[0]));
+      } else if (rank == 1) {
+        RANK_NCCL(ncclGroupStart());
+        RANK_NCCL(ncclRecv(in.data(), in.size(), ncclInt64, 0, comm, nullptr));
+        RANK_NCCL(ncclSend(out.data(), out.size(), ncclInt64, 0, comm, nullptr));
+        RANK_NCCL(ncclGroupEnd());
+        RANK_EXPECT(in[0] == round && in.back() == round, "from rank 0: %lld", static_cast<long long>(in[0]));
+      } else {
+        RANK_NCCL(ncclRecv(in2.data(), in2.size(), ncclInt64, 0, comm, nullptr));
+        RANK_EXPECT(in2[0] == round && in2.back() == round, "from rank 0: %lld", static_cast<long long>(in2[0]));
+      }
+    }
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
 }  // namespace

@@ -230,17 +230,16 @@ TEST(StreamHierarchy, ThreeDomainsEveryTailIsRight) {
   });
 }
 
-// Send/recv through the hierarchy (HETCCL_STREAM_HIERARCHY_P2P=1), six
+// Send/recv through the hierarchy (HETCCL_STREAM_HIERARCHY_P2P, on by default), six
 // ranks in three interleaved domains of two: one group in which every rank
 // sends to and receives from every rank (itself too), so every route is in
 // it (in the domain, across at the same position, host-staged between other
-// positions), counts that differ by pair (0 among them, one long); then a
+// positions), counts that differ by pair (0 among them, one long), twice,
+// the second time with a stream per message on even ranks; then a
 // ring in both directions on its own; then a group that mixes an all-reduce
 // with a send on some ranks, against separate calls on the others.
 TEST(StreamHierarchy, SendRecvEveryPairEveryRoute) {
-  mp::Env env = hierarchyEnv();
-  env.push_back({"HETCCL_STREAM_HIERARCHY_P2P", "1"});
-  EXPECT_RANKS_PASS_EACH(6, mp::domainLayout({"a", "b", "c", "a", "b", "c"}, env), 300,
+  EXPECT_RANKS_PASS_EACH(6, mp::domainLayout({"a", "b", "c", "a", "b", "c"}, hierarchyEnv()), 300,
                          [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
@@ -257,8 +256,10 @@ TEST(StreamHierarchy, SendRecvEveryPairEveryRoute) {
         o.resize(countOf(rank, peer) + 1);
         for (size_t i = 0; i < o.size(); ++i) o[i] = value(rank, peer, i);
         r.assign(countOf(peer, rank) + 1, -7);
-        RANK_NCCL(ncclSend(o.data(), countOf(rank, peer), ncclInt64, peer, comm, nullptr));
-        RANK_NCCL(ncclRecv(r.data(), countOf(peer, rank), ncclInt64, peer, comm, nullptr));
+        // The second round's groups on even ranks use a stream per message.
+        auto stream = [&](uintptr_t i) { return round == 1 && rank % 2 == 0 ? reinterpret_cast<cudaStream_t>(i) : nullptr; };
+        RANK_NCCL(ncclSend(o.data(), countOf(rank, peer), ncclInt64, peer, comm, stream(2 * peer + 1)));
+        RANK_NCCL(ncclRecv(r.data(), countOf(peer, rank), ncclInt64, peer, comm, stream(2 * peer + 2)));
       }
       RANK_NCCL(ncclGroupEnd());
       for (int peer = 0; peer < n; ++peer) {
@@ -288,11 +289,14 @@ TEST(StreamHierarchy, SendRecvEveryPairEveryRoute) {
   });
 }
 
-// Send/recv host-staged (the default) beside collectives through the
-// hierarchy: even ranks group an all-reduce with a send, odd ranks call the
-// all-reduce and then the receive; both all-reduces take the hierarchy.
+// Send/recv host-staged (HETCCL_STREAM_HIERARCHY_P2P=0) beside collectives
+// through the hierarchy: even ranks group an all-reduce with a send, odd
+// ranks call the all-reduce and then the receive; both all-reduces take the
+// hierarchy.
 TEST(StreamHierarchy, MixedGroupsKeepTheCollectivesPath) {
-  EXPECT_RANKS_PASS_EACH(4, mp::domainLayout({"a", "a", "b", "b"}, hierarchyEnv("20")), 120,
+  mp::Env env = hierarchyEnv("20");
+  env.push_back({"HETCCL_STREAM_HIERARCHY_P2P", "0"});
+  EXPECT_RANKS_PASS_EACH(4, mp::domainLayout({"a", "a", "b", "b"}, env), 120,
                          [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
