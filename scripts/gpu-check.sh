@@ -141,6 +141,10 @@ step two_gpu_domains_of_two_hierarchy_p2p_across \
 full_step two_gpu_domains_of_two_host_staged_p2p_across env HETCCL_STREAM_HIERARCHY_P2P=0 \
   "$build/hetccl-perf" sendrecv -N 4 --domains 2 --peer-shift 2 -b 8 -e 16M -f 8 -d float -n 2 -w 1 -c 1 --plan
 step gpus_without_vendor_library_all_types_ops env HETCCL_VENDOR_LIBS=0 "$build/hetccl-perf" $all -N 2 -b 8 -e 1M -f 32 -d float,bfloat16,int32 -o all -n 1 -w 0 -c 1
+# Two domains of two without NCCL: no stream hierarchy (its domain steps
+# need the vendor library), host-staged and native inside each domain.
+step two_gpu_domains_of_two_without_vendor_library env HETCCL_VENDOR_LIBS=0 "$build/hetccl-perf" all_reduce,all_gather,sendrecv \
+  -N 4 --domains 2 -b 8 -e 64K -f 64 -d float,int32 -n 1 -w 0 -c 1 --plan
 # All-reduce, reduce-scatter and all-gather across the two domains: on the
 # GPUs' streams through shared pinned memory (the default), and host-staged.
 # Many pieces per call and reused slots (small parts, three slots), checked.

@@ -77,7 +77,8 @@ bool StreamHierarchy::fits(const Communicator& parent) {
     if (d.members.size() != k || k < 2) return false;
   for (const RankInfo& r : parent.peers) {
     const bool host = strcmp(r.runtime, "host") == 0;
-    if (host ? !params().forceStaging : r.library[0] == 0) return false;  // GPU ranks need their vendor library
+    // GPU ranks need their vendor library (without it, "hetccl-native": host-staged)
+    if (host ? !params().forceStaging : (r.library[0] == 0 || strcmp(r.library, "hetccl-native") == 0)) return false;
   }
   return true;
 }
