@@ -1,6 +1,7 @@
 #include "api/group.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <span>
 #include <vector>
@@ -66,9 +67,37 @@ ncclResult_t splitByKind(Communicator* c, std::span<const Op* const> ops, bool s
     else if (op->root == c->rank && selfAsCopies) toSelf.push_back(op);
     else toPeers.push_back(op);
   }
+  // GPU ranks: the send/recv start beside the collectives, as in NCCL's
+  // group, so a peer may receive before it joins the collective (or after).
+  // Queued from the callers' streams they would start only once the
+  // collectives end (each call orders its stream after itself), and a
+  // collective that waits for a peer's receive would never end. So they
+  // are queued from a side stream that starts where the callers' streams
+  // are now, and the callers' streams wait for it at the end.
+  std::vector<Op> beside;
+  std::vector<Stream> callers;
+  Stream side = nullptr;
+  Runtime& rt = processRuntime();
+  std::optional<DeviceGuard> onDevice;
+  if (!collectives.empty() && !toPeers.empty() && c->device >= 0 && rt.hasDevices()) {
+    onDevice.emplace(rt, c->device);
+    HETCCL_TRY(onDevice->status());
+    HETCCL_TRY(c->groupSideStream.get(rt, &side));
+    for (const Op* op : toPeers)
+      if (std::find(callers.begin(), callers.end(), op->stream) == callers.end()) callers.push_back(op->stream);
+    for (Stream s : callers) HETCCL_TRY(waitForStream(rt, side, s));
+    for (const Op* op : toPeers) {
+      beside.push_back(*op);
+      beside.back().stream = static_cast<cudaStream_t>(side);
+    }
+    toPeers.clear();
+    for (const Op& op : beside) toPeers.push_back(&op);
+  }
   if (!collectives.empty()) HETCCL_TRY(dispatch(c, collectives));
   if (!toSelf.empty()) HETCCL_TRY(copyToSelf(c, toSelf));
-  return toPeers.empty() ? ncclSuccess : dispatch(c, toPeers);
+  if (!toPeers.empty()) HETCCL_TRY(dispatch(c, toPeers));
+  for (Stream s : callers) HETCCL_TRY(waitForStream(rt, s, side));
+  return ncclSuccess;
 }
 
 // One communicator's share of a group, after the checks in runOnComm.

@@ -118,6 +118,9 @@ class Communicator {
   PlanCache plans;                            // cross-domain plans by shape
   std::atomic<unsigned long long> bytesStaged{0};  // copied through staging by cross-domain plans
   unsigned long long operations = 0;
+  // A group's send/recv are queued from this stream (on my device), beside
+  // its collectives (src/api/group.cc).
+  OwnedStream groupSideStream;
 
   // Completes the connection setup once peers/listener/ring are in place.
   ncclResult_t finishInit();

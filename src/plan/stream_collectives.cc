@@ -76,7 +76,7 @@ ncclResult_t StreamCollectives::prepare() {
   void* outgoing = nullptr;
   HETCCL_TRY(rt_.allocDevice(&outgoing, static_cast<size_t>(nranks_) * partBytes_));
   outgoing_ = static_cast<char*>(outgoing);
-  for (Stream* s : {&send_, &reduce_, &result_, &gather_}) HETCCL_TRY(rt_.createStream(s));
+  for (Stream* s : {&send_, &reduce_, &result_, &gather_, &p2pSend_, &p2pRecv_}) HETCCL_TRY(rt_.createStream(s));
   for (Event& e : startEvents_) HETCCL_TRY(rt_.createEvent(&e));
   for (Event& e : endEvents_) HETCCL_TRY(rt_.createEvent(&e));
   for (Event& e : finished_) HETCCL_TRY(rt_.createEvent(&e));
@@ -162,7 +162,7 @@ StreamCollectives::~StreamCollectives() {
   }
   queueCv_.notify_all();
   if (issuer_.joinable()) issuer_.join();
-  for (Stream s : {send_, reduce_, result_, gather_})
+  for (Stream s : {send_, reduce_, result_, gather_, p2pSend_, p2pRecv_})
     if (s) rt_.synchronize(s);
   // The callers' streams may still have to run the kernels that read the
   // done flags in my segment (the flags are raised: they end at once).
@@ -177,7 +177,7 @@ StreamCollectives::~StreamCollectives() {
   cv_.notify_all();
   if (watchdog_.joinable()) watchdog_.join();
   relay_.reset();  // after it has sent the peers what they still need
-  for (Stream s : {send_, reduce_, result_, gather_})
+  for (Stream s : {send_, reduce_, result_, gather_, p2pSend_, p2pRecv_})
     if (s) rt_.destroyStream(s);
   for (Event e : reduced_)
     if (e) rt_.destroyEvent(e);

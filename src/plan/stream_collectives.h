@@ -170,6 +170,10 @@ class StreamCollectives {
   std::unique_ptr<StreamRelay> relay_;              // when some rank's segment cannot be mapped here
   std::vector<size_t> noteBytes_;                   // the piece being queued: my send part's bytes per rank
   Stream send_ = nullptr, reduce_ = nullptr, result_ = nullptr, gather_ = nullptr;
+  // Send/recv's own streams: a group's send/recv and collectives progress
+  // side by side (as in NCCL), so a peer may receive before it joins the
+  // collective, or the other way round.
+  Stream p2pSend_ = nullptr, p2pRecv_ = nullptr;
   Shape shape_;                 // the piece being queued (issuing thread)
   std::vector<Event> reduced_;  // per slot: my part of the piece is reduced
   static constexpr uint32_t kStartEvents = 16;

@@ -355,6 +355,63 @@ void sendRecvOnSeveralStreams(int n) {
   });
 }
 
+// A group that holds an all-reduce and a send, against a peer that
+// receives before it joins the all-reduce (and, second, after it): NCCL
+// runs a group's collectives and send/recv side by side, so both orders
+// work; on the streams, send/recv have streams of their own for that.
+TEST(GpuCrossDomain, GroupedCollectiveAndSendMeetAPeerInEitherOrder) {
+  REQUIRE_GPUS(1);
+  const int gpus = hasGpus(2) ? 2 : 1;
+  auto env = [](int rank) { return mp::Env{{"HETCCL_DOMAIN", rank == 0 ? "a" : "b"}, {"HETCCL_TIMEOUT", "30"}}; };
+  EXPECT_RANKS_PASS_EACH(2, env, 120, [gpus](int rank, int n, const ncclUniqueId& id) {
+    hetccl::Runtime& rt = hetccl::processRuntime();
+    RANK_EXPECT(rt.setDevice(rank % gpus) == ncclSuccess, "set device");
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    const size_t count = 3 << 20;  // 12 MiB of int32: many pieces, more than the slots
+    void *sum = nullptr, *msg = nullptr;
+    hetccl::Stream s = nullptr;
+    RANK_EXPECT(rt.allocDevice(&sum, count * 4) == ncclSuccess && rt.allocDevice(&msg, count * 4) == ncclSuccess &&
+                    rt.createStream(&s) == ncclSuccess, "alloc");
+    for (int round = 0; round < 2; ++round) {
+      std::vector<int32_t> host(count);
+      for (size_t i = 0; i < count; ++i) host[i] = static_cast<int32_t>(i % 1000003) * (rank + 1) + round;
+      RANK_EXPECT(rt.copyAsync(sum, host.data(), count * 4, s) == ncclSuccess, "upload");
+      if (rank == 0) {
+        for (size_t i = 0; i < count; ++i) host[i] = static_cast<int32_t>(i * 7 + round);
+        RANK_EXPECT(rt.copyAsync(msg, host.data(), count * 4, s) == ncclSuccess, "upload");
+        RANK_NCCL(ncclGroupStart());
+        RANK_NCCL(ncclAllReduce(sum, sum, count, ncclInt32, ncclSum, comm, static_cast<cudaStream_t>(s)));
+        RANK_NCCL(ncclSend(msg, count, ncclInt32, 1, comm, static_cast<cudaStream_t>(s)));
+        RANK_NCCL(ncclGroupEnd());
+      } else if (round == 0) {  // receives first
+        RANK_NCCL(ncclRecv(msg, count, ncclInt32, 0, comm, static_cast<cudaStream_t>(s)));
+        RANK_NCCL(ncclAllReduce(sum, sum, count, ncclInt32, ncclSum, comm, static_cast<cudaStream_t>(s)));
+      } else {
+        RANK_NCCL(ncclAllReduce(sum, sum, count, ncclInt32, ncclSum, comm, static_cast<cudaStream_t>(s)));
+        RANK_NCCL(ncclRecv(msg, count, ncclInt32, 0, comm, static_cast<cudaStream_t>(s)));
+      }
+      RANK_EXPECT(rt.copyAsync(host.data(), sum, count * 4, s) == ncclSuccess && rt.synchronize(s) == ncclSuccess,
+                  "round %d: download", round);
+      size_t i = 0;
+      while (i < count && host[i] == static_cast<int32_t>(i % 1000003) * 3 + 2 * round) ++i;
+      RANK_EXPECT(i == count, "round %d: sum [%zu] = %d", round, i, i < count ? host[i] : 0);
+      if (rank == 1) {
+        RANK_EXPECT(rt.copyAsync(host.data(), msg, count * 4, s) == ncclSuccess && rt.synchronize(s) == ncclSuccess,
+                    "download");
+        i = 0;
+        while (i < count && host[i] == static_cast<int32_t>(i * 7 + round)) ++i;
+        RANK_EXPECT(i == count, "round %d: message [%zu] = %d", round, i, i < count ? host[i] : 0);
+      }
+    }
+    RANK_NCCL(ncclCommDestroy(comm));
+    rt.destroyStream(s);
+    rt.freeDevice(sum);
+    rt.freeDevice(msg);
+    return 0;
+  });
+}
+
 TEST(GpuCrossDomain, SendRecvGroupOnSeveralStreams) {
   REQUIRE_GPUS(1);
   sendRecvOnSeveralStreams(2);
