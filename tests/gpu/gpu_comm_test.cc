@@ -16,6 +16,7 @@
 
 #include "../mp/mp_util.h"
 #include "hetccl.h"
+#include "reference.h"
 #include "runtime/runtime.h"
 
 namespace {
@@ -303,13 +304,18 @@ void sendRecvOnSeveralStreams(int n) {
     if (gpus == 1 && n > 2) e.push_back({"HETCCL_VENDOR_LIBS", "0"});
     return e;
   };
-  EXPECT_RANKS_PASS_EACH(n, env, 180, [gpus](int rank, int n, const ncclUniqueId& id) {
+  const uint64_t seed = hetccl::testing::runSeed();  // the same in every rank (forked after this)
+  fprintf(stderr, "seed %llu (HETCCL_TEST_SEED)\n", static_cast<unsigned long long>(seed));
+  EXPECT_RANKS_PASS_EACH(n, env, 180, [gpus, seed](int rank, int n, const ncclUniqueId& id) {
     hetccl::Runtime& rt = hetccl::processRuntime();
     RANK_EXPECT(rt.setDevice(rank % gpus) == ncclSuccess, "set device");
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
     auto countOf = [](int from, int to) { return size_t{1} << 20 | static_cast<size_t>(from * 7 + to * 3); };
-    auto value = [](int from, int to, size_t i) { return static_cast<int32_t>(from * 100000000 + to * 1000000 + i % 999983); };
+    const int32_t salt = static_cast<int32_t>(seed % 99991);
+    auto value = [salt](int from, int to, size_t i) {
+      return static_cast<int32_t>(from * 100000000 + to * 1000000 + (i * 7919 + static_cast<size_t>(salt)) % 999983);
+    };
     std::vector<void*> out(n), in(n);
     std::vector<hetccl::Stream> sendOn(n), recvOn(n);
     std::vector<std::vector<int32_t>> host(n);
@@ -363,7 +369,9 @@ TEST(GpuCrossDomain, GroupedCollectiveAndSendMeetAPeerInEitherOrder) {
   REQUIRE_GPUS(1);
   const int gpus = hasGpus(2) ? 2 : 1;
   auto env = [](int rank) { return mp::Env{{"HETCCL_DOMAIN", rank == 0 ? "a" : "b"}, {"HETCCL_TIMEOUT", "30"}}; };
-  EXPECT_RANKS_PASS_EACH(2, env, 120, [gpus](int rank, int n, const ncclUniqueId& id) {
+  const uint64_t seed = hetccl::testing::runSeed();  // the same in every rank (forked after this)
+  fprintf(stderr, "seed %llu (HETCCL_TEST_SEED)\n", static_cast<unsigned long long>(seed));
+  EXPECT_RANKS_PASS_EACH(2, env, 120, [gpus, seed](int rank, int n, const ncclUniqueId& id) {
     hetccl::Runtime& rt = hetccl::processRuntime();
     RANK_EXPECT(rt.setDevice(rank % gpus) == ncclSuccess, "set device");
     ncclComm_t comm;
@@ -373,12 +381,14 @@ TEST(GpuCrossDomain, GroupedCollectiveAndSendMeetAPeerInEitherOrder) {
     hetccl::Stream s = nullptr;
     RANK_EXPECT(rt.allocDevice(&sum, count * 4) == ncclSuccess && rt.allocDevice(&msg, count * 4) == ncclSuccess &&
                     rt.createStream(&s) == ncclSuccess, "alloc");
+    const size_t salt = seed % 1000003;
+    auto base = [salt](size_t i) { return static_cast<int32_t>((i + salt) % 1000003); };
     for (int round = 0; round < 2; ++round) {
       std::vector<int32_t> host(count);
-      for (size_t i = 0; i < count; ++i) host[i] = static_cast<int32_t>(i % 1000003) * (rank + 1) + round;
+      for (size_t i = 0; i < count; ++i) host[i] = base(i) * (rank + 1) + round;
       RANK_EXPECT(rt.copyAsync(sum, host.data(), count * 4, s) == ncclSuccess, "upload");
       if (rank == 0) {
-        for (size_t i = 0; i < count; ++i) host[i] = static_cast<int32_t>(i * 7 + round);
+        for (size_t i = 0; i < count; ++i) host[i] = static_cast<int32_t>(i * 7 + salt + round);
         RANK_EXPECT(rt.copyAsync(msg, host.data(), count * 4, s) == ncclSuccess, "upload");
         RANK_NCCL(ncclGroupStart());
         RANK_NCCL(ncclAllReduce(sum, sum, count, ncclInt32, ncclSum, comm, static_cast<cudaStream_t>(s)));
@@ -394,13 +404,13 @@ TEST(GpuCrossDomain, GroupedCollectiveAndSendMeetAPeerInEitherOrder) {
       RANK_EXPECT(rt.copyAsync(host.data(), sum, count * 4, s) == ncclSuccess && rt.synchronize(s) == ncclSuccess,
                   "round %d: download", round);
       size_t i = 0;
-      while (i < count && host[i] == static_cast<int32_t>(i % 1000003) * 3 + 2 * round) ++i;
+      while (i < count && host[i] == base(i) * 3 + 2 * round) ++i;
       RANK_EXPECT(i == count, "round %d: sum [%zu] = %d", round, i, i < count ? host[i] : 0);
       if (rank == 1) {
         RANK_EXPECT(rt.copyAsync(host.data(), msg, count * 4, s) == ncclSuccess && rt.synchronize(s) == ncclSuccess,
                     "download");
         i = 0;
-        while (i < count && host[i] == static_cast<int32_t>(i * 7 + round)) ++i;
+        while (i < count && host[i] == static_cast<int32_t>(i * 7 + salt + round)) ++i;
         RANK_EXPECT(i == count, "round %d: message [%zu] = %d", round, i, i < count ? host[i] : 0);
       }
     }
