@@ -29,7 +29,8 @@ namespace hetccl {
 using namespace stream_layout;
 
 bool StreamCollectives::handlesP2p(std::span<const Op* const> ops) const {
-  // (Not with the issuing thread: its pieces would queue after these on the same streams.)
+  // (Not with the issuing thread: it queues the calls in ticket order and
+  // counts them by its done flags; send/recv are not among them.)
   if (!p2pSlots_ || setup_.issueThread || ops.empty()) return false;
   for (const Op* op : ops) {
     if (!op->isPointToPoint()) return false;
