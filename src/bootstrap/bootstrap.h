@@ -7,17 +7,22 @@
 #include <vector>
 
 #include "bootstrap/rank_info.h"
+#include "common/params.h"
 #include "bootstrap/socket.h"
 
 namespace hetccl {
 
-// Tags say what an incoming connection is for.
+// Tags say what an incoming connection is for. Each kind has a range of
+// its own: the socket transport's tags carry the socket's index, and a
+// data socket must never be taken for the relay's (or the reverse).
 enum ConnectionTag : uint64_t {
   kTagRing = 1,
-  kTagData = 2,           // socket transport; low bits carry the stream index
   kTagStreamRelay = 3,    // stream collectives' relay (src/plan/stream_relay.h)
+  kTagData = 16,          // socket transport: + the socket's index (below kMaxSocketsPerPeer)
   kTagSubRingBase = 1ull << 32,  // split/shrink: + a per-call counter
 };
+static_assert(kTagData > kTagStreamRelay && kTagData + kMaxSocketsPerPeer <= kTagSubRingBase,
+              "the socket transport's tags overlap another kind's");
 
 class Listener {
  public:

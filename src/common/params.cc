@@ -54,7 +54,7 @@ Params load() {
     if (!strcasecmp(v, "shm")) p.transport = TransportChoice::Shm;
   }
   p.socketsPerPeer = static_cast<int>(envLong("HETCCL_SOCKETS_PER_PEER", p.socketsPerPeer, 1));
-  if (p.socketsPerPeer > 16) p.socketsPerPeer = 16;
+  if (p.socketsPerPeer > kMaxSocketsPerPeer) p.socketsPerPeer = kMaxSocketsPerPeer;
   p.cma = envLong("HETCCL_CMA", 1, 0) != 0;
   p.shmSlotBytes = static_cast<size_t>(envLong("HETCCL_SHM_SLOT_BYTES", p.shmSlotBytes, 4096));
   p.shmSlots = static_cast<int>(envLong("HETCCL_SHM_SLOTS", p.shmSlots, 2));

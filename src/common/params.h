@@ -8,6 +8,8 @@
 
 namespace hetccl {
 
+constexpr int kMaxSocketsPerPeer = 16;  // the socket transport's connection tags leave room for these
+
 enum class TransportChoice { Auto, Socket, Shm };
 
 struct Params {
@@ -19,7 +21,7 @@ struct Params {
   std::string commId;                 // NCCL_COMM_ID
   std::string commSecret;             // HETCCL_COMM_SECRET (with NCCL_COMM_ID)
   TransportChoice transport = TransportChoice::Auto;  // HETCCL_TRANSPORT
-  int socketsPerPeer = 2;             // HETCCL_SOCKETS_PER_PEER
+  int socketsPerPeer = 2;             // HETCCL_SOCKETS_PER_PEER (at most kMaxSocketsPerPeer)
   bool cma = true;                    // HETCCL_CMA: single-copy shm via process_vm_readv
   size_t shmSlotBytes = 256 << 10;    // HETCCL_SHM_SLOT_BYTES
   int shmSlots = 8;                   // HETCCL_SHM_SLOTS
