@@ -56,47 +56,66 @@ ncclResult_t runCollective(Communicator& c, const Op& op) {
 }
 
 ncclResult_t runPointToPoint(Communicator& c, std::span<const Op* const> ops) {
-  // Sends first: each creates its connection without waiting, so the
-  // receives that follow find every peer's segment or socket in place.
-  Request* requests = c.requestPool.take(ops.size());
-  std::vector<Request*>& list = c.requestPool.pending;
+  // On the send/recv connections (apart from the collectives'). Sends
+  // first: each creates its connection without waiting, so the receives
+  // that follow find every peer's segment or socket in place.
+  Request* requests = c.p2pRequests.take(ops.size());
+  std::vector<Request*>& list = c.p2pRequests.pending;
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < ops.size(); ++i) {
       const Op& op = *ops[i];
       const size_t bytes = op.count * typeSize(op.type);
       if (pass == 0 && op.kind == OpKind::Send) {
         const uint64_t tag = mixHash(mixHash(0x70327073ull, c.sendSeq[op.root]++), bytes);
-        HETCCL_TRY(c.net->postSend(op.root, op.sendbuff, bytes, tag, &requests[i]));
+        HETCCL_TRY(c.p2pNet->postSend(op.root, op.sendbuff, bytes, tag, &requests[i]));
         list.push_back(&requests[i]);
       } else if (pass == 1 && op.kind == OpKind::Recv) {
         const uint64_t tag = mixHash(mixHash(0x70327073ull, c.recvSeq[op.root]++), bytes);
-        HETCCL_TRY(c.net->postRecv(op.root, op.recvbuff, bytes, tag, nullptr, &requests[i]));
+        HETCCL_TRY(c.p2pNet->postRecv(op.root, op.recvbuff, bytes, tag, nullptr, &requests[i]));
         list.push_back(&requests[i]);
       }
     }
   }
-  return c.net->wait(list.data(), list.size());
+  return c.p2pNet->wait(list.data(), list.size());
 }
 
-}  // namespace hetccl
+namespace {
 
-namespace hetccl {
+ncclResult_t runCollectives(Communicator& c, std::span<const Op* const> collectives) {
+  for (const Op* op : collectives) HETCCL_TRY(runCollective(c, *op));
+  return ncclSuccess;
+}
+
+}  // namespace
 
 ncclResult_t runOperations(Communicator& c, std::span<const Op* const> ops) {
-  ncclResult_t r = ncclSuccess;
-  bool anyP2p = false;
-  for (const Op* op : ops) {
-    anyP2p |= op->isPointToPoint();
-    if (!op->isPointToPoint()) r = runCollective(c, *op);
-    if (r != ncclSuccess) break;
-  }
-  if (r == ncclSuccess && anyP2p) {
-    std::vector<const Op*> p2p;  // groups only
-    for (const Op* op : ops)
-      if (op->isPointToPoint()) p2p.push_back(op);
-    r = runPointToPoint(c, p2p);
-  }
-  return r;
+  std::vector<const Op*> collectives, p2p;
+  for (const Op* op : ops) (op->isPointToPoint() ? p2p : collectives).push_back(op);
+  if (p2p.empty()) return runCollectives(c, collectives);
+  if (collectives.empty()) return runPointToPoint(c, p2p);
+  // A group of both: its send/recv run on a thread of their own beside the
+  // collectives, as in NCCL's group, so a peer may receive before it joins
+  // the collectives (or send after). Each side's failure stops the other
+  // side's waiting.
+  if (!c.p2pWorker) c.p2pWorker = std::make_unique<Worker>();
+  std::string p2pError;
+  c.p2pWorker->submit([&c, &p2p, &p2pError] {
+    ncclResult_t r = runPointToPoint(c, p2p);
+    if (r != ncclSuccess) {
+      p2pError = lastError();
+      c.net->stopWaiting();
+    }
+    return r;
+  });
+  const ncclResult_t collectivesResult = runCollectives(c, collectives);
+  if (collectivesResult != ncclSuccess) c.p2pNet->stopWaiting();
+  const std::string collectivesError = lastError();
+  const ncclResult_t p2pResult = c.p2pWorker->wait();
+  if (collectivesResult != ncclSuccess && p2pResult != ncclSuccess && !p2pError.empty())
+    return fail(collectivesResult, "%s; the group's send/recv: %s", collectivesError.c_str(), p2pError.c_str());
+  if (collectivesResult != ncclSuccess) return fail(collectivesResult, "%s", collectivesError.c_str());
+  if (p2pResult != ncclSuccess) return fail(p2pResult, "the group's send/recv: %s", p2pError.c_str());
+  return ncclSuccess;
 }
 
 }  // namespace hetccl

@@ -279,6 +279,7 @@ ncclResult_t release(ncclComm_t comm, bool abort, const char* caller) {
   {
     std::lock_guard<std::mutex> lock(c->opMutex);
     if (abort && c->net) c->net->markGone();
+    if (abort && c->p2pNet) c->p2pNet->markGone();
   }
   comm->magic = ncclComm::kDestroyed;
   comm->aborted = abort;
@@ -364,8 +365,8 @@ HETCCL_EXPORT ncclResult_t hetcclCommGetStats(ncclComm_t comm, hetcclCommStats_t
   if (!stats) return fail(ncclInvalidArgument, "hetcclCommGetStats: stats is NULL");
   Communicator* c = nullptr;
   HETCCL_TRY(liveComm(comm, "hetcclCommGetStats", &c));
-  stats->bytesSent = c->net->bytesSent.load();
-  stats->bytesReceived = c->net->bytesReceived.load();
+  stats->bytesSent = c->net->bytesSent.load() + c->p2pNet->bytesSent.load();
+  stats->bytesReceived = c->net->bytesReceived.load() + c->p2pNet->bytesReceived.load();
   stats->collectives = c->operations;
   stats->bytesStaged = c->bytesStaged.load();
   stats->plansDerived = c->plans.derived();

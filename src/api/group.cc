@@ -157,7 +157,7 @@ ncclResult_t dispatch(Communicator* c, std::span<const Op* const> ops) {
 }
 
 // Runs one communicator's share of a group: collectives in call order,
-// then all sends and receives together.
+// and all sends and receives together beside them.
 ncclResult_t runOnComm(Communicator* c, std::span<const Op* const> ops) {
   std::lock_guard<std::mutex> lock(c->opMutex);
   if (c->abort.load()) return fail(ncclInvalidUsage, "communicator was aborted or revoked");

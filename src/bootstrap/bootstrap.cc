@@ -40,20 +40,26 @@ ncclResult_t Listener::connectTo(const SocketAddress& peer, uint64_t secret, int
   return ncclSuccess;
 }
 
-ncclResult_t Listener::acceptFrom(int peer, uint64_t tag, const Deadline& deadline, const AbortFlag* abort,
-                                  Socket* out) {
+ncclResult_t Listener::takeArrival(int peer, uint64_t tag, int waitMs, const AbortFlag* abort, Socket* out,
+                                   bool* accepted) {
+  // Short turns under the lock: another thread waiting for its own
+  // connection takes what arrived for it in between.
+  std::lock_guard<std::mutex> lock(mutex_);
+  *accepted = false;
   for (;;) {
     for (size_t i = 0; i < pending_.size(); ++i) {
       if (pending_[i].rank == peer && pending_[i].tag == tag) {
         *out = std::move(pending_[i].socket);
         pending_.erase(pending_.begin() + static_cast<long>(i));
+        *accepted = true;
         return ncclSuccess;
       }
     }
     Socket s;
-    ncclResult_t r = socket_.accept(deadline, abort, &s);
-    if (r != ncclSuccess) return fail(r, "no connection from rank %d (tag %llu): %s", peer,
-                                      static_cast<unsigned long long>(tag), lastError());
+    bool arrived = false;
+    HETCCL_TRY(socket_.acceptWithin(waitMs, &s, &arrived));
+    if (!arrived) return ncclSuccess;
+    waitMs = 0;  // after an arrival, take only what is already there
     Hello h{};
     if (s.recvAll(&h, sizeof(h), Deadline(5.0), abort) != ncclSuccess || h.magic != kHelloMagic ||
         h.secret != secret_) {
@@ -62,6 +68,24 @@ ncclResult_t Listener::acceptFrom(int peer, uint64_t tag, const Deadline& deadli
       continue;
     }
     pending_.push_back(Pending{h.rank, h.tag, std::move(s)});
+  }
+}
+
+ncclResult_t Listener::tryAcceptFrom(int peer, uint64_t tag, const AbortFlag* abort, Socket* out, bool* accepted) {
+  return takeArrival(peer, tag, 0, abort, out, accepted);
+}
+
+ncclResult_t Listener::acceptFrom(int peer, uint64_t tag, const Deadline& deadline, const AbortFlag* abort,
+                                  Socket* out) {
+  for (;;) {
+    bool accepted = false;
+    HETCCL_TRY(takeArrival(peer, tag, deadline.remainingMs(20), abort, out, &accepted));
+    if (accepted) return ncclSuccess;
+    if (abort && abort->load())
+      return fail(ncclInvalidUsage, "communicator aborted while waiting for rank %d to connect", peer);
+    if (deadline.expired())
+      return fail(ncclRemoteError, "no connection from rank %d (tag %llu): timed out waiting for a peer to connect (HETCCL_TIMEOUT)",
+                  peer, static_cast<unsigned long long>(tag));
   }
 }
 

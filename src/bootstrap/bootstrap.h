@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include "bootstrap/rank_info.h"
@@ -33,8 +34,12 @@ class Listener {
   // Connects to a peer's listener, introducing ourselves as `myRank`.
   static ncclResult_t connectTo(const SocketAddress& peer, uint64_t secret, int myRank, uint64_t tag,
                                 const Deadline& deadline, const AbortFlag* abort, Socket* out);
-  // Waits for `peer` to connect with `tag`; other arrivals are kept for later.
+  // Waits for `peer` to connect with `tag`; other arrivals are kept for
+  // later. Safe to call from several threads at once (a communicator's
+  // collectives and its send/recv make their connections apart).
   ncclResult_t acceptFrom(int peer, uint64_t tag, const Deadline& deadline, const AbortFlag* abort, Socket* out);
+  // The same without waiting: *accepted says whether `peer` has connected.
+  ncclResult_t tryAcceptFrom(int peer, uint64_t tag, const AbortFlag* abort, Socket* out, bool* accepted);
 
  private:
   struct Pending {
@@ -45,6 +50,11 @@ class Listener {
   Socket socket_;
   SocketAddress address_;
   uint64_t secret_ = 0;
+  // Takes `peer`'s connection with `tag` if it has arrived, waiting up to
+  // waitMs for a first arrival.
+  ncclResult_t takeArrival(int peer, uint64_t tag, int waitMs, const AbortFlag* abort, Socket* out, bool* accepted);
+
+  std::mutex mutex_;  // guards pending_ and accepting
   std::vector<Pending> pending_;
 };
 

@@ -174,22 +174,35 @@ ncclResult_t Socket::connect(const SocketAddress& addr, const Deadline& deadline
   }
 }
 
-ncclResult_t Socket::accept(const Deadline& deadline, const AbortFlag* abort, Socket* out) const {
-  for (;;) {
+ncclResult_t Socket::acceptWithin(int waitMs, Socket* out, bool* accepted) const {
+  *accepted = false;
+  for (int attempt = 0; attempt < 2; ++attempt) {
     int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd >= 0) {
       Socket s(fd);
       s.setNoDelay();
       s.setNonBlocking();
       *out = std::move(s);
+      *accepted = true;
       return ncclSuccess;
     }
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
       return fail(ncclSystemError, "accept failed: %s", strerror(errno));
+    if (attempt == 0) {
+      pollfd p{fd_, POLLIN, 0};
+      ::poll(&p, 1, waitMs);
+    }
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t Socket::accept(const Deadline& deadline, const AbortFlag* abort, Socket* out) const {
+  for (;;) {
+    bool accepted = false;
+    HETCCL_TRY(acceptWithin(deadline.remainingMs(100), out, &accepted));
+    if (accepted) return ncclSuccess;
     if (abort && abort->load()) return fail(ncclInvalidUsage, "communicator aborted while waiting for a peer");
     if (deadline.expired()) return fail(ncclRemoteError, "timed out waiting for a peer to connect (HETCCL_TIMEOUT)");
-    pollfd p{fd_, POLLIN, 0};
-    ::poll(&p, 1, deadline.remainingMs(100));
   }
 }
 

@@ -56,6 +56,8 @@ class Socket {
   static ncclResult_t connect(const SocketAddress& addr, const Deadline& deadline, const AbortFlag* abort,
                               Socket* out);
   ncclResult_t accept(const Deadline& deadline, const AbortFlag* abort, Socket* out) const;
+  // Accepts a connection if one arrives within `waitMs` (*accepted says).
+  ncclResult_t acceptWithin(int waitMs, Socket* out, bool* accepted) const;
 
   ncclResult_t sendAll(const void* data, size_t size, const Deadline& deadline, const AbortFlag* abort) const;
   ncclResult_t recvAll(void* data, size_t size, const Deadline& deadline, const AbortFlag* abort) const;

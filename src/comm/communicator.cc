@@ -100,6 +100,8 @@ ncclResult_t Communicator::finishInit() {
   ctx.abort = &abort;
   ctx.timeoutSeconds = params().timeoutSeconds;
   net = std::make_unique<Net>(ctx);
+  ctx.lane = TransportContext::Lane::PointToPoint;
+  p2pNet = std::make_unique<Net>(ctx);
   sendSeq.assign(static_cast<size_t>(nranks), 0);
   recvSeq.assign(static_cast<size_t>(nranks), 0);
   HETCCL_TRY(createDomains());
@@ -221,6 +223,7 @@ void Communicator::setFatal(ncclResult_t error) {
   ncclResult_t expected = ncclSuccess;
   if (asyncError.compare_exchange_strong(expected, error)) asyncErrorText = lastError();
   if (net) net->markGone();
+  if (p2pNet) p2pNet->markGone();
 }
 
 ncclResult_t Communicator::checkPeersAlive() {

@@ -48,7 +48,8 @@ struct PreMulSumOp {
 };
 
 // Runs jobs on a thread of this communicator's own (created once), so one
-// thread can drive a group that spans several communicators.
+// thread can drive a group that spans several communicators, or a group's
+// send/recv run beside its collectives.
 class Worker {
  public:
   ~Worker();
@@ -92,7 +93,8 @@ class Communicator {
   std::vector<RankInfo> peers;
   Listener listener;
   Ring ring;
-  std::unique_ptr<Net> net;
+  std::unique_ptr<Net> net;     // the collectives' connections
+  std::unique_ptr<Net> p2pNet;  // send/recv's: apart, so a group runs both side by side
   AbortFlag abort{false};
   std::atomic<ncclResult_t> asyncError{ncclSuccess};
   std::string asyncErrorText;
@@ -104,7 +106,9 @@ class Communicator {
   std::vector<uint64_t> sendSeq, recvSeq;  // per peer, for send/recv tags
   std::vector<std::optional<PreMulSumOp>> preMulSumOps;
   std::unique_ptr<Worker> worker;
-  RequestPool requestPool;
+  RequestPool requestPool;      // the collectives'
+  RequestPool p2pRequests;      // send/recv's
+  std::unique_ptr<Worker> p2pWorker;  // a group's send/recv, beside its collectives (host plans)
   Partition partition;                        // the same on every rank
   std::unique_ptr<Communicator> domainComm;   // my domain's ranks (several domains only)
   std::unique_ptr<Backend> backend;           // my domain's library (several domains only)

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/params.h"
+#include "transport/shm_segment.h"
 
 namespace hetccl {
 
@@ -40,8 +41,43 @@ ncclResult_t Net::sendConnection(int peer, Connection** out) {
 
 ncclResult_t Net::recvConnection(int peer, Connection** out) {
   auto& c = recv_[static_cast<size_t>(peer)];
-  if (!c) HETCCL_TRY(transportFor(peer)->accept(peer, &c));
+  if (!c) {
+    HETCCL_TRY(transportFor(peer)->tryAccept(peer, &c));
+    if (c) {
+      // Connected now: the receives kept for this peer go first, in order.
+      for (auto it = kept_.begin(); it != kept_.end();) {
+        if (it->peer != peer) {
+          ++it;
+          continue;
+        }
+        HETCCL_TRY(c->irecv(it->request));
+        it = kept_.erase(it);
+      }
+    }
+  }
   *out = c.get();
+  return ncclSuccess;
+}
+
+ncclResult_t Net::checkUnconnectedPeer(int peer) const {
+  const RankInfo& me = (*ctx_.peers)[static_cast<size_t>(ctx_.rank)];
+  const RankInfo& them = (*ctx_.peers)[static_cast<size_t>(peer)];
+  if (them.hostHash != me.hostHash || them.pidNamespace != me.pidNamespace) return ncclSuccess;
+  return peerAlive(them.pid, peer);
+}
+
+ncclResult_t Net::connectKeptReceives(bool* connected) {
+  for (size_t i = 0; i < kept_.size();) {
+    const int peer = kept_[i].peer;
+    Connection* c = nullptr;
+    HETCCL_TRY(recvConnection(peer, &c));  // posts (and removes) the peer's kept receives
+    if (c) {
+      *connected = true;
+      i = 0;
+    } else {
+      ++i;
+    }
+  }
   return ncclSuccess;
 }
 
@@ -57,18 +93,27 @@ ncclResult_t Net::postSend(int peer, const void* data, size_t bytes, uint64_t ta
 }
 
 ncclResult_t Net::postRecv(int peer, void* data, size_t bytes, uint64_t tag, RecvSink* sink, Request* r) {
-  Connection* c;
-  HETCCL_TRY(recvConnection(peer, &c));
   *r = Request{};
   r->recvData = data;
   r->sink = sink;
   r->size = bytes;
   r->tag = tag;
   bytesReceived += bytes;
+  Connection* c;
+  HETCCL_TRY(recvConnection(peer, &c));
+  if (!c) {
+    kept_.push_back(KeptReceive{peer, r});  // r->connection stays null until then
+    return ncclSuccess;
+  }
   return c->irecv(r);
 }
 
 ncclResult_t Net::wait(Request* const* requests, size_t count, size_t mustComplete) {
+  ncclResult_t r = waitDriving(requests, count, mustComplete);
+  return r == ncclSuccess ? r : dropKept(r);
+}
+
+ncclResult_t Net::waitDriving(Request* const* requests, size_t count, size_t mustComplete) {
   if (mustComplete > count) mustComplete = count;
   const double timeout = ctx_.timeoutSeconds;
   auto idleSince = std::chrono::steady_clock::now();
@@ -76,10 +121,15 @@ ncclResult_t Net::wait(Request* const* requests, size_t count, size_t mustComple
   unsigned idle = 0;
   for (;;) {
     bool done = true, progressed = false;
+    if (!kept_.empty()) HETCCL_TRY(connectKeptReceives(&progressed));
     active_.clear();
     for (size_t i = 0; i < count; ++i) {
       Request* r = requests[i];
       if (r->complete) continue;
+      if (!r->connection) {  // its peer has not connected yet
+        if (i < mustComplete) done = false;
+        continue;
+      }
       if (std::find(active_.begin(), active_.end(), r->connection) == active_.end()) {
         active_.push_back(r->connection);
         HETCCL_TRY(r->connection->progress(&progressed));
@@ -92,6 +142,7 @@ ncclResult_t Net::wait(Request* const* requests, size_t count, size_t mustComple
       continue;
     }
     if (ctx_.abort && ctx_.abort->load()) return fail(ncclInvalidUsage, "communicator was aborted");
+    if (stopped_.load()) return fail(ncclRemoteError, "stopped waiting for peers: the operations beside these failed");
     // Nothing moved: let the other ranks (often on the same cores) run.
     if (++idle < 64) continue;
     auto now = std::chrono::steady_clock::now();
@@ -101,8 +152,13 @@ ncclResult_t Net::wait(Request* const* requests, size_t count, size_t mustComple
     if (now - lastCheck > std::chrono::milliseconds(100)) {
       lastCheck = now;
       for (Connection* c : active_) HETCCL_TRY(c->checkPeer());
-      if (now - idleSince > std::chrono::duration<double>(timeout))
+      for (const KeptReceive& k : kept_) HETCCL_TRY(checkUnconnectedPeer(k.peer));
+      if (now - idleSince > std::chrono::duration<double>(timeout)) {
+        if (!kept_.empty())
+          return fail(ncclRemoteError, "no progress for %.0f s: rank %d never connected to send to this rank (HETCCL_TIMEOUT)",
+                      timeout, kept_.front().peer);
         return fail(ncclRemoteError, "no progress for %.0f s waiting for peers (HETCCL_TIMEOUT)", timeout);
+      }
     }
   }
 }

@@ -17,11 +17,11 @@ class Net {
   explicit Net(const TransportContext& ctx);
   ~Net();
 
-  // Connections: a send connection is made before any receive connection
-  // that the same step needs, so no two ranks wait on each other to connect.
-  ncclResult_t sendConnection(int peer, Connection** out);
-  ncclResult_t recvConnection(int peer, Connection** out);
-
+  // Connections are made on first use. A send connection is made at once;
+  // a receive connection once the peer has made its side: until then the
+  // receives posted from that peer are kept here (in order) and waits keep
+  // driving everything else, so no rank ever waits for a peer to connect
+  // while that peer waits for its data.
   ncclResult_t postSend(int peer, const void* data, size_t bytes, uint64_t tag, Request* r);
   ncclResult_t postRecv(int peer, void* data, size_t bytes, uint64_t tag, RecvSink* sink, Request* r);
   // Drives the requests' connections until the first `mustComplete` of
@@ -36,6 +36,10 @@ class Net {
 
   // Tells every connected peer we are gone (abort, fatal error).
   void markGone();
+  // Ends every wait of this Net, now (from any thread) or later, with an
+  // error: the operations running beside it failed, and a peer it waits
+  // for may never come.
+  void stopWaiting() { stopped_.store(true); }
   const char* transportName(int peer) const;
 
   std::atomic<unsigned long long> bytesSent{0};
@@ -43,11 +47,31 @@ class Net {
 
  private:
   Transport* transportFor(int peer) const;
+  ncclResult_t sendConnection(int peer, Connection** out);
+  // The receive connection from `peer` if it has connected (nullptr if not
+  // yet); when it first appears, the receives kept for it are posted.
+  ncclResult_t recvConnection(int peer, Connection** out);
+  // Tries to connect every peer with kept receives; *connected when one did.
+  ncclResult_t connectKeptReceives(bool* connected);
+  // A peer on this host that has not connected: fails if it has exited.
+  ncclResult_t checkUnconnectedPeer(int peer) const;
+  // Drops the kept receives (their operation failed).
+  ncclResult_t dropKept(ncclResult_t r) {
+    kept_.clear();
+    return r;
+  }
+  ncclResult_t waitDriving(Request* const* requests, size_t count, size_t mustComplete);
 
   TransportContext ctx_;
   std::unique_ptr<Transport> shm_, socket_;
   std::vector<std::unique_ptr<Connection>> send_, recv_;
   std::vector<Connection*> active_;
+  struct KeptReceive {
+    int peer;
+    Request* request;
+  };
+  std::vector<KeptReceive> kept_;  // posted before their peer connected, in order
+  std::atomic<bool> stopped_{false};
 };
 
 }  // namespace hetccl

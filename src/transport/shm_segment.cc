@@ -99,23 +99,32 @@ ncclResult_t SharedSegment::create(const std::string& name, size_t bytes) {
   return map(fd);
 }
 
+ncclResult_t SharedSegment::tryOpen(const std::string& name, size_t minBytes, bool* opened) {
+  *opened = false;
+  int fd = shm_open(name.c_str(), O_RDWR, 0600);
+  if (fd < 0) return ncclSuccess;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(minBytes)) {  // still being sized
+    ::close(fd);
+    return ncclSuccess;
+  }
+  bytes_ = static_cast<size_t>(st.st_size);
+  name_ = name;
+  HETCCL_TRY(map(fd));
+  *opened = true;
+  return ncclSuccess;
+}
+
 ncclResult_t SharedSegment::open(const std::string& name, size_t minBytes, const Deadline& deadline,
                                  const AbortFlag* abort) {
-  int fd = -1;
-  struct stat st;
   for (;;) {
-    fd = shm_open(name.c_str(), O_RDWR, 0600);
-    if (fd >= 0) {
-      if (fstat(fd, &st) == 0 && st.st_size >= static_cast<off_t>(minBytes)) break;
-      ::close(fd);
-    }
+    bool opened = false;
+    HETCCL_TRY(tryOpen(name, minBytes, &opened));
+    if (opened) return ncclSuccess;
     if (abort && abort->load()) return fail(ncclInvalidUsage, "communicator aborted while connecting");
     if (deadline.expired()) return fail(ncclRemoteError, "peer never created shared memory %s (HETCCL_TIMEOUT)", name.c_str());
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
-  bytes_ = static_cast<size_t>(st.st_size);
-  name_ = name;
-  return map(fd);
 }
 
 ncclResult_t SharedSegment::map(int fd) {

@@ -36,6 +36,8 @@ class SharedSegment {
   ncclResult_t create(const std::string& name, size_t bytes);
   // Opens the segment once it exists with at least `minBytes`.
   ncclResult_t open(const std::string& name, size_t minBytes, const Deadline& deadline, const AbortFlag* abort);
+  // The same without waiting: *opened says whether it exists yet.
+  ncclResult_t tryOpen(const std::string& name, size_t minBytes, bool* opened);
   // Removes the name (idempotent; also done at destruction): once every
   // process that needs the segment has opened it.
   void unlink();

@@ -69,9 +69,9 @@ class Segment {
   ncclResult_t create(const std::string& name, uint32_t slots, size_t slotBytes) {
     return shared_.create(name, segmentBytes(slots, slotBytes));
   }
-  ncclResult_t open(const std::string& name, const Deadline& deadline, const AbortFlag* abort) {
-    HETCCL_TRY(shared_.open(name, sizeof(SegmentHeader), deadline, abort));
-    shared_.unlink();
+  ncclResult_t tryOpen(const std::string& name, bool* opened) {
+    HETCCL_TRY(shared_.tryOpen(name, sizeof(SegmentHeader), opened));
+    if (*opened) shared_.unlink();
     return ncclSuccess;
   }
   SegmentHeader* header() const { return reinterpret_cast<SegmentHeader*>(shared_.base()); }
@@ -257,7 +257,7 @@ class ShmTransport : public Transport {
   ncclResult_t connect(int peer, std::unique_ptr<Connection>* out) override {
     const Params& p = params();
     auto seg = std::make_unique<Segment>();
-    HETCCL_TRY(seg->create(sharedSegmentName(ctx_.secret, "", ctx_.rank, peer, getpid()), static_cast<uint32_t>(p.shmSlots), p.shmSlotBytes));
+    HETCCL_TRY(seg->create(sharedSegmentName(ctx_.secret, laneLabel(), ctx_.rank, peer, getpid()), static_cast<uint32_t>(p.shmSlots), p.shmSlotBytes));
     SegmentHeader* h = seg->header();
     h->slots = static_cast<uint32_t>(p.shmSlots);
     h->slotBytes = p.shmSlotBytes;
@@ -268,10 +268,13 @@ class ShmTransport : public Transport {
     return ncclSuccess;
   }
 
-  ncclResult_t accept(int peer, std::unique_ptr<Connection>* out) override {
+  ncclResult_t tryAccept(int peer, std::unique_ptr<Connection>* out) override {
     auto seg = std::make_unique<Segment>();
-    HETCCL_TRY(seg->open(sharedSegmentName(ctx_.secret, "", peer, ctx_.rank, (*ctx_.peers)[peer].pid), Deadline(ctx_.timeoutSeconds), ctx_.abort));
+    bool opened = false;
+    HETCCL_TRY(seg->tryOpen(sharedSegmentName(ctx_.secret, laneLabel(), peer, ctx_.rank, (*ctx_.peers)[peer].pid), &opened));
+    if (!opened) return ncclSuccess;  // the peer has not connected yet
     SegmentHeader* h = seg->header();
+    // The peer is between creating the segment and filling its header.
     const Deadline deadline(ctx_.timeoutSeconds);
     while (!h->initialized.load(std::memory_order_acquire)) {
       if (deadline.expired()) return fail(ncclRemoteError, "rank %d never finished creating its shared memory", peer);
@@ -292,6 +295,8 @@ class ShmTransport : public Transport {
   }
 
  private:
+  const char* laneLabel() const { return ctx_.lane == TransportContext::Lane::PointToPoint ? "p2p" : ""; }
+
   TransportContext ctx_;
 };
 

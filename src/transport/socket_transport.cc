@@ -2,6 +2,7 @@
 // or more is striped over all of them. Each message starts with a header
 // {tag, size} on the first socket.
 #include <deque>
+#include <map>
 #include <vector>
 
 #include "common/error.h"
@@ -142,23 +143,38 @@ class SocketTransport : public Transport {
     const Deadline deadline(ctx_.timeoutSeconds);
     std::vector<Socket> sockets(static_cast<size_t>(params().socketsPerPeer));
     for (size_t i = 0; i < sockets.size(); ++i)
-      HETCCL_TRY(Listener::connectTo((*ctx_.peers)[peer].listenAddress, ctx_.secret, ctx_.rank, kTagData + i,
+      HETCCL_TRY(Listener::connectTo((*ctx_.peers)[peer].listenAddress, ctx_.secret, ctx_.rank, dataTag(i),
                                      deadline, ctx_.abort, &sockets[i]));
     *out = std::make_unique<SocketConnection>(std::move(sockets), true, peer);
     return ncclSuccess;
   }
 
-  ncclResult_t accept(int peer, std::unique_ptr<Connection>* out) override {
-    const Deadline deadline(ctx_.timeoutSeconds);
-    std::vector<Socket> sockets(static_cast<size_t>(params().socketsPerPeer));
-    for (size_t i = 0; i < sockets.size(); ++i)
-      HETCCL_TRY(ctx_.listener->acceptFrom(peer, kTagData + i, deadline, ctx_.abort, &sockets[i]));
-    *out = std::make_unique<SocketConnection>(std::move(sockets), false, peer);
+  ncclResult_t tryAccept(int peer, std::unique_ptr<Connection>* out) override {
+    // The peer connects its sockets one after another: keep those that
+    // arrived until all have.
+    std::vector<Socket>& got = arriving_[peer];
+    while (got.size() < static_cast<size_t>(params().socketsPerPeer)) {
+      Socket s;
+      bool accepted = false;
+      HETCCL_TRY(ctx_.listener->tryAcceptFrom(peer, dataTag(got.size()), ctx_.abort, &s, &accepted));
+      if (!accepted) return ncclSuccess;
+      got.push_back(std::move(s));
+    }
+    *out = std::make_unique<SocketConnection>(std::move(got), false, peer);
+    arriving_.erase(peer);
     return ncclSuccess;
   }
 
  private:
+  // Each lane's sockets have tags of their own: kTagData + lane * kMaxSocketsPerPeer + index.
+  uint64_t dataTag(size_t index) const {
+    return kTagData + static_cast<uint64_t>(ctx_.lane) * kMaxSocketsPerPeer + index;
+  }
+  static_assert(kTagData + TransportContext::kLanes * kMaxSocketsPerPeer <= kTagSubRingBase,
+                "the lanes' socket tags overlap another kind's");
+
   TransportContext ctx_;
+  std::map<int, std::vector<Socket>> arriving_;  // by peer: its receive sockets so far
 };
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The byte-mover interface every transport implements, shaped like NCCL's
 // net plugin: listen (the communicator's listener, whose address every
-// rank publishes at init), connect (send side) and accept (receive side)
-// per peer, regMr/deregMr, isend/irecv on a connection, test to drive and
+// rank publishes at init), connect (send side) and accept (receive side,
+// polled) per peer, regMr/deregMr, isend/irecv on a connection, test to drive and
 // poll, close by destroying the connection (RAII).
 // Messages on one connection are matched in order; each carries a tag and
 // a size, and a receive whose tag or size differs fails (mismatched calls
@@ -69,8 +69,13 @@ class Transport {
  public:
   virtual ~Transport() = default;
   virtual const char* name() const = 0;
-  virtual ncclResult_t connect(int peer, std::unique_ptr<Connection>* out) = 0;  // we send to peer
-  virtual ncclResult_t accept(int peer, std::unique_ptr<Connection>* out) = 0;   // we receive from peer
+  // We send to peer: made at once, without waiting for the peer.
+  virtual ncclResult_t connect(int peer, std::unique_ptr<Connection>* out) = 0;
+  // We receive from peer: the connection once the peer has connected, else
+  // nothing yet (*out stays empty), never waiting for the peer; so a rank
+  // can post receives and drive its sends while a peer has not yet begun
+  // (src/transport/net.cc keeps such receives until it has).
+  virtual ncclResult_t tryAccept(int peer, std::unique_ptr<Connection>* out) = 0;
   // Memory registration: host memory needs none; RDMA transports will pin here.
   virtual ncclResult_t regMr(void* data, size_t size, void** handle) {
     (void)data; (void)size; *handle = nullptr; return ncclSuccess;

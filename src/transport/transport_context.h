@@ -18,6 +18,13 @@ struct TransportContext {
   Listener* listener = nullptr;
   const AbortFlag* abort = nullptr;
   double timeoutSeconds = 300.0;
+  // A communicator keeps two sets of connections, its collectives' and
+  // its send/recv's, so that the two can run side by side (a group's
+  // send/recv beside its collectives) and never take each other's
+  // messages. Each set names its segments and tags its sockets apart.
+  enum class Lane { Collectives = 0, PointToPoint = 1 };
+  static constexpr int kLanes = 2;
+  Lane lane = Lane::Collectives;
 };
 
 std::unique_ptr<class Transport> makeSocketTransport(const TransportContext& ctx);

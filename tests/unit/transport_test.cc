@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <numeric>
 #include <thread>
 #include <vector>
@@ -57,6 +58,9 @@ void exchange(Factory make, size_t bytes) {
   std::iota(a.begin(), a.end(), 1);
   std::iota(b.begin(), b.end(), 7);
   std::atomic<bool> receiverDone{false};
+  std::unique_ptr<Connection> early;  // nobody has connected yet: nothing, at once
+  ASSERT_EQ(p.transports[1]->tryAccept(0, &early), ncclSuccess);
+  EXPECT_FALSE(early);
   std::thread sender([&] {
     std::unique_ptr<Connection> conn;
     ASSERT_EQ(p.transports[0]->connect(1, &conn), ncclSuccess);
@@ -75,8 +79,14 @@ void exchange(Factory make, size_t bytes) {
     }
     EXPECT_EQ(conn->irecv(&r1), ncclInternalError);  // a send connection takes no receives
   });
+  // The receive side is polled and never waits for the sender.
   std::unique_ptr<Connection> conn;
-  ASSERT_EQ(p.transports[1]->accept(0, &conn), ncclSuccess);
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!conn) {
+    ASSERT_EQ(p.transports[1]->tryAccept(0, &conn), ncclSuccess);
+    ASSERT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10)) << "the sender never connected";
+    std::this_thread::yield();
+  }
   Request r1, r2;
   r1.recvData = c.data(), r1.size = bytes, r1.tag = 11;
   ASSERT_EQ(conn->irecv(&r1), ncclSuccess);
