@@ -85,7 +85,8 @@ def main():
 
     cuda = torch.cuda.is_available()
     local = int(os.environ.get("LOCAL_RANK", 0))
-    device = torch.device("cuda", local) if cuda else torch.device("cpu")
+    # More ranks than GPUs (one GPU, two domains): ranks share devices.
+    device = torch.device("cuda", local % torch.cuda.device_count()) if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
     import datetime

@@ -364,11 +364,16 @@ void sendRecvOnSeveralStreams(int n) {
 // A group that holds an all-reduce and a send, against a peer that
 // receives before it joins the all-reduce (and, second, after it): NCCL
 // runs a group's collectives and send/recv side by side, so both orders
-// work; on the streams, send/recv have streams of their own for that.
-TEST(GpuCrossDomain, GroupedCollectiveAndSendMeetAPeerInEitherOrder) {
-  REQUIRE_GPUS(1);
+// work; on the streams, send/recv have streams of their own for that,
+// host-staged they run on a thread of their own beside the collectives.
+void groupedCollectiveAndSendMeetAPeer(const mp::Env& extra) {
   const int gpus = hasGpus(2) ? 2 : 1;
-  auto env = [](int rank) { return mp::Env{{"HETCCL_DOMAIN", rank == 0 ? "a" : "b"}, {"HETCCL_TIMEOUT", "30"}}; };
+  auto env = [extra](int rank) {
+    mp::Env e = extra;
+    e.push_back({"HETCCL_DOMAIN", rank == 0 ? "a" : "b"});
+    e.push_back({"HETCCL_TIMEOUT", "30"});
+    return e;
+  };
   const uint64_t seed = hetccl::testing::runSeed();  // the same in every rank (forked after this)
   fprintf(stderr, "seed %llu (HETCCL_TEST_SEED)\n", static_cast<unsigned long long>(seed));
   EXPECT_RANKS_PASS_EACH(2, env, 120, [gpus, seed](int rank, int n, const ncclUniqueId& id) {
@@ -420,6 +425,16 @@ TEST(GpuCrossDomain, GroupedCollectiveAndSendMeetAPeerInEitherOrder) {
     rt.freeDevice(msg);
     return 0;
   });
+}
+
+TEST(GpuCrossDomain, GroupedCollectiveAndSendMeetAPeerInEitherOrder) {
+  REQUIRE_GPUS(1);
+  groupedCollectiveAndSendMeetAPeer({});
+}
+
+TEST(GpuCrossDomain, HostStagedGroupedCollectiveAndSendMeetAPeerInEitherOrder) {
+  REQUIRE_GPUS(1);
+  groupedCollectiveAndSendMeetAPeer({{"HETCCL_STREAM_COLLECTIVES", "0"}, {"HETCCL_STREAM_P2P", "0"}});
 }
 
 TEST(GpuCrossDomain, SendRecvGroupOnSeveralStreams) {
