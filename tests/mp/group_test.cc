@@ -236,4 +236,36 @@ TEST(Groups, AFailureOnEitherSideEndsTheGroupAtOnce) {
   });
 }
 
+// A rank that dies while the others' groups wait for it, on both sides
+// of the group (its all-reduce part and a receive from it, which it never
+// connected for), and while a plain receive waits for it to connect: an
+// error within about a second each (HETCCL_TIMEOUT is 60 s).
+TEST(Groups, ADeadPeerEndsTheGroupWithAnError) {
+  EXPECT_RANKS_PASS(3, {{"HETCCL_TIMEOUT", "60"}}, 100, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm, other;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    RANK_NCCL(ncclCommSplit(comm, 0, rank, &other, nullptr));
+    std::vector<float> x(1 << 18, 1.0f), in(1 << 18);
+    RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr));
+    if (rank == 2) _exit(0);  // dies without a word
+    const auto plain = std::chrono::steady_clock::now();
+    const ncclResult_t alone = ncclRecv(in.data(), in.size(), ncclFloat32, 2, other, nullptr);
+    RANK_EXPECT(alone == ncclRemoteError, "the receive returned %d: %s", alone, ncclGetLastError(other));
+    RANK_EXPECT(secondsSince(plain) < 5, "the receive's error took %.1f s", secondsSince(plain));
+    ncclCommAbort(other);
+    const auto t0 = std::chrono::steady_clock::now();
+    RANK_NCCL(ncclGroupStart());
+    RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr));
+    RANK_NCCL(ncclRecv(in.data(), in.size(), ncclFloat32, 2, comm, nullptr));
+    const ncclResult_t r = ncclGroupEnd();
+    RANK_EXPECT(r == ncclRemoteError, "the group returned %d: %s", r, ncclGetLastError(comm));
+    RANK_EXPECT(secondsSince(t0) < 5, "the error took %.1f s", secondsSince(t0));
+    ncclResult_t async = ncclSuccess;
+    RANK_NCCL(ncclCommGetAsyncError(comm, &async));
+    RANK_EXPECT(async != ncclSuccess, "no async error after the group failed");
+    ncclCommAbort(comm);
+    return 0;
+  });
+}
+
 }  // namespace
