@@ -98,8 +98,11 @@ HETCCL_WEAK_ALIAS(ncclGetErrorString)
 
 HETCCL_EXPORT const char* pncclGetLastError(ncclComm_t comm) {
   const char* text = lastError();
-  if (!*text && comm && comm->magic == ncclComm::kLive && comm->impl) return comm->impl->asyncErrorText.c_str();
-  return text;
+  if (*text || !comm || comm->magic != ncclComm::kLive || !comm->impl) return text;
+  // The communicator's error text exists (and stays as it is) once its
+  // error is published; before that another thread may be writing it.
+  const ncclResult_t state = comm->impl->asyncError.load();
+  return state != ncclSuccess && state != ncclInProgress ? comm->impl->asyncErrorText.c_str() : text;
 }
 HETCCL_WEAK_ALIAS(ncclGetLastError)
 

@@ -220,8 +220,15 @@ char* Communicator::staging(size_t bytes) {
 }
 
 void Communicator::setFatal(ncclResult_t error) {
-  ncclResult_t expected = ncclSuccess;
-  if (asyncError.compare_exchange_strong(expected, error)) asyncErrorText = lastError();
+  {
+    // The text is written before the error is published and never again,
+    // so readers that saw the error read it without a lock.
+    std::lock_guard<std::mutex> lock(errorMutex_);
+    if (asyncError.load() == ncclSuccess) {
+      asyncErrorText = lastError();
+      asyncError.store(error);
+    }
+  }
   if (net) net->markGone();
   if (p2pNet) p2pNet->markGone();
 }

@@ -97,7 +97,7 @@ class Communicator {
   std::unique_ptr<Net> p2pNet;  // send/recv's: apart, so a group runs both side by side
   AbortFlag abort{false};
   std::atomic<ncclResult_t> asyncError{ncclSuccess};
-  std::string asyncErrorText;
+  std::string asyncErrorText;  // read only once asyncError holds an error (see setFatal)
   std::mutex opMutex;            // one operation (or init step) at a time
   std::thread initThread;        // non-blocking init
   std::mutex initMutex;          // guards joining initThread
@@ -158,6 +158,7 @@ class Communicator {
   void startStaging(Runtime& rt);
   bool streamCollectivesFit() const;
   std::vector<char> scratch_, staging_;
+  std::mutex errorMutex_;  // setFatal's writers
   std::atomic<int64_t> lastLivenessCheck_{0};  // steady clock, ns
   std::atomic<void*> lastStream_{nullptr};
   std::atomic<uint64_t> calls_{0};

@@ -176,7 +176,10 @@ StreamCollectives::~StreamCollectives() {
   }
   cv_.notify_all();
   if (watchdog_.joinable()) watchdog_.join();
-  relay_.reset();  // after it has sent the peers what they still need
+  // The relay's thread may still read relay_ (a failure calls release()):
+  // it ends before the pointer is cleared.
+  if (relay_) relay_->finish();  // after it has sent the peers what they still need
+  relay_.reset();
   for (Stream s : {send_, reduce_, result_, gather_, p2pSend_, p2pRecv_})
     if (s) rt_.destroyStream(s);
   for (Event e : reduced_)

@@ -54,10 +54,8 @@ ncclResult_t StreamCollectives::enqueueP2p(std::span<const Op* const> ops) {
   for (const Op* op : ops) {
     const int q = op->root;
     if (op->kind == OpKind::Send) {
-      P2pRecord* r = mine.p2pRecord(q, ++sendCalls_[static_cast<size_t>(q)]);
-      __atomic_store_n(&r->call, 0, __ATOMIC_RELEASE);
-      __atomic_store_n(&r->bytes, bytesOf(*op), __ATOMIC_RELAXED);
-      __atomic_store_n(&r->call, sendCalls_[static_cast<size_t>(q)], __ATOMIC_RELEASE);
+      const uint64_t call = ++sendCalls_[static_cast<size_t>(q)];
+      writeRecord(mine.p2pRecord(q, call), P2pRecord{call, bytesOf(*op)});
       if (!sharesMemory(q)) relay_->publishP2pRecord(q, sendCalls_[static_cast<size_t>(q)]);
       continue;
     }

@@ -93,6 +93,11 @@ ncclResult_t StreamRelay::connect() {
 }
 
 StreamRelay::~StreamRelay() {
+  finish();
+  if (wake_ >= 0) close(wake_);
+}
+
+void StreamRelay::finish() {
   // What the peers still need from me (the last flags, data not yet
   // sent) goes first, then a goodbye, so they do not take the closing
   // connection for a failure.
@@ -104,7 +109,6 @@ StreamRelay::~StreamRelay() {
   stop_.store(true);
   if (wake_ >= 0) wake();
   if (thread_.joinable()) thread_.join();
-  if (wake_ >= 0) close(wake_);
 }
 
 void StreamRelay::abandon() {
@@ -156,10 +160,12 @@ void StreamRelay::forwardP2p() {
   };
   for (const auto& [peer, call] : p2pRecords_) {  // sizes first: published before the pieces
     const P2pRecord* r = mine.p2pRecord(peer, call);
+    P2pRecord record;
+    if (!readRecord(r, call, &record)) continue;  // rewritten for a later send, whose record goes instead
     Outgoing o{Message{kP2pRecord, 0, 0, 0, static_cast<uint64_t>(reinterpret_cast<const char*>(r) - mine.shared.base()),
                        sizeof(P2pRecord)},
                nullptr, {}};
-    memcpy(o.copy, r, sizeof(P2pRecord));
+    memcpy(o.copy, &record, sizeof(P2pRecord));
     for (auto& p : peers_)
       if (p->rank == peer && !p->lost) {
         p->out.push_back(o);
@@ -318,13 +324,14 @@ void StreamRelay::forwardFlagsAndCalls() {
   // Call records, complete ones only (publishing writes `call` last).
   for (const uint64_t have = setup_.calls->load(); sentCalls_ < have; ++sentCalls_) {
     const CallRecord* r = mine.call(sentCalls_ + 1);
-    if (__atomic_load_n(&r->call, __ATOMIC_ACQUIRE) != sentCalls_ + 1) break;
+    CallRecord record;
+    if (!readRecord(r, sentCalls_ + 1, &record)) break;
     for (auto& p : peers_) {
       if (p->lost) continue;
       p->out.push_back(Outgoing{Message{kCall, 0, 0, 0, static_cast<uint64_t>(reinterpret_cast<const char*>(r) - mine.shared.base()),
                                         sizeof(CallRecord)},
                                 nullptr, {}});
-      memcpy(p->out.back().copy, r, sizeof(CallRecord));
+      memcpy(p->out.back().copy, &record, sizeof(CallRecord));
       p->out.back().data = p->out.back().copy;  // deque elements stay put
     }
   }
@@ -389,6 +396,17 @@ void StreamRelay::raise(volatile uint32_t* flag, uint32_t value) {
   }
 }
 
+template <typename Record>
+ncclResult_t StreamRelay::applyRecord(Peer& p) {
+  const Message& m = p.in;  // its size and bounds were checked on arrival
+  if (m.offset % alignof(Record) != 0)
+    return fail(ncclInternalError, "stream relay: a misaligned record from rank %d", p.rank);
+  Record value;
+  memcpy(&value, p.record, sizeof(value));
+  writeRecord(reinterpret_cast<Record*>(p.mirror->shared.base() + m.offset), value);
+  return ncclSuccess;
+}
+
 ncclResult_t StreamRelay::apply(Peer& p) {
   const Message& m = p.in;
   switch (m.kind) {
@@ -398,17 +416,10 @@ ncclResult_t StreamRelay::apply(Peer& p) {
     case kBroken:  // the peer gave up: my own segment says so, as shared memory would
       __atomic_store_n(setup_.segments[static_cast<size_t>(setup_.rank)]->broken(), m.value, __ATOMIC_RELEASE);
       return ncclSuccess;
-    case kCall:
-    case kP2pRecord: {  // the same order as publishing (`call` first in both): readers skip a record being written
-      auto* call = reinterpret_cast<uint64_t*>(p.mirror->shared.base() + m.offset);
-      __atomic_store_n(call, 0, __ATOMIC_RELEASE);
-      __atomic_thread_fence(__ATOMIC_SEQ_CST);
-      uint64_t value;
-      memcpy(&value, p.record, sizeof(value));
-      memcpy(reinterpret_cast<char*>(call) + sizeof(value), p.record + sizeof(value), m.bytes - sizeof(value));
-      __atomic_store_n(call, value, __ATOMIC_RELEASE);
-      return ncclSuccess;
-    }
+    case kCall:  // written as the sender published it: readers skip a record being written
+      return applyRecord<CallRecord>(p);
+    case kP2pRecord:
+      return applyRecord<P2pRecord>(p);
     case kFlagLine:  // a send/recv flag, after its data
       raise(p.mirror->line(m.slot), m.value);
       return ncclSuccess;

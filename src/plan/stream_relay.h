@@ -53,6 +53,9 @@ class StreamRelay {
   // peer calls it) and starts the thread.
   static ncclResult_t create(const StreamRelaySetup& setup, std::unique_ptr<StreamRelay>* out);
   ~StreamRelay();
+  // Sends the peers what they still need, says goodbye and ends the thread
+  // (idempotent; the destructor calls it).
+  void finish();
   StreamRelay(const StreamRelay&) = delete;
   StreamRelay& operator=(const StreamRelay&) = delete;
 
@@ -100,6 +103,8 @@ class StreamRelay {
   void sendToAll(const Message& m, const char* data);
   ncclResult_t receive(Peer& p, bool* moved);
   ncclResult_t apply(Peer& p);
+  template <typename Record>
+  ncclResult_t applyRecord(Peer& p);  // a call or send/recv record, into the peer's mirror
   ncclResult_t flush(Peer& p, bool* moved);
   void lost(Peer& p, ncclResult_t why);
   void sayGoodbye();  // destruction: a goodbye to every peer, then their last words

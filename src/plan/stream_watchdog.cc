@@ -20,43 +20,26 @@ using namespace stream_layout;
 
 ncclResult_t StreamCollectives::publishCall(const Op& op, uint64_t call) {
   // Published first, so that a peer's watchdog sees a mismatch too.
-  CallRecord* slot = segments_[static_cast<size_t>(rank_)]->call(call);
-  __atomic_store_n(&slot->call, 0, __ATOMIC_RELEASE);  // readers skip a record being written
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  slot->count = op.count;
-  slot->type = static_cast<uint32_t>(op.type);
-  slot->kind = static_cast<uint32_t>(op.red.kind);
-  slot->average = op.red.average ? 1u : 0u;
-  slot->collective = static_cast<uint32_t>(op.kind);
   const bool rooted = op.kind == OpKind::Broadcast || op.kind == OpKind::Reduce || op.kind == OpKind::Gather ||
                      op.kind == OpKind::Scatter;
-  slot->root = rooted ? op.root : -1;
-  __atomic_store_n(&slot->call, call, __ATOMIC_RELEASE);
+  CallRecord record{};
+  record.call = call;
+  record.count = op.count;
+  record.type = static_cast<uint32_t>(op.type);
+  record.kind = static_cast<uint32_t>(op.red.kind);
+  record.average = op.red.average ? 1u : 0u;
+  record.collective = static_cast<uint32_t>(op.kind);
+  record.root = rooted ? op.root : -1;
+  writeRecord(segments_[static_cast<size_t>(rank_)]->call(call), record);  // readers skip it while written
   return checkCall(call);
 }
 
-namespace {
-// A consistent copy of the record of `call`, or false (not published, or
-// being rewritten).
-bool readCall(const CallRecord* slot, uint64_t call, CallRecord* out) {
-  if (__atomic_load_n(&slot->call, __ATOMIC_ACQUIRE) != call) return false;
-  out->count = __atomic_load_n(&slot->count, __ATOMIC_RELAXED);
-  out->type = __atomic_load_n(&slot->type, __ATOMIC_RELAXED);
-  out->kind = __atomic_load_n(&slot->kind, __ATOMIC_RELAXED);
-  out->average = __atomic_load_n(&slot->average, __ATOMIC_RELAXED);
-  out->collective = __atomic_load_n(&slot->collective, __ATOMIC_RELAXED);
-  out->root = __atomic_load_n(&slot->root, __ATOMIC_RELAXED);
-  __atomic_thread_fence(__ATOMIC_ACQUIRE);
-  return __atomic_load_n(&slot->call, __ATOMIC_RELAXED) == call;
-}
-}  // namespace
-
 ncclResult_t StreamCollectives::checkCall(uint64_t call) const {
   CallRecord mine, theirs;
-  if (!readCall(segments_[static_cast<size_t>(rank_)]->call(call), call, &mine)) return ncclSuccess;
+  if (!readRecord(segments_[static_cast<size_t>(rank_)]->call(call), call, &mine)) return ncclSuccess;
   for (int r = 0; r < nranks_; ++r) {
     if (r == rank_) continue;
-    if (readCall(segments_[static_cast<size_t>(r)]->call(call), call, &theirs) &&
+    if (readRecord(segments_[static_cast<size_t>(r)]->call(call), call, &theirs) &&
         (theirs.count != mine.count || theirs.type != mine.type || theirs.kind != mine.kind ||
          theirs.average != mine.average || theirs.collective != mine.collective || theirs.root != mine.root))
       return fail(ncclInvalidUsage,
