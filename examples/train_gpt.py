@@ -99,7 +99,7 @@ def main():
     model = TinyGPT(a.vocab, a.dim, a.layers, a.heads, a.seq).to(device)
     if a.mode == "ddp":
         from torch.nn.parallel import DistributedDataParallel as DDP
-        model = DDP(model, device_ids=[local] if cuda else None)
+        model = DDP(model, device_ids=[device.index] if cuda else None)
     else:
         if not cuda:
             raise SystemExit("FSDP needs a GPU here")
