@@ -34,7 +34,12 @@ const char* Net::transportName(int peer) const { return transportFor(peer)->name
 
 ncclResult_t Net::sendConnection(int peer, Connection** out) {
   auto& c = send_[static_cast<size_t>(peer)];
-  if (!c) HETCCL_TRY(transportFor(peer)->connect(peer, &c));
+  if (!c) {
+    std::unique_ptr<Connection> made;
+    HETCCL_TRY(transportFor(peer)->connect(peer, &made));
+    std::lock_guard<std::mutex> lock(connectionsMutex_);  // markGone may read the list from another thread
+    c = std::move(made);
+  }
   *out = c.get();
   return ncclSuccess;
 }
@@ -42,8 +47,13 @@ ncclResult_t Net::sendConnection(int peer, Connection** out) {
 ncclResult_t Net::recvConnection(int peer, Connection** out) {
   auto& c = recv_[static_cast<size_t>(peer)];
   if (!c) {
-    HETCCL_TRY(transportFor(peer)->tryAccept(peer, &c));
-    if (c) {
+    std::unique_ptr<Connection> made;
+    HETCCL_TRY(transportFor(peer)->tryAccept(peer, &made));
+    if (made) {
+      {
+        std::lock_guard<std::mutex> lock(connectionsMutex_);
+        c = std::move(made);
+      }
       // Connected now: the receives kept for this peer go first, in order.
       for (auto it = kept_.begin(); it != kept_.end();) {
         if (it->peer != peer) {
@@ -187,6 +197,7 @@ ncclResult_t Net::sendRecv(int sendPeer, const void* sendData, size_t sendBytes,
 }
 
 void Net::markGone() {
+  std::lock_guard<std::mutex> lock(connectionsMutex_);
   for (auto& c : send_) if (c) c->markGone();
   for (auto& c : recv_) if (c) c->markGone();
 }

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "transport/transport.h"
@@ -64,7 +65,10 @@ class Net {
 
   TransportContext ctx_;
   std::unique_ptr<Transport> shm_, socket_;
+  // Used by the Net's one thread; made under the lock, which markGone
+  // (any thread: a watchdog's fatal error) takes to read them.
   std::vector<std::unique_ptr<Connection>> send_, recv_;
+  std::mutex connectionsMutex_;
   std::vector<Connection*> active_;
   struct KeptReceive {
     int peer;
