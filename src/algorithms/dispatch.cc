@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "bootstrap/unique_id.h"
 #include "comm/communicator.h"
 #include "algorithms/op.h"
@@ -89,10 +91,13 @@ ncclResult_t runCollectives(Communicator& c, std::span<const Op* const> collecti
 }  // namespace
 
 ncclResult_t runOperations(Communicator& c, std::span<const Op* const> ops) {
+  // One kind only (the usual case): run as given, nothing allocated.
+  const size_t p2pCount =
+      static_cast<size_t>(std::count_if(ops.begin(), ops.end(), [](const Op* op) { return op->isPointToPoint(); }));
+  if (p2pCount == 0) return runCollectives(c, ops);
+  if (p2pCount == ops.size()) return runPointToPoint(c, ops);
   std::vector<const Op*> collectives, p2p;
   for (const Op* op : ops) (op->isPointToPoint() ? p2p : collectives).push_back(op);
-  if (p2p.empty()) return runCollectives(c, collectives);
-  if (collectives.empty()) return runPointToPoint(c, p2p);
   // A group of both: its send/recv run on a thread of their own beside the
   // collectives, as in NCCL's group, so a peer may receive before it joins
   // the collectives (or send after). Each side's failure stops the other
