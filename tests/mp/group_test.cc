@@ -136,6 +136,7 @@ struct Variant {
   const char* name;
   int nranks;
   mp::Env env;
+  std::vector<std::string> domains;  // HETCCL_DOMAIN per rank; empty: one domain
 };
 
 void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
@@ -150,16 +151,29 @@ TEST_P(Groups, SendRecvBesideCollectivesMeetPeersInAnyOrder) {
   const uint64_t seed = runSeed();
   mp::Env env = v.env;
   env.push_back({"HETCCL_TIMEOUT", "20"});
-  EXPECT_RANKS_PASS(v.nranks, env, 120, [seed](int rank, int n, const ncclUniqueId& id) {
+  auto envFor = [&](int rank) {
+    mp::Env e = env;
+    if (!v.domains.empty()) e.push_back({"HETCCL_DOMAIN", v.domains[static_cast<size_t>(rank)]});
+    return e;
+  };
+  EXPECT_RANKS_PASS_EACH(v.nranks, envFor, 120, [seed](int rank, int n, const ncclUniqueId& id) {
     return collectivesBesideSendRecv(rank, n, id, seed);
   });
 }
 
 // Five ranks on two cores: pairs (0,1), (2,3), and rank 4 with itself.
-INSTANTIATE_TEST_SUITE_P(HostRanks, Groups,
-                         ::testing::Values(Variant{"2_ranks_shm", 2, {}}, Variant{"5_ranks_shm", 5, {}},
-                                           Variant{"3_ranks_sockets", 3, {{"HETCCL_TRANSPORT", "socket"}}}),
-                         [](const ::testing::TestParamInfo<Variant>& info) { return std::string(info.param.name); });
+// Across domains the collectives take the cross-domain plans; staged, the
+// group runs on the staging path GPU ranks take (synchronous, and on the
+// staging thread).
+INSTANTIATE_TEST_SUITE_P(
+    HostRanks, Groups,
+    ::testing::Values(Variant{"2_ranks_shm", 2, {}, {}}, Variant{"5_ranks_shm", 5, {}, {}},
+                      Variant{"3_ranks_sockets", 3, {{"HETCCL_TRANSPORT", "socket"}}, {}},
+                      Variant{"4_ranks_two_domains", 4, {}, {"a", "b", "b", "a"}},
+                      Variant{"3_ranks_staged_like_gpu_ranks", 3, {{"HETCCL_FORCE_STAGING", "1"}}, {"a", "b", "a"}},
+                      Variant{"3_ranks_async_staged_like_gpu_ranks", 3,
+                              {{"HETCCL_FORCE_STAGING", "1"}, {"HETCCL_ASYNC_STAGING", "1"}}, {"a", "b", "b"}}),
+    [](const ::testing::TestParamInfo<Variant>& info) { return std::string(info.param.name); });
 
 // Send/recv alone: a group that sends and receives large messages meets
 // a peer's plain receive-then-send and send-then-receive. (Before
