@@ -113,8 +113,11 @@ ncclResult_t runOperations(Communicator& c, std::span<const Op* const> ops) {
     return r;
   });
   const ncclResult_t collectivesResult = runCollectives(c, collectives);
-  if (collectivesResult != ncclSuccess) c.p2pNet->stopWaiting();
-  const std::string collectivesError = lastError();
+  std::string collectivesError;
+  if (collectivesResult != ncclSuccess) {
+    collectivesError = lastError();
+    c.p2pNet->stopWaiting();
+  }
   const ncclResult_t p2pResult = c.p2pWorker->wait();
   if (collectivesResult != ncclSuccess && p2pResult != ncclSuccess && !p2pError.empty())
     return fail(collectivesResult, "%s; the group's send/recv: %s", collectivesError.c_str(), p2pError.c_str());

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "bootstrap/rank_info.h"
-#include "common/params.h"
 #include "bootstrap/socket.h"
 
 namespace hetccl {
@@ -19,11 +18,9 @@ namespace hetccl {
 enum ConnectionTag : uint64_t {
   kTagRing = 1,
   kTagStreamRelay = 3,    // stream collectives' relay (src/plan/stream_relay.h)
-  kTagData = 16,          // socket transport: + the socket's index (below kMaxSocketsPerPeer)
+  kTagData = 16,          // socket transport: + lane and socket index (src/transport/socket_transport.cc)
   kTagSubRingBase = 1ull << 32,  // split/shrink: + a per-call counter
 };
-static_assert(kTagData > kTagStreamRelay && kTagData + kMaxSocketsPerPeer <= kTagSubRingBase,
-              "the socket transport's tags overlap another kind's");
 
 class Listener {
  public:

@@ -56,7 +56,7 @@ ncclResult_t StreamCollectives::enqueueP2p(std::span<const Op* const> ops) {
     if (op->kind == OpKind::Send) {
       const uint64_t call = ++sendCalls_[static_cast<size_t>(q)];
       writeRecord(mine.p2pRecord(q, call), P2pRecord{call, bytesOf(*op)});
-      if (!sharesMemory(q)) relay_->publishP2pRecord(q, sendCalls_[static_cast<size_t>(q)]);
+      if (!sharesMemory(q)) relay_->publishP2pRecord(q, call);
       continue;
     }
     const uint64_t call = ++recvCalls_[static_cast<size_t>(q)];

@@ -170,7 +170,7 @@ class SocketTransport : public Transport {
   uint64_t dataTag(size_t index) const {
     return kTagData + static_cast<uint64_t>(ctx_.lane) * kMaxSocketsPerPeer + index;
   }
-  static_assert(kTagData + TransportContext::kLanes * kMaxSocketsPerPeer <= kTagSubRingBase,
+  static_assert(kTagData > kTagStreamRelay && kTagData + TransportContext::kLanes * kMaxSocketsPerPeer <= kTagSubRingBase,
                 "the lanes' socket tags overlap another kind's");
 
   TransportContext ctx_;
