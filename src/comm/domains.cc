@@ -30,6 +30,12 @@ const Domain* Partition::domainUnableToReduce(ncclDataType_t type) const {
   return nullptr;
 }
 
+bool Partition::consecutive() const {
+  for (const Domain& d : domains)
+    if (d.members.back() - d.members.front() + 1 != static_cast<int>(d.members.size())) return false;
+  return true;
+}
+
 std::string Partition::describe() const {
   std::string s;
   for (const Domain& d : domains) {

@@ -25,6 +25,8 @@ struct Partition {
 
   static Partition fromRanks(const std::vector<RankInfo>& ranks);
   bool single() const { return domains.size() <= 1; }
+  // Every domain's members are consecutive ranks ("0,1 | 2,3,4").
+  bool consecutive() const;
   // Global rank of member `index` of domain `d`.
   int member(size_t d, int index) const { return domains[d].members[static_cast<size_t>(index)]; }
   std::string describe() const;  // "host0{0,2,4} host1{1,3,5}"

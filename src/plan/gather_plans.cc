@@ -108,9 +108,10 @@ ncclResult_t broadcastByLeaders(Ctx& x, const Op& op) {
 }
 
 // Broadcast, large, per piece: the root's domain broadcasts it; every other
-// domain gets it in as many parts as it has ranks (part j to its member j,
-// sent by the root domain's members in turn) and all-gathers the parts
-// (padded to equal size).
+// domain gets it in as many equal parts as it has ranks, straight into
+// place (part j to its member j, sent by the root domain's members in
+// turn, with the last len mod s bytes to every member), and all-gathers
+// the parts in place.
 ncclResult_t broadcastSpread(Ctx& x, const Op& op) {
   const size_t bytes = op.count * typeSize(op.type);
   const int rootDomain = x.p.domainOf[op.root];
@@ -129,14 +130,17 @@ ncclResult_t broadcastSpread(Ctx& x, const Op& op) {
         },
         [&](size_t k) {
           auto [b, len] = piece(k);
-          Request* reqs = x.c.requestPool.take(static_cast<size_t>(x.c.nranks));
+          Request* reqs = x.c.requestPool.take(2 * static_cast<size_t>(x.c.nranks));
           std::vector<Request*>& list = x.c.requestPool.pending;
           size_t n = 0;
           for (int d = 0; d < x.domains; ++d) {
             if (d == rootDomain) continue;
+            const size_t q = len / static_cast<size_t>(x.size(d)), tail = q * static_cast<size_t>(x.size(d));
             for (int j = i; j < x.size(d); j += s) {
-              const size_t pb = partBegin(len, x.size(d), j), pe = partBegin(len, x.size(d), j + 1);
-              HETCCL_TRY(x.c.net->postSend(x.p.member(d, j), out + b + pb, pe - pb, x.tag, &reqs[n]));
+              if (q > 0) HETCCL_TRY(x.c.net->postSend(x.p.member(d, j), out + b + j * q, q, x.tag, &reqs[n]));
+              if (q > 0) list.push_back(&reqs[n++]);
+              if (tail == len) continue;
+              HETCCL_TRY(x.c.net->postSend(x.p.member(d, j), out + b + tail, len - tail, x.tag, &reqs[n]));
               list.push_back(&reqs[n++]);
             }
           }
@@ -144,28 +148,25 @@ ncclResult_t broadcastSpread(Ctx& x, const Op& op) {
         },
         none);
   }
-  const int senders = x.size(rootDomain);
-  const size_t padded = ceilDiv(std::min(x.plan.piece, bytes), static_cast<size_t>(s));
-  char* slots = x.c.scratch(2 * padded * (1 + s));
-  auto part = [&](size_t k) { return slots + (k % 2) * padded * (1 + s); };
-  HETCCL_TRY(runPipelined(
+  const int sender = x.p.member(rootDomain, i % x.size(rootDomain));
+  return runPipelined(
       *x.c.proxy, x.plan.pieces, none,
       [&](size_t k) {
         auto [b, len] = piece(k);
-        const size_t pb = partBegin(len, s, i), pe = partBegin(len, s, i + 1);
-        return x.c.net->recv(x.p.member(rootDomain, i % senders), part(k), pe - pb, x.tag);
+        const size_t q = len / static_cast<size_t>(s), tail = q * static_cast<size_t>(s);
+        Request* reqs = x.c.requestPool.take(2);
+        std::vector<Request*>& list = x.c.requestPool.pending;
+        if (q > 0) HETCCL_TRY(x.c.net->postRecv(sender, out + b + i * q, q, x.tag, nullptr, &reqs[0]));
+        if (q > 0) list.push_back(&reqs[0]);
+        if (tail < len) HETCCL_TRY(x.c.net->postRecv(sender, out + b + tail, len - tail, x.tag, nullptr, &reqs[1]));
+        if (tail < len) list.push_back(&reqs[1]);
+        return x.c.net->wait(list.data(), list.size());
       },
       [&](size_t k) {
         auto [b, len] = piece(k);
-        char* gathered = part(k) + padded;
-        const size_t pad = ceilDiv(len, static_cast<size_t>(s));
-        HETCCL_TRY(x.backend.allGather(part(k), gathered, pad, ncclInt8));
-        for (int j = 0; j < s; ++j)
-          memcpy(out + b + partBegin(len, s, j), gathered + j * pad, partBegin(len, s, j + 1) - partBegin(len, s, j));
-        return ncclSuccess;
-      }));
-  x.c.bytesStaged += ceilDiv(bytes, static_cast<size_t>(s)) * (1 + s);
-  return ncclSuccess;
+        const size_t q = len / static_cast<size_t>(s);
+        return q > 0 ? x.backend.allGather(out + b + i * q, out + b, q, ncclInt8) : ncclSuccess;
+      });
 }
 
 }  // namespace
@@ -174,6 +175,7 @@ ncclResult_t broadcastSpread(Ctx& x, const Op& op) {
 // every other domain in parts (progress thread); (3) inside each domain,
 // the parts its members received are all-gathered and placed.
 ncclResult_t allGatherPlan(Ctx& x, const Op& op) {
+  if (x.plan.strategy == Strategy::ToOwners) return allGatherFromOwners(x, op);
   const size_t block = op.count * typeSize(op.type);
   if (block == 0) return ncclSuccess;
   const int s = x.size(x.mine);

@@ -31,6 +31,20 @@ Plan hierarchical(const Communicator& c, Strategy strategy, size_t count, size_t
   return plan;
 }
 
+// Domains of consecutive ranks (plan/region_plans.cc): every region (a
+// domain's blocks side by side; reduce-scatter's elements, all-gather's
+// bytes) in the same number of pieces, the largest region in pieces of
+// about four pipeline chunks.
+Plan toOwners(const Communicator& c, size_t recvcount, size_t es) {
+  size_t largest = 0;
+  for (const Domain& d : c.partition.domains) largest = std::max(largest, d.members.size() * recvcount);
+  Plan plan;
+  plan.strategy = Strategy::ToOwners;
+  plan.piece = std::max<size_t>(1, c.tunables.pipelineChunkBytes * 4 / es);
+  plan.pieces = std::max<size_t>(1, piecesOf(largest, plan.piece));
+  return plan;
+}
+
 // Byte-wise plans: pieces of `target` bytes (multiples of 256), at least one.
 Plan spreadBytes(size_t bytes, size_t target) {
   Plan plan;
@@ -56,11 +70,14 @@ Plan derivePlan(const Communicator& c, OpKind kind, size_t count, ncclDataType_t
       return hierarchical(c, Strategy::Hierarchical, count, es);
     case OpKind::ReduceScatter:
       if (bytes * static_cast<size_t>(c.nranks) <= small) break;
+      if (c.partition.consecutive()) return toOwners(c, count, es);
       return hierarchical(c, Strategy::Hierarchical, count * static_cast<size_t>(c.nranks), es);
     case OpKind::Reduce:
       if (bytes <= small) break;
       return hierarchical(c, Strategy::Spread, count, es);
-    case OpKind::AllGather: return spreadBytes(bytes, piecePerRank);
+    case OpKind::AllGather:
+      if (c.partition.consecutive()) return toOwners(c, bytes, 1);
+      return spreadBytes(bytes, piecePerRank);
     case OpKind::Broadcast:
       if (bytes <= small) break;
       return spreadBytes(bytes, c.tunables.pipelineChunkBytes * 4);
@@ -83,6 +100,10 @@ const char* describePlan(OpKind kind, const Plan& plan) {
                      : "hierarchical, pipelined: domain reduce-scatter -> holders combine per segment (progress thread) "
                        "-> domain all-gather (+ leaders for the uneven tail)";
     case OpKind::ReduceScatter:
+      if (plan.strategy == Strategy::ToOwners)
+        return "to owners, pipelined: each domain reduce-scatters its own ranks' outputs in place and every other "
+               "domain's in pieces, whose partials go straight to their owners (progress thread), reduced as they "
+               "arrive";
       return leaders ? "leaders: all-reduce by leaders into staging, keep own block"
                      : "hierarchical, pipelined: domain reduce-scatter -> holders combine per segment -> owners collect "
                        "inside their domain (progress thread)";
@@ -91,6 +112,10 @@ const char* describePlan(OpKind kind, const Plan& plan) {
                      : "spread, pipelined: domain reduce-scatter -> holders combine per segment -> the root's domain "
                        "sends its blocks to the root (progress thread)";
     case OpKind::AllGather:
+      if (plan.strategy == Strategy::ToOwners)
+        return "from owners, pipelined: each domain all-gathers its own ranks' blocks in place; every other domain's "
+               "blocks come from their owners in pieces, one chunk per rank, straight into place (progress thread), and "
+               "each piece is all-gathered in place inside the domain";
       return "spread, pipelined: domain all-gather -> each domain's blocks to every other domain in parts, one per "
              "rank (progress thread) -> domain all-gather of the parts";
     case OpKind::Broadcast:

@@ -19,6 +19,7 @@ enum class Strategy : uint8_t {
   Leaders,       // few round trips through one rank per domain
   Hierarchical,  // domain reduce-scatter, combine spread over all ranks, domain finish
   Spread,        // inter-domain traffic in parts, one per receiving rank
+  ToOwners,      // reduce-scatter, domains of consecutive ranks: partials straight to their owners
 };
 
 struct Plan {

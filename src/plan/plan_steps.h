@@ -105,6 +105,9 @@ ncclResult_t runPipelined(Proxy& proxy, size_t n, Before&& before, Across&& acro
 // The plans, by collective.
 ncclResult_t allReducePlan(Ctx& x, const Op& op);
 ncclResult_t reduceScatterPlan(Ctx& x, const Op& op);
+// Strategy::ToOwners (plan/region_plans.cc): domains of consecutive ranks.
+ncclResult_t reduceScatterToOwners(Ctx& x, const Op& op);
+ncclResult_t allGatherFromOwners(Ctx& x, const Op& op);
 ncclResult_t reducePlan(Ctx& x, const Op& op);
 ncclResult_t allGatherPlan(Ctx& x, const Op& op);
 ncclResult_t broadcastPlan(Ctx& x, const Op& op);

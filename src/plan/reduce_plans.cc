@@ -88,6 +88,7 @@ ncclResult_t allReducePlan(Ctx& x, const Op& op) {
 // writes outputs inside its own range, which every rank has already read,
 // so in-place calls are safe while the next piece's reduce-scatter runs.
 ncclResult_t reduceScatterPlan(Ctx& x, const Op& op) {
+  if (x.plan.strategy == Strategy::ToOwners) return reduceScatterToOwners(x, op);
   const size_t es = typeSize(op.type), rc = op.count, total = rc * static_cast<size_t>(x.c.nranks);
   const size_t even = x.plan.strategy == Strategy::Hierarchical ? x.plan.evenCount : 0;
   const size_t s = static_cast<size_t>(x.size(x.mine));

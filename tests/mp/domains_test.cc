@@ -42,6 +42,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Layout{"four_of_one", {"a", "b", "c", "d"}},
                       // Many pipeline pieces per all-reduce, three domains.
                       Layout{"pieces_three_domains", {"a", "b", "c", "a", "b"}, {{"HETCCL_CHUNK_BYTES", "4096"}}},
+                      // Consecutive domains (reduce-scatter straight to the owners), many pieces, tails.
+                      Layout{"pieces_consecutive_three_domains", {"a", "a", "b", "b", "b", "c"},
+                             {{"HETCCL_CHUNK_BYTES", "4096"}}},
                       // Many pieces with two domains (reduced straight out of the transport).
                       Layout{"pieces_two_domains", {"a", "b", "b", "a"}, {{"HETCCL_CHUNK_BYTES", "4096"}}},
                       // The GPU ranks' path (buffers staged through host memory), on host ranks.
