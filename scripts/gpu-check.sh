@@ -109,6 +109,9 @@ done
 #    buffers staged through host memory), and GPUs mixed with CPU ranks.
 step two_gpu_domains_all_types_ops "$build/hetccl-perf" $all -N 2 --domains 2 -b 8 -e 1M -f 32 -d all -o all -n 1 -w 0 -c 1
 step gpus_and_cpu_ranks_all_types_ops "$build/hetccl-perf" $all -N 4 --host-ranks 2 -b 8 -e 1M -f 32 -d all -o all -n 1 -w 0 -c 1
+# Their bandwidth (host-staged; consecutive domains: reduce-scatter to the
+# owners, all-gather from them), checked.
+full_step gpus_and_cpu_ranks_bandwidth "$build/hetccl-perf" all_reduce,reduce_scatter,all_gather,broadcast -N 4 --host-ranks 2 -b 1M -e 64M -f 4 -n 5 -w 2 -c 1
 # Domains of two ranks (the GPUs in NCCL's domain, two CPU ranks in the
 # other): all-reduce, all-gather, reduce-scatter, broadcast, reduce, all-to-all,
 # gather and scatter through the stream
@@ -143,8 +146,8 @@ full_step two_gpu_domains_of_two_host_staged_p2p_across env HETCCL_STREAM_HIERAR
 step gpus_without_vendor_library_all_types_ops env HETCCL_VENDOR_LIBS=0 "$build/hetccl-perf" $all -N 2 -b 8 -e 1M -f 32 -d float,bfloat16,int32 -o all -n 1 -w 0 -c 1
 # Two domains of two without NCCL: no stream hierarchy (its domain steps
 # need the vendor library), host-staged and native inside each domain.
-step two_gpu_domains_of_two_without_vendor_library env HETCCL_VENDOR_LIBS=0 "$build/hetccl-perf" all_reduce,all_gather,sendrecv \
-  -N 4 --domains 2 -b 8 -e 64K -f 64 -d float,int32 -n 1 -w 0 -c 1 --plan
+step two_gpu_domains_of_two_without_vendor_library env HETCCL_VENDOR_LIBS=0 "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,broadcast,sendrecv \
+  -N 4 --domains 2 -b 8 -e 1M -f 32 -d float,int32 -n 1 -w 0 -c 1 --plan
 # All-reduce, reduce-scatter and all-gather across the two domains: on the
 # GPUs' streams through shared pinned memory (the default), and host-staged.
 # Many pieces per call and reused slots (small parts, three slots), checked.

@@ -23,7 +23,7 @@ cmake --build build-tsan -j "$(nproc)" --target group_test lifecycle_test bad_in
 filter=${1:--*EveryCollectiveTypeOpCountAndPlacement*:*EveryTypeAndCount*:*ThroughTheRelayEveryCollectiveIsRight*:*DeadPeerThroughTheRelay*}
 export TSAN_OPTIONS="halt_on_error=0 exitcode=66 ${TSAN_OPTIONS:-}"
 status=0
-layouts='Domains.*:*pieces_two_domains*:*async_staged_like_gpu_ranks*'
+layouts='Domains.*:*pieces_two_domains*:*pieces_consecutive_three_domains*:*async_staged_like_gpu_ranks*'
 for t in group_test lifecycle_test bad_input_test "stream_collectives_test --gtest_filter=$filter" stream_hierarchy_test \
   "domains_test --gtest_filter=$layouts"; do
   log=build-tsan/$(echo "$t" | cut -d' ' -f1).log

@@ -109,8 +109,8 @@ const char* describePlan(OpKind kind, const Plan& plan) {
                        "inside their domain (progress thread)";
     case OpKind::Reduce:
       return leaders ? "leaders: domain reduce to leaders -> root combines"
-                     : "spread, pipelined: domain reduce-scatter -> holders combine per segment -> the root's domain "
-                       "sends its blocks to the root (progress thread)";
+                     : "spread, pipelined: domain reduce-scatter -> the other domains' partials straight to the root "
+                       "domain's members, reduced as they arrive -> to the root (progress thread)";
     case OpKind::AllGather:
       if (plan.strategy == Strategy::ToOwners)
         return "from owners, pipelined: each domain all-gathers its own ranks' blocks in place; every other domain's "

@@ -42,13 +42,12 @@ ncclResult_t combineAmongHolders(Ctx& x, const int* holders, char* data, size_t 
 // one holder per domain, so every rank's links carry a share).
 ncclResult_t combineBlock(Ctx& x, char* block, size_t evenCount, const Reduction& red);
 
-// Which global elements a rank keeps after a reduction: reduce-scatter
-// (each rank its `perRank` elements) or reduce (the root all of them).
+// Which global elements a rank keeps after a reduce-scatter: its perRank
+// elements.
 struct Ownership {
   size_t perRank;
-  int root;  // -1: reduce-scatter
-  size_t begin(int rank) const { return root < 0 ? static_cast<size_t>(rank) * perRank : 0; }
-  size_t end(int rank) const { return root < 0 ? begin(rank) + perRank : (rank == root ? perRank : 0); }
+  size_t begin(int rank) const { return static_cast<size_t>(rank) * perRank; }
+  size_t end(int rank) const { return begin(rank) + perRank; }
 };
 // After the combine of one piece: each rank of my domain holds `q`
 // finished elements from global element pieceStart + index * q; the
