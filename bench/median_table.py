@@ -25,12 +25,19 @@ def rows(path, column):
 def main():
     title, folder, repeats = sys.argv[1], pathlib.Path(sys.argv[2]), int(sys.argv[3])
     name_a, prefix_a, col_a, name_b, prefix_b, col_b = sys.argv[4:10]
-    a = [rows(folder / f"{prefix_a}.{i}", int(col_a)) for i in range(1, repeats + 1)]
-    b = [rows(folder / f"{prefix_b}.{i}", int(col_b)) for i in range(1, repeats + 1)]
-    print(f"# {title}, median of {repeats} alternating runs")
+    # Runs cut short (a time budget) leave fewer files: use the pairs present.
+    present = [i for i in range(1, repeats + 1)
+               if (folder / f"{prefix_a}.{i}").exists() and (folder / f"{prefix_b}.{i}").exists()]
+    if not present:
+        print(f"# {title}: no complete pair of runs")
+        return
+    a = [rows(folder / f"{prefix_a}.{i}", int(col_a)) for i in present]
+    b = [rows(folder / f"{prefix_b}.{i}", int(col_b)) for i in present]
+    short = f" (of {repeats} planned)" if len(present) < repeats else ""
+    print(f"# {title}, median of {len(present)} alternating runs{short}")
     print(f"# {'bytes':>10} {name_a:>10} {name_b:>10} {'ratio':>6} {'B-A':>8}")
     worst = worst_all = None
-    for size in sorted(a[0]):
+    for size in sorted(set.intersection(*(set(r) for r in a + b))):
         ma = statistics.median(r[size] for r in a)
         mb = statistics.median(r[size] for r in b)
         ratio = mb / ma if ma else float('inf')

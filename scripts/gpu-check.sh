@@ -118,7 +118,7 @@ full_step gpus_and_cpu_ranks_bandwidth "$build/hetccl-perf" all_reduce,reduce_sc
 # hierarchy (NCCL inside the GPU domain, the cross groups on the streams, the
 # CPU ranks' side staged as on GPUs by HETCCL_FORCE_STAGING).
 step gpus_and_cpu_ranks_stream_hierarchy env HETCCL_FORCE_STAGING=1 \
-  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,broadcast,reduce,alltoall,gather,scatter -N 4 --host-ranks 2 -b 8 -e "$(big 16M 4M)" -f "$(big 8 16)" -d "$(big all "$some_types")" -o all -n 2 -w 1 -c 1 --plan
+  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,broadcast,reduce,alltoall,gather,scatter -N 4 --host-ranks 2 -b 8 -e "$(big 16M 2M)" -f "$(big 8 16)" -d "$(big all "$some_types")" -o all -n 2 -w 1 -c 1 --plan
 # Two GPU domains of two ranks each on the two GPUs (ranks 0,1 and 2,3; rank
 # r on GPU r % 2): NCCL inside each domain, the cross groups {0,2} and {1,3}
 # (two processes on one GPU) on the streams. Checked, then its bandwidth
@@ -126,7 +126,7 @@ step gpus_and_cpu_ranks_stream_hierarchy env HETCCL_FORCE_STAGING=1 \
 # ranks: a comparison of the plans, not of a real four-GPU machine). The
 # hierarchy is the default (HETCCL_STREAM_HIERARCHY=0 keeps the host-staged plan).
 step two_gpu_domains_of_two_stream_hierarchy \
-  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,broadcast,reduce,alltoall,gather,scatter -N 4 --domains 2 -b 8 -e "$(big 16M 4M)" -f "$(big 8 16)" \
+  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,broadcast,reduce,alltoall,gather,scatter -N 4 --domains 2 -b 8 -e "$(big 16M 2M)" -f "$(big 8 16)" \
   -d "$(big all "$some_types")" -o all -n "$(big 2 1)" -w "$(big 1 0)" -c 1 --plan
 step two_gpu_domains_of_two_stream_hierarchy_bandwidth \
   "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,alltoall -N 4 --domains 2 -b 1M -e 256M -f 4 -n 10 -w 3 -c 0
@@ -219,17 +219,7 @@ for mode in ddp fsdp; do
   step "train_${mode}_losses_two_domains" python3 examples/compare_losses.py "$work/$mode-nccl.json" "$work/$mode-split.json" \
     --tolerance 1e-5
 done
-# 7b. PyTorch's all_reduce bandwidth, plain NCCL vs hetccl preloaded
-#     (pass-through), alternating; the table below compares the medians.
-mkdir -p "$work/torchbw"
-for i in $(seq 1 "$repeats"); do
-  for who in nccl het; do
-    pre=""; [ $who = het ] && pre="$lib"
-    step "torch_busbw_${who}_$i" env LD_PRELOAD="$pre" torchrun --nproc-per-node 2 bench/torch_allreduce_busbw.py
-    cp "$work/torch_busbw_${who}_$i.log" "$work/torchbw/$who.$i" 2>/dev/null
-  done
-done
-# 8. A rank dies during DDP training: the others must get an error within
+# 7b. A rank dies during DDP training: the others must get an error within
 #    90 s, not hang (hetccl in one and two domains; plain NCCL for
 #    comparison with FULL=1). After the error PyTorch waits
 #    TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC (60 s) for its debug dump before it
@@ -238,6 +228,17 @@ done
 full_step dead_rank_plain_nccl python3 examples/dead_rank_check.py --limit 30 --report-only  # for comparison: NCCL may wait for --pg-timeout
 step dead_rank_hetccl env LD_PRELOAD="$lib" python3 examples/dead_rank_check.py --limit 90 --port 29562 --tail 20
 step dead_rank_hetccl_two_domains env LD_PRELOAD="$lib" python3 examples/dead_rank_check.py --limit 90 --port 29563 --domains
+# 8. PyTorch's all_reduce bandwidth, plain NCCL vs hetccl preloaded
+#     (pass-through), alternating; the table below compares the medians.
+#     Last: a benchmark, it is what BUDGET cuts first.
+mkdir -p "$work/torchbw"
+for i in $(seq 1 "$repeats"); do
+  for who in nccl het; do
+    pre=""; [ $who = het ] && pre="$lib"
+    step "torch_busbw_${who}_$i" env LD_PRELOAD="$pre" torchrun --nproc-per-node 2 bench/torch_allreduce_busbw.py
+    cp "$work/torch_busbw_${who}_$i.log" "$work/torchbw/$who.$i" 2>/dev/null
+  done
+done
 
 {
   echo
