@@ -10,9 +10,8 @@
 #include <vector>
 
 #include "algorithms/reduce_sink.h"
-#include "kernels/host_reduce.h"
-
 #include "common/error.h"
+#include "kernels/host_reduce.h"
 #include "plan/plan_steps.h"
 
 namespace hetccl {
@@ -131,8 +130,8 @@ class ReduceToRootDomain {
   ReduceToRootDomain(Ctx& ctx, const Op& o)
       : x(ctx), op(o), es(typeSize(o.type)), intra(withoutAverage(o.red)), merge(o.red.merging()),
         send(static_cast<const char*>(o.sendbuff)), recv(static_cast<char*>(o.recvbuff)), rootDomain(x.p.domainOf[o.root]),
-        isRoot(x.c.rank == o.root), inRootDomain(x.mine == rootDomain) {
-    const size_t mostPerRank = x.plan.piece / static_cast<size_t>(x.size(x.mine));
+        isRoot(x.c.rank == o.root), inRootDomain(x.mine == rootDomain),
+        mostPerRank(x.plan.piece / static_cast<size_t>(x.size(x.mine))) {
     slots = x.c.scratch(2 * mostPerRank * es);
     if (inRootDomain && x.domains > 2) staged = x.c.staging(static_cast<size_t>(x.domains) * mostPerRank * es);
     sinks.reserve(static_cast<size_t>(x.c.nranks));
@@ -162,7 +161,6 @@ class ReduceToRootDomain {
   // The root reduces its own chunks in place in its output.
   char* myChunk(size_t k) const {
     if (isRoot) return recv + mine(k).begin * es;
-    const size_t mostPerRank = x.plan.piece / static_cast<size_t>(x.size(x.mine));
     return slots + (k % 2) * mostPerRank * es;
   }
   static Span overlap(Span a, Span b) { return {std::max(a.begin, b.begin), std::max(std::max(a.begin, b.begin), std::min(a.end, b.end))}; }
@@ -236,6 +234,7 @@ class ReduceToRootDomain {
   char* recv;
   const int rootDomain;
   const bool isRoot, inRootDomain;
+  const size_t mostPerRank;  // elements of my chunk in the largest piece
   char* slots = nullptr;
   char* staged = nullptr;
   std::vector<ReduceSink> sinks;  // one round's (reserved: never moves while posted)
