@@ -201,6 +201,52 @@ def main():
             dist.destroy_process_group(g)
         return ok
     check("destroy and recreate a process group", recreate)
+
+    def nccl_allocator():
+        # NCCL's allocator for PyTorch: the process group's own where this
+        # PyTorch build has it, else a pluggable one over ncclMemAlloc
+        # (HETCCL_TORCH_ALLOCATOR=<build>/tests/torch_nccl_allocator.so),
+        # the way vLLM and Megatron-Core make theirs.
+        backend = dist.group.WORLD._get_backend(device)
+        try:
+            return backend.mem_allocator, "the process group's"
+        except (RuntimeError, AttributeError) as e:
+            path = os.environ.get("HETCCL_TORCH_ALLOCATOR")
+            if not path:
+                return None, str(e)[:60]
+            plug = torch.cuda.memory.CUDAPluggableAllocator(path, "nccl_alloc", "nccl_free")
+            return plug.allocator(), "pluggable"
+
+    def nccl_mem_pool(allocator):
+        # Tensors in ncclMemAlloc memory (a MemPool), registered with the
+        # communicator where PyTorch can: the memory must be this GPU's.
+        backend = dist.group.WORLD._get_backend(device)
+        pool = torch.cuda.MemPool(allocator)
+        n = 4099
+        with torch.cuda.use_mem_pool(pool):
+            x = mine(torch.float32, n)
+            y = x * 2  # a kernel writing into it
+        ok = len(pool.snapshot()) > 0 and x.is_cuda
+        registered = hasattr(backend, "register_mem_pool")
+        if registered:
+            backend.register_mem_pool(pool)
+        try:
+            dist.all_reduce(x)
+            dist.all_reduce(y)
+            ok = ok and torch.equal(x, sum(everyone(torch.float32, n))) and torch.equal(y, 2 * x)
+        finally:
+            if registered:
+                backend.deregister_mem_pool(pool)
+        del x, y
+        torch.cuda.synchronize()
+        return ok
+    if cuda:
+        allocator, how = nccl_allocator()
+        name = f"tensors in ncclMemAlloc memory ({how} allocator), all-reduced"
+        if allocator is None:
+            results.append(("tensors in ncclMemAlloc memory", f"skipped ({how})"))
+        else:
+            check(name, lambda: nccl_mem_pool(allocator))
     dist.destroy_process_group()
 
     failed = [r for r in results if r[1].startswith("FAIL")]

@@ -14,19 +14,46 @@ extern "C" {
 #define HETCCL_MINOR 1
 #define HETCCL_PATCH 0
 
-/* Opaque stand-ins for NCCL's device-side API types (nccl_device/core.h);
- * only pointers to them cross the ABI. */
+/* NCCL's device-side API (nccl_device/core.h and friends, NCCL 2.28):
+ * the host half. Only pointers to these structs cross the ABI, except
+ * ncclTeam_t, which is returned by value. */
 struct ncclDevCommRequirements;
 struct ncclDevComm;
+struct ncclDevResourceRequirements;
+struct ncclLsaBarrierHandle;
+struct ncclGinBarrierHandle;
+struct ncclLLA2AHandle;
+/* A set of ranks: `nRanks` ranks `stride` apart, this rank at `rank`. */
+typedef struct ncclTeam {
+  int nRanks, rank, stride;
+} ncclTeam_t;
 
-/* NCCL's device API. Host ranks have no device: these return
- * ncclInvalidUsage with a message from ncclGetLastError. */
-ncclResult_t ncclDevCommCreate(ncclComm_t comm, const struct ncclDevCommRequirements* reqs,
-                               struct ncclDevComm* outDevComm);
-ncclResult_t pncclDevCommCreate(ncclComm_t comm, const struct ncclDevCommRequirements* reqs,
-                                struct ncclDevComm* outDevComm);
-ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const struct ncclDevComm* devComm);
-ncclResult_t pncclDevCommDestroy(ncclComm_t comm, const struct ncclDevComm* devComm);
+/* On a communicator whose ranks all sit in one vendor domain (pass-through)
+ * every call goes to the vendor's library (NCCL 2.28 or later) with the
+ * vendor's own communicator, and what it returns (device communicators,
+ * handles, teams) is the vendor's. Elsewhere there is no device API:
+ * ncclDevCommCreate and the requirement calls return ncclInvalidUsage with
+ * a message from ncclGetLastError, and the team calls describe the world
+ * (a rank's load/store team is the rank alone). */
+HETCCL_DECLARE(ncclResult_t, ncclDevCommCreate,
+               (ncclComm_t comm, const struct ncclDevCommRequirements* reqs, struct ncclDevComm* outDevComm));
+HETCCL_DECLARE(ncclResult_t, ncclDevCommDestroy, (ncclComm_t comm, const struct ncclDevComm* devComm));
+HETCCL_DECLARE(ncclTeam_t, ncclTeamWorld, (ncclComm_t comm));
+HETCCL_DECLARE(ncclTeam_t, ncclTeamLsa, (ncclComm_t comm));
+HETCCL_DECLARE(ncclTeam_t, ncclTeamRail, (ncclComm_t comm));
+HETCCL_DECLARE(int, ncclTeamRankToWorld, (ncclComm_t comm, ncclTeam_t team, int rank));
+HETCCL_DECLARE(int, ncclTeamRankToLsa, (ncclComm_t comm, ncclTeam_t team, int rank));
+/* Without a communicator: the vendor library of this process's GPUs. */
+HETCCL_DECLARE(int, ncclLLA2ACalcSlots, (int maxElts, int maxEltSize));
+HETCCL_DECLARE(ncclResult_t, ncclLLA2ACreateRequirement,
+               (int nBlocks, int nSlots, struct ncclLLA2AHandle* outHandle,
+                struct ncclDevResourceRequirements* outReq));
+HETCCL_DECLARE(ncclResult_t, ncclLsaBarrierCreateRequirement,
+               (ncclTeam_t team, int nBarriers, struct ncclLsaBarrierHandle* outHandle,
+                struct ncclDevResourceRequirements* outReq));
+HETCCL_DECLARE(ncclResult_t, ncclGinBarrierCreateRequirement,
+               (ncclComm_t comm, ncclTeam_t team, int nBarriers, struct ncclGinBarrierHandle* outHandle,
+                struct ncclDevResourceRequirements* outReq));
 
 /* hetccl's own version string, e.g. "hetccl 0.1.0 (NCCL API 2.28.9)". */
 const char* hetcclVersionString(void);

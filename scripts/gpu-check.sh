@@ -27,6 +27,9 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 out=${OUT:-$PWD/gpu-results}
 build=$(realpath "${HETCCL_GPU_BUILD:-build-gpu}")
 lib=$build/libhetccl.so
+# examples/torch_distributed_check.py puts tensors in ncclMemAlloc memory
+# through this allocator where PyTorch's own NCCL allocator is missing.
+export HETCCL_TORCH_ALLOCATOR=$build/tests/torch_nccl_allocator.so
 full=${FULL:-0}
 repeats=${REPEATS:-$([ "$full" = 1 ] && echo 3 || echo 2)}
 mkdir -p "$out"

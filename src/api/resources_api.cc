@@ -1,27 +1,45 @@
-// Exported memory, registration, window, reduction-op and device-API entry
-// points. Host ranks: memory is ordinary host memory; registration and
-// windows are bookkeeping (nothing to pin); the device API needs a GPU.
+// Exported memory, registration, window and reduction-op entry points.
+// ncclMemAlloc gives memory of the rank's device: the vendor library's own
+// allocation where it has one (NCCL's is what its windows need), else the
+// GPU runtime's, else host memory on CPU ranks. On a pass-through
+// communicator registrations and windows are the vendor's too (a window
+// handle is the vendor's own: its device kernels read it); elsewhere they
+// are bookkeeping, checked on deregistration.
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <set>
+#include <string>
 
 #include "api/api_util.h"
+#include "comm/init.h"
+#include "runtime/runtime.h"
 
 using namespace hetccl;
 
 namespace {
 
+// Who made an ncclMemAlloc allocation, so ncclMemFree returns it there.
+struct Allocation {
+  Runtime* runtime;     // device memory of this runtime, or host memory (the host runtime)
+  VendorLibrary* vendor;  // the vendor library's ncclMemAlloc made it
+};
+
 struct Registration {
   Communicator* comm;
   void* buffer;
   size_t size;
+  void* vendorHandle;  // the vendor's registration (pass-through), else null
 };
 
 // Handles handed out for registrations and windows, to reject foreign or
-// stale ones.
+// stale ones; the vendor's windows, by communicator; allocations.
 std::mutex gRegistryMutex;
 std::set<const void*> gRegistrations;
+std::map<const void*, Communicator*> gVendorWindows;
+std::map<void*, Allocation> gAllocations;
 
 }  // namespace
 
@@ -34,12 +52,40 @@ HETCCL_EXPORT ncclResult_t pncclMemAlloc(void** ptr, size_t size) {
   if (!ptr) return fail(ncclInvalidArgument, "ncclMemAlloc: ptr is NULL");
   *ptr = nullptr;
   if (size == 0) return ncclSuccess;
-  if (posix_memalign(ptr, 4096, size) != 0) return fail(ncclSystemError, "ncclMemAlloc: out of host memory (%zu bytes)", size);
+  Runtime& rt = processRuntime();
+  Allocation a{&rt, nullptr};
+  if (rt.hasDevices()) {
+    std::string why;
+    VendorLibrary* lib = vendorLibraryFor(rt, &why);
+    if (lib && lib->api().memAlloc) {
+      HETCCL_TRY(lib->check(lib->api().memAlloc(ptr, size), "ncclMemAlloc"));
+      a.vendor = lib;
+    } else {
+      HETCCL_TRY(rt.allocDevice(ptr, size));
+    }
+  } else if (posix_memalign(ptr, 4096, size) != 0) {
+    *ptr = nullptr;
+    return fail(ncclSystemError, "ncclMemAlloc: out of host memory (%zu bytes)", size);
+  }
+  std::lock_guard<std::mutex> lock(gRegistryMutex);
+  gAllocations[*ptr] = a;
   return ncclSuccess;
 }
 HETCCL_WEAK_ALIAS(ncclMemAlloc)
 
 HETCCL_EXPORT ncclResult_t pncclMemFree(void* ptr) {
+  if (!ptr) return ncclSuccess;
+  Allocation a{};
+  {
+    std::lock_guard<std::mutex> lock(gRegistryMutex);
+    auto it = gAllocations.find(ptr);
+    if (it == gAllocations.end())
+      return fail(ncclInvalidArgument, "ncclMemFree: %p was not allocated by ncclMemAlloc (or was freed already)", ptr);
+    a = it->second;
+    gAllocations.erase(it);
+  }
+  if (a.vendor) return a.vendor->check(a.vendor->api().memFree(ptr), "ncclMemFree");
+  if (a.runtime->hasDevices()) return a.runtime->freeDevice(ptr);
   free(ptr);
   return ncclSuccess;
 }
@@ -50,10 +96,15 @@ HETCCL_EXPORT ncclResult_t pncclCommRegister(const ncclComm_t comm, void* buff, 
   HETCCL_TRY(liveComm(comm, "ncclCommRegister", &c));
   if (!handle) return fail(ncclInvalidArgument, "ncclCommRegister: handle is NULL");
   if (!buff && size) return fail(ncclInvalidArgument, "ncclCommRegister: buffer is NULL");
-  auto* reg = new Registration{c, buff, size};
+  auto reg = std::make_unique<Registration>(Registration{c, buff, size, nullptr});
+  if (c->vendor && c->vendor->library().api().commRegister) {
+    VendorLibrary& lib = c->vendor->library();
+    HETCCL_TRY(lib.check(lib.api().commRegister(c->vendor->handle(), buff, size, &reg->vendorHandle),
+                         "ncclCommRegister", c->vendor->handle()));
+  }
   std::lock_guard<std::mutex> lock(gRegistryMutex);
-  gRegistrations.insert(reg);
-  *handle = reg;
+  gRegistrations.insert(reg.get());
+  *handle = reg.release();
   return ncclSuccess;
 }
 HETCCL_WEAK_ALIAS(ncclCommRegister)
@@ -61,12 +112,20 @@ HETCCL_WEAK_ALIAS(ncclCommRegister)
 HETCCL_EXPORT ncclResult_t pncclCommDeregister(const ncclComm_t comm, void* handle) {
   Communicator* c = nullptr;
   HETCCL_TRY(liveComm(comm, "ncclCommDeregister", &c));
-  std::lock_guard<std::mutex> lock(gRegistryMutex);
-  auto it = gRegistrations.find(handle);
-  if (it == gRegistrations.end() || static_cast<Registration*>(handle)->comm != c)
-    return fail(ncclInvalidArgument, "ncclCommDeregister: handle was not registered with this communicator");
-  gRegistrations.erase(it);
-  delete static_cast<Registration*>(handle);
+  std::unique_ptr<Registration> reg;
+  {
+    std::lock_guard<std::mutex> lock(gRegistryMutex);
+    auto it = gRegistrations.find(handle);
+    if (it == gRegistrations.end() || static_cast<Registration*>(handle)->comm != c)
+      return fail(ncclInvalidArgument, "ncclCommDeregister: handle was not registered with this communicator");
+    gRegistrations.erase(it);
+    reg.reset(static_cast<Registration*>(handle));
+  }
+  if (reg->vendorHandle) {
+    VendorLibrary& lib = c->vendor->library();
+    return lib.check(lib.api().commDeregister(c->vendor->handle(), reg->vendorHandle), "ncclCommDeregister",
+                     c->vendor->handle());
+  }
   return ncclSuccess;
 }
 HETCCL_WEAK_ALIAS(ncclCommDeregister)
@@ -79,7 +138,17 @@ HETCCL_EXPORT ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, 
   if (!buff && size) return fail(ncclInvalidArgument, "ncclCommWindowRegister: buffer is NULL");
   if (winFlags & ~NCCL_WIN_COLL_SYMMETRIC)
     return fail(ncclInvalidArgument, "ncclCommWindowRegister: unknown flags 0x%x", winFlags);
-  auto* w = new ncclWindow_vidmem{Registration{c, buff, size}, winFlags};
+  if (c->vendor && c->vendor->library().api().commWindowRegister) {
+    VendorLibrary& lib = c->vendor->library();
+    ncclWindow_t vendorWindow = nullptr;
+    HETCCL_TRY(lib.check(lib.api().commWindowRegister(c->vendor->handle(), buff, size, &vendorWindow, winFlags),
+                         "ncclCommWindowRegister", c->vendor->handle()));
+    std::lock_guard<std::mutex> lock(gRegistryMutex);
+    gVendorWindows[vendorWindow] = c;
+    *win = vendorWindow;
+    return ncclSuccess;
+  }
+  auto* w = new ncclWindow_vidmem{Registration{c, buff, size, nullptr}, winFlags};
   std::lock_guard<std::mutex> lock(gRegistryMutex);
   gRegistrations.insert(w);
   *win = w;
@@ -90,7 +159,14 @@ HETCCL_WEAK_ALIAS(ncclCommWindowRegister)
 HETCCL_EXPORT ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
   Communicator* c = nullptr;
   HETCCL_TRY(liveComm(comm, "ncclCommWindowDeregister", &c));
-  std::lock_guard<std::mutex> lock(gRegistryMutex);
+  std::unique_lock<std::mutex> lock(gRegistryMutex);
+  if (auto v = gVendorWindows.find(win); v != gVendorWindows.end() && v->second == c) {
+    gVendorWindows.erase(v);
+    lock.unlock();
+    VendorLibrary& lib = c->vendor->library();
+    return lib.check(lib.api().commWindowDeregister(c->vendor->handle(), win), "ncclCommWindowDeregister",
+                     c->vendor->handle());
+  }
   auto it = gRegistrations.find(win);
   if (it == gRegistrations.end() || win->reg.comm != c)
     return fail(ncclInvalidArgument, "ncclCommWindowDeregister: window was not registered with this communicator");
@@ -144,23 +220,3 @@ HETCCL_EXPORT ncclResult_t pncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
   return ncclSuccess;
 }
 HETCCL_WEAK_ALIAS(ncclRedOpDestroy)
-
-HETCCL_EXPORT ncclResult_t pncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements* reqs,
-                                              ncclDevComm* outDevComm) {
-  Communicator* c = nullptr;
-  HETCCL_TRY(liveComm(comm, "ncclDevCommCreate", &c));
-  (void)reqs;
-  (void)outDevComm;
-  return fail(ncclInvalidUsage,
-              "ncclDevCommCreate: NCCL's device-side API needs GPU ranks; this communicator's ranks are host (CPU) "
-              "ranks, which have no device kernels to hand a device communicator to");
-}
-HETCCL_WEAK_ALIAS(ncclDevCommCreate)
-
-HETCCL_EXPORT ncclResult_t pncclDevCommDestroy(ncclComm_t comm, const ncclDevComm* devComm) {
-  Communicator* c = nullptr;
-  HETCCL_TRY(liveComm(comm, "ncclDevCommDestroy", &c));
-  (void)devComm;
-  return fail(ncclInvalidUsage, "ncclDevCommDestroy: no device communicator exists on host (CPU) ranks");
-}
-HETCCL_WEAK_ALIAS(ncclDevCommDestroy)

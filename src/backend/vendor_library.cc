@@ -53,6 +53,23 @@ const Binding kBindings[] = {
     {SLOT(redOpCreatePreMulSum), "ncclRedOpCreatePreMulSum", true},
     {SLOT(redOpDestroy), "ncclRedOpDestroy", true},
     {SLOT(bcast), "ncclBcast", false},
+    {SLOT(memAlloc), "ncclMemAlloc", false},
+    {SLOT(memFree), "ncclMemFree", false},
+    {SLOT(commRegister), "ncclCommRegister", false},
+    {SLOT(commDeregister), "ncclCommDeregister", false},
+    {SLOT(commWindowRegister), "ncclCommWindowRegister", false},
+    {SLOT(commWindowDeregister), "ncclCommWindowDeregister", false},
+    {SLOT(devCommCreate), "ncclDevCommCreate", false},
+    {SLOT(devCommDestroy), "ncclDevCommDestroy", false},
+    {SLOT(teamWorld), "ncclTeamWorld", false},
+    {SLOT(teamLsa), "ncclTeamLsa", false},
+    {SLOT(teamRail), "ncclTeamRail", false},
+    {SLOT(teamRankToWorld), "ncclTeamRankToWorld", false},
+    {SLOT(teamRankToLsa), "ncclTeamRankToLsa", false},
+    {SLOT(llA2ACalcSlots), "ncclLLA2ACalcSlots", false},
+    {SLOT(llA2ACreateRequirement), "ncclLLA2ACreateRequirement", false},
+    {SLOT(lsaBarrierCreateRequirement), "ncclLsaBarrierCreateRequirement", false},
+    {SLOT(ginBarrierCreateRequirement), "ncclGinBarrierCreateRequirement", false},
 };
 #undef SLOT
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "hetccl.h"
 #include "nccl.h"
 
 namespace hetccl {
@@ -43,6 +44,25 @@ struct VendorApi {
   ncclResult_t (*redOpCreatePreMulSum)(ncclRedOp_t*, void*, ncclDataType_t, ncclScalarResidence_t, VendorComm);
   ncclResult_t (*redOpDestroy)(ncclRedOp_t, VendorComm);
   ncclResult_t (*bcast)(void*, size_t, ncclDataType_t, int, VendorComm, cudaStream_t);  // for the self-check
+  // Memory, registration and the device API (NCCL 2.28): may be null.
+  ncclResult_t (*memAlloc)(void**, size_t);
+  ncclResult_t (*memFree)(void*);
+  ncclResult_t (*commRegister)(VendorComm, void*, size_t, void**);
+  ncclResult_t (*commDeregister)(VendorComm, void*);
+  ncclResult_t (*commWindowRegister)(VendorComm, void*, size_t, ncclWindow_t*, int);
+  ncclResult_t (*commWindowDeregister)(VendorComm, ncclWindow_t);
+  ncclResult_t (*devCommCreate)(VendorComm, const ncclDevCommRequirements*, ncclDevComm*);
+  ncclResult_t (*devCommDestroy)(VendorComm, const ncclDevComm*);
+  ncclTeam_t (*teamWorld)(VendorComm);
+  ncclTeam_t (*teamLsa)(VendorComm);
+  ncclTeam_t (*teamRail)(VendorComm);
+  int (*teamRankToWorld)(VendorComm, ncclTeam_t, int);
+  int (*teamRankToLsa)(VendorComm, ncclTeam_t, int);
+  int (*llA2ACalcSlots)(int, int);
+  ncclResult_t (*llA2ACreateRequirement)(int, int, ncclLLA2AHandle*, ncclDevResourceRequirements*);
+  ncclResult_t (*lsaBarrierCreateRequirement)(ncclTeam_t, int, ncclLsaBarrierHandle*, ncclDevResourceRequirements*);
+  ncclResult_t (*ginBarrierCreateRequirement)(VendorComm, ncclTeam_t, int, ncclGinBarrierHandle*,
+                                              ncclDevResourceRequirements*);
 };
 
 class VendorLibrary {

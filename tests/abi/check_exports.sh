@@ -4,11 +4,15 @@
 lib="$1"
 syms=$(nm -D --defined-only "$lib") || exit 1
 status=0
+count=0
 for f in GetVersion GetErrorString GetLastError GetUniqueId CommInitRank CommInitAll CommInitRankConfig \
          CommInitRankScalable CommSplit CommShrink CommAbort CommFinalize CommDestroy CommGetAsyncError CommCount \
          CommUserRank CommCuDevice AllReduce Broadcast Bcast Reduce AllGather ReduceScatter AlltoAll Gather Scatter \
          Send Recv GroupStart GroupEnd GroupSimulateEnd RedOpCreatePreMulSum RedOpDestroy CommRegister CommDeregister \
-         MemAlloc MemFree CommWindowRegister CommWindowDeregister DevCommCreate DevCommDestroy; do
+         MemAlloc MemFree CommWindowRegister CommWindowDeregister DevCommCreate DevCommDestroy TeamWorld TeamLsa \
+         TeamRail TeamRankToWorld TeamRankToLsa LLA2ACalcSlots LLA2ACreateRequirement LsaBarrierCreateRequirement \
+         GinBarrierCreateRequirement; do
+  count=$((count + 1))
   weak=$(echo "$syms" | awk -v s="nccl$f" '$3 == s {print $2}')
   strong=$(echo "$syms" | awk -v s="pnccl$f" '$3 == s {print $2}')
   waddr=$(echo "$syms" | awk -v s="nccl$f" '$3 == s {print $1}')
@@ -22,5 +26,5 @@ others=$(echo "$syms" | awk '{print $3}' | grep -v -E '^(p?nccl|hetccl)' | grep 
 if [ -n "$others" ]; then
   echo "unexpected exported symbols:"; echo "$others"; status=1
 fi
-[ $status -eq 0 ] && echo "all 42 entry points exported as weak aliases of strong pnccl symbols"
+[ $status -eq 0 ] && echo "all $count entry points exported as weak aliases of strong pnccl symbols"
 exit $status

@@ -15,31 +15,12 @@
 #include <vector>
 
 #include "../mp/mp_util.h"
+#include "gpu_util.h"
 #include "hetccl.h"
 #include "reference.h"
 #include "runtime/runtime.h"
 
 namespace {
-
-#define REQUIRE_GPUS(n)                                                                 \
-  if (!hasGpus(n)) GTEST_SKIP() << "needs " << (n) << " GPU(s)"
-
-bool hasGpus(int n) {
-  static int count = -1;
-  if (count < 0) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      hetccl::Runtime& rt = hetccl::processRuntime();
-      int c = 0;
-      if (rt.hasDevices()) rt.deviceCount(&c);
-      _exit(c);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    count = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
-  }
-  return count >= n;
-}
 
 // CUDA's graph calls, from the CUDA runtime library (hetccl's runtime
 // table does not need them). ok is false off NVIDIA machines.
@@ -298,7 +279,7 @@ TEST(GpuHierarchy, RefusedCallsLeaveTheCommunicatorUsable) {
 // Rank r runs on GPU r % 2; with one GPU, all on it, and the domains of two
 // without their vendor library (NCCL refuses two ranks on one GPU), so host-staged.
 void sendRecvOnSeveralStreams(int n) {
-  const int gpus = hasGpus(2) ? 2 : 1;
+  const int gpus = gpu_test::hasGpus(2) ? 2 : 1;
   auto env = [n, gpus](int rank) {
     mp::Env e{{"HETCCL_DOMAIN", rank < n / 2 ? "a" : "b"}};
     if (gpus == 1 && n > 2) e.push_back({"HETCCL_VENDOR_LIBS", "0"});
@@ -367,7 +348,7 @@ void sendRecvOnSeveralStreams(int n) {
 // work; on the streams, send/recv have streams of their own for that,
 // host-staged they run on a thread of their own beside the collectives.
 void groupedCollectiveAndSendMeetAPeer(const mp::Env& extra) {
-  const int gpus = hasGpus(2) ? 2 : 1;
+  const int gpus = gpu_test::hasGpus(2) ? 2 : 1;
   auto env = [extra](int rank) {
     mp::Env e = extra;
     e.push_back({"HETCCL_DOMAIN", rank == 0 ? "a" : "b"});

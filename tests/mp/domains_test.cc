@@ -97,6 +97,12 @@ TEST(Domains, PassThroughAndPlans) {
     RANK_NCCL(ncclAllGather(x.data(), x.data(), x.size() / 4, ncclFloat32, comm, nullptr));
     RANK_NCCL(hetcclCommGetStats(comm, &stats));
     RANK_EXPECT(stats.bytesStaged > 0, "a mixed all-gather staged nothing");
+    // No device API across domains; the message says why.
+    alignas(16) unsigned char requirements[256] = {}, devComm[1024] = {};
+    RANK_EXPECT(ncclDevCommCreate(comm, reinterpret_cast<ncclDevCommRequirements*>(requirements),
+                                  reinterpret_cast<ncclDevComm*>(devComm)) == ncclInvalidUsage,
+                "device communicator across domains");
+    RANK_EXPECT(strstr(ncclGetLastError(comm), "span 2 domains") != nullptr, "message: %s", ncclGetLastError(comm));
     RANK_NCCL(ncclCommDestroy(comm));
     return 0;
   });

@@ -314,8 +314,44 @@ TEST(Lifecycle, RegistrationWindowsMemoryAndQueries) {
     RANK_NCCL(ncclCommWindowRegister(comm, mem, 1 << 20, &win, NCCL_WIN_COLL_SYMMETRIC));
     RANK_NCCL(ncclCommWindowDeregister(comm, win));
     RANK_NCCL(ncclMemFree(mem));
-    RANK_EXPECT(ncclDevCommCreate(comm, nullptr, nullptr) == ncclInvalidUsage, "device API on host ranks");
-    RANK_EXPECT(strstr(ncclGetLastError(comm), "device") != nullptr, "message: %s", ncclGetLastError(comm));
+    RANK_EXPECT(ncclMemFree(mem) == ncclInvalidArgument, "double ncclMemFree accepted");
+    RANK_EXPECT(strstr(ncclGetLastError(nullptr), "not allocated by ncclMemAlloc"), "message: %s", ncclGetLastError(nullptr));
+    int onStack = 0;
+    RANK_EXPECT(ncclMemFree(&onStack) == ncclInvalidArgument, "ncclMemFree of foreign memory accepted");
+    RANK_NCCL(ncclMemFree(nullptr));
+    // The device API: refused with a message on host ranks; the teams
+    // describe the world, each rank its own load/store team.
+    alignas(16) unsigned char requirements[256] = {};
+    alignas(16) unsigned char devComm[1024] = {};
+    auto* reqs = reinterpret_cast<ncclDevCommRequirements*>(requirements);
+    auto* dc = reinterpret_cast<ncclDevComm*>(devComm);
+    RANK_EXPECT(ncclDevCommCreate(comm, reqs, nullptr) == ncclInvalidArgument, "NULL devComm accepted");
+    RANK_EXPECT(ncclDevCommCreate(comm, reqs, dc) == ncclInvalidUsage, "device API on host ranks");
+    RANK_EXPECT(strstr(ncclGetLastError(comm), "host (CPU) ranks") != nullptr, "message: %s", ncclGetLastError(comm));
+    RANK_EXPECT(ncclDevCommDestroy(comm, dc) == ncclInvalidUsage, "device communicator destroyed on host ranks");
+    const ncclTeam_t world = ncclTeamWorld(comm), lsa = ncclTeamLsa(comm), rail = ncclTeamRail(comm);
+    RANK_EXPECT(world.nRanks == n && world.rank == rank && world.stride == 1, "world %d %d %d", world.nRanks,
+                world.rank, world.stride);
+    RANK_EXPECT(lsa.nRanks == 1 && lsa.rank == 0 && lsa.stride == 1, "lsa %d %d %d", lsa.nRanks, lsa.rank, lsa.stride);
+    RANK_EXPECT(rail.nRanks == n && rail.rank == rank && rail.stride == 1, "rail %d %d %d", rail.nRanks, rail.rank,
+                rail.stride);
+    for (int r = 0; r < n; ++r)
+      RANK_EXPECT(ncclTeamRankToWorld(comm, world, r) == r && ncclTeamRankToWorld(comm, rail, r) == r,
+                  "world rank of %d", r);
+    RANK_EXPECT(ncclTeamRankToWorld(comm, lsa, 0) == rank && ncclTeamRankToLsa(comm, lsa, 0) == 0, "lsa ranks");
+    const ncclTeam_t none = ncclTeamWorld(nullptr);
+    RANK_EXPECT(none.nRanks == 0 && strstr(ncclGetLastError(nullptr), "ncclTeamWorld"), "team of NULL: %s",
+                ncclGetLastError(nullptr));
+    RANK_EXPECT(ncclLLA2ACalcSlots(64, 8) == 0, "slots without a device API");
+    alignas(16) unsigned char handle2[64] = {}, resource[128] = {};
+    RANK_EXPECT(ncclLsaBarrierCreateRequirement(lsa, 1, reinterpret_cast<ncclLsaBarrierHandle*>(handle2),
+                                                reinterpret_cast<ncclDevResourceRequirements*>(resource)) ==
+                    ncclInvalidUsage,
+                "LSA barrier on host ranks");
+    RANK_EXPECT(ncclGinBarrierCreateRequirement(comm, world, 1, reinterpret_cast<ncclGinBarrierHandle*>(handle2),
+                                                reinterpret_cast<ncclDevResourceRequirements*>(resource)) ==
+                    ncclInvalidUsage,
+                "GIN barrier on host ranks");
     int dev = 0;
     RANK_NCCL(ncclCommCuDevice(comm, &dev));
     RANK_EXPECT(dev == -1, "host rank device %d", dev);
