@@ -1,9 +1,11 @@
 #include "backend/vendor_comm.h"
 
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "comm/communicator.h"
 #include "common/error.h"
 #include "common/params.h"
 #include "plan/host_staging.h"
@@ -11,15 +13,41 @@
 
 namespace hetccl {
 
+namespace {
+
+// The application's config as the vendor's init takes it: blocking (hetccl
+// runs a non-blocking init on a thread of its own), the strings from
+// `config`. RCCL's struct lags NCCL's: it gets the prefix it knows (up to
+// splitShare, NCCL 2.17's), the way an application built against older
+// headers passes it.
+ncclConfig_t vendorConfig(const VendorLibrary& lib, const CommConfig& config) {
+  ncclConfig_t c = config.fields;
+  c.blocking = 1;
+  c.netName = config.netName.empty() ? NCCL_CONFIG_UNDEF_PTR : config.netName.c_str();
+  c.commName = config.name.empty() ? NCCL_CONFIG_UNDEF_PTR : config.name.c_str();
+  if (strcmp(lib.name(), "rccl") == 0) {
+    c.size = offsetof(ncclConfig_t, splitShare) + sizeof(c.splitShare);
+    c.version = NCCL_VERSION(2, 17, 1);
+  }
+  return c;
+}
+
+}  // namespace
+
 ncclResult_t VendorCommunicator::create(VendorLibrary& lib, Ring& ring, int rank, int nranks, const AbortFlag* abort,
-                                        std::unique_ptr<VendorCommunicator>* out) {
+                                        const CommConfig& config, std::unique_ptr<VendorCommunicator>* out) {
   const VendorApi& api = lib.api();
   std::vector<ncclUniqueId> ids(static_cast<size_t>(nranks));
   memset(ids.data(), 0, ids.size() * sizeof(ncclUniqueId));
   if (rank == 0) HETCCL_TRY(lib.check(api.getUniqueId(&ids[0]), "ncclGetUniqueId"));
   HETCCL_TRY(ring.allGather(ids.data(), sizeof(ncclUniqueId), Deadline(params().timeoutSeconds), abort));
   VendorComm comm = nullptr;
-  HETCCL_TRY(lib.check(api.commInitRank(&comm, nranks, ids[0], rank), "ncclCommInitRank"));
+  if (config.given && api.commInitRankConfig) {
+    ncclConfig_t c = vendorConfig(lib, config);
+    HETCCL_TRY(lib.check(api.commInitRankConfig(&comm, nranks, ids[0], rank, &c), "ncclCommInitRankConfig"));
+  } else {
+    HETCCL_TRY(lib.check(api.commInitRank(&comm, nranks, ids[0], rank), "ncclCommInitRank"));
+  }
   int device = -1;
   HETCCL_TRY(processRuntime().currentDevice(&device));
   out->reset(new VendorCommunicator(lib, comm, nranks, device));

@@ -13,13 +13,15 @@
 namespace hetccl {
 
 class Ring;
+struct CommConfig;
 
 class VendorCommunicator {
  public:
   // Collective over `ring`'s ranks: rank 0 makes the vendor's unique id,
-  // every rank then joins with the device current on the calling thread.
+  // every rank then joins with the device current on the calling thread,
+  // with the application's config where it gave one.
   static ncclResult_t create(VendorLibrary& lib, Ring& ring, int rank, int nranks, const AbortFlag* abort,
-                             std::unique_ptr<VendorCommunicator>* out);
+                             const CommConfig& config, std::unique_ptr<VendorCommunicator>* out);
   ~VendorCommunicator();
   VendorCommunicator(const VendorCommunicator&) = delete;
   VendorCommunicator& operator=(const VendorCommunicator&) = delete;

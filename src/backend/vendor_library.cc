@@ -34,6 +34,7 @@ const Binding kBindings[] = {
     {SLOT(getLastError), "ncclGetLastError", false},
     {SLOT(getUniqueId), "ncclGetUniqueId", true},
     {SLOT(commInitRank), "ncclCommInitRank", true},
+    {SLOT(commInitRankConfig), "ncclCommInitRankConfig", false},
     {SLOT(commFinalize), "ncclCommFinalize", false},
     {SLOT(commDestroy), "ncclCommDestroy", true},
     {SLOT(commAbort), "ncclCommAbort", true},

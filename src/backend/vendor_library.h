@@ -25,6 +25,7 @@ struct VendorApi {
   const char* (*getLastError)(VendorComm);
   ncclResult_t (*getUniqueId)(ncclUniqueId*);
   ncclResult_t (*commInitRank)(VendorComm*, int, ncclUniqueId, int);
+  ncclResult_t (*commInitRankConfig)(VendorComm*, int, ncclUniqueId, int, ncclConfig_t*);  // may be null
   ncclResult_t (*commFinalize)(VendorComm);
   ncclResult_t (*commDestroy)(VendorComm);
   ncclResult_t (*commAbort)(VendorComm);

@@ -14,6 +14,34 @@
 
 namespace hetccl {
 
+namespace {
+
+// NCCL's own rules for the numeric fields (undefined is INT_MIN): counts
+// are not negative, switches are 0 or 1. The same answer on every rank
+// whatever library serves it.
+ncclResult_t checkConfigValues(const ncclConfig_t& c) {
+  const struct {
+    const char* name;
+    int value;
+    bool onOff;
+  } fields[] = {
+      {"cgaClusterSize", c.cgaClusterSize, false}, {"minCTAs", c.minCTAs, false},
+      {"maxCTAs", c.maxCTAs, false},               {"splitShare", c.splitShare, true},
+      {"trafficClass", c.trafficClass, false},     {"collnetEnable", c.collnetEnable, true},
+      {"shrinkShare", c.shrinkShare, true},        {"nvlsCTAs", c.nvlsCTAs, false},
+      {"nChannelsPerNetPeer", c.nChannelsPerNetPeer, false}, {"nvlinkCentricSched", c.nvlinkCentricSched, true},
+  };
+  for (const auto& f : fields) {
+    if (f.value == NCCL_CONFIG_UNDEF_INT) continue;
+    if (f.value < 0 || (f.onOff && f.value > 1))
+      return fail(ncclInvalidArgument, "ncclConfig_t.%s must be %s, not %d", f.name, f.onOff ? "0 or 1" : ">= 0",
+                  f.value);
+  }
+  return ncclSuccess;
+}
+
+}  // namespace
+
 ncclResult_t readConfig(const ncclConfig_t* config, CommConfig* out) {
   *out = CommConfig{};
   if (!config) return ncclSuccess;
@@ -44,6 +72,14 @@ ncclResult_t readConfig(const ncclConfig_t* config, CommConfig* out) {
     out->blocking = c.blocking == 1;
   }
   if (n >= offsetof(ncclConfig_t, commName) + sizeof(char*) && c.commName) out->name = c.commName;
+  HETCCL_TRY(checkConfigValues(c));
+  out->given = true;
+  out->fields = c;
+  out->fields.size = sizeof(ncclConfig_t);
+  out->fields.version = NCCL_VERSION_CODE;
+  if (c.netName) out->netName = c.netName;
+  out->fields.netName = NCCL_CONFIG_UNDEF_PTR;  // kept as strings above, set again for the vendor
+  out->fields.commName = NCCL_CONFIG_UNDEF_PTR;
   return ncclSuccess;
 }
 
@@ -125,7 +161,7 @@ ncclResult_t Communicator::createDomains() {
     std::string why;
     if (nativeOnly) return ncclSuccess;
     VendorLibrary* lib = rt.hasDevices() ? vendorLibraryFor(rt, &why) : nullptr;
-    if (lib) return VendorCommunicator::create(*lib, ring, rank, nranks, &abort, &vendor);
+    if (lib) return VendorCommunicator::create(*lib, ring, rank, nranks, &abort, config, &vendor);
     if (rt.hasDevices()) {
       // No vendor library: hetccl's native algorithms on host copies of the buffers.
       HETCCL_INFO("%s ranks without a vendor library (%s): native algorithms on host-staged buffers", rt.name(),

@@ -105,7 +105,7 @@ ncclResult_t StreamHierarchy::create(Communicator& parent, std::unique_ptr<Strea
     VendorLibrary* lib = vendorLibraryFor(rt, &why);
     if (!lib) return fail(ncclSystemError, "stream hierarchy: no vendor library on this rank (%s)", why.c_str());
     HETCCL_TRY(VendorCommunicator::create(*lib, parent.domainComm->ring, h->index_, h->k_, &parent.abort,
-                                          &h->domainVendor_));
+                                          parent.config, &h->domainVendor_));
   } else {
     h->domainNative_ = parent.backend.get();
   }

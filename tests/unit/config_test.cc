@@ -2,9 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "common/error.h"
 
 using namespace hetccl;
 
@@ -46,6 +48,64 @@ TEST(Config, EveryLayoutReadsOnlyItsOwnBytes) {
     ASSERT_EQ(readConfig(cfg, &out), ncclSuccess) << l.version;
     EXPECT_FALSE(out.blocking) << l.version;
     EXPECT_TRUE(out.name.empty()) << l.version;
+    // The vendor's copy: the current layout, later fields undefined.
+    EXPECT_TRUE(out.given) << l.version;
+    EXPECT_EQ(out.fields.size, sizeof(ncclConfig_t)) << l.version;
+    EXPECT_EQ(out.fields.version, static_cast<unsigned>(NCCL_VERSION_CODE)) << l.version;
+    if (l.size < sizeof(ncclConfig_t)) EXPECT_EQ(out.fields.nvlinkCentricSched, NCCL_CONFIG_UNDEF_INT) << l.version;
+    EXPECT_EQ(out.fields.netName, nullptr) << l.version;
+  }
+}
+
+// What the vendor library gets on pass-through: the application's fields.
+TEST(Config, KeepsTheFieldsForTheVendorLibrary) {
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  cfg.cgaClusterSize = 2;
+  cfg.minCTAs = 2;
+  cfg.maxCTAs = 8;
+  cfg.netName = "Socket";
+  cfg.trafficClass = 3;
+  cfg.commName = "trainer";
+  cfg.CTAPolicy = NCCL_CTA_POLICY_EFFICIENCY;
+  cfg.nvlinkCentricSched = 1;
+  CommConfig out;
+  ASSERT_EQ(readConfig(&cfg, &out), ncclSuccess);
+  EXPECT_TRUE(out.given);
+  EXPECT_EQ(out.fields.cgaClusterSize, 2);
+  EXPECT_EQ(out.fields.minCTAs, 2);
+  EXPECT_EQ(out.fields.maxCTAs, 8);
+  EXPECT_EQ(out.fields.trafficClass, 3);
+  EXPECT_EQ(out.fields.CTAPolicy, NCCL_CTA_POLICY_EFFICIENCY);
+  EXPECT_EQ(out.fields.nvlinkCentricSched, 1);
+  EXPECT_EQ(out.fields.splitShare, NCCL_CONFIG_UNDEF_INT);
+  EXPECT_EQ(out.netName, "Socket");
+  EXPECT_EQ(out.name, "trainer");
+  EXPECT_FALSE(out.blocking);
+  CommConfig none;
+  ASSERT_EQ(readConfig(nullptr, &none), ncclSuccess);
+  EXPECT_FALSE(none.given);
+}
+
+TEST(Config, RejectsOutOfRangeValues) {
+  struct Case {
+    int ncclConfig_t::*field;
+    int value;
+    const char* name;
+  } cases[] = {
+      {&ncclConfig_t::cgaClusterSize, -1, "cgaClusterSize"}, {&ncclConfig_t::minCTAs, -3, "minCTAs"},
+      {&ncclConfig_t::maxCTAs, -1, "maxCTAs"},               {&ncclConfig_t::splitShare, 2, "splitShare"},
+      {&ncclConfig_t::collnetEnable, -1, "collnetEnable"},   {&ncclConfig_t::shrinkShare, 5, "shrinkShare"},
+      {&ncclConfig_t::nvlsCTAs, -2, "nvlsCTAs"},             {&ncclConfig_t::nvlinkCentricSched, 7, "nvlinkCentricSched"},
+  };
+  for (const Case& c : cases) {
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.*c.field = c.value;
+    CommConfig out;
+    EXPECT_EQ(readConfig(&cfg, &out), ncclInvalidArgument) << c.name;
+    EXPECT_NE(std::string(lastError()).find(c.name), std::string::npos) << lastError();
+    cfg.*c.field = 1;  // in range
+    EXPECT_EQ(readConfig(&cfg, &out), ncclSuccess) << c.name;
   }
 }
 

@@ -1,9 +1,9 @@
-// Memory, registration, windows and the device API on GPU ranks (skipped
-// without a GPU): ncclMemAlloc gives memory of the current device (the
-// vendor library's allocation, or the runtime's without one; host memory
-// on CPU ranks); on a pass-through communicator registrations, windows and
-// device communicators are the vendor's, and collectives on registered
-// buffers are correct.
+// The NCCL API beyond collectives on GPU ranks (skipped without a GPU):
+// ncclMemAlloc gives memory of the current device (the vendor library's
+// allocation, or the runtime's without one; host memory on CPU ranks); on
+// a pass-through communicator the application's config, registrations,
+// windows and device communicators are the vendor's, and collectives on
+// registered buffers are correct.
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -157,6 +157,42 @@ TEST(GpuCrossDomain, MemAllocMemoryRegisteredAndNoDeviceApi) {
                 "a device communicator across domains");
     RANK_EXPECT(strstr(ncclGetLastError(comm), "span 2 domains") != nullptr, "message: %s", ncclGetLastError(comm));
     RANK_NCCL(ncclCommWindowDeregister(comm, window));
+    RANK_NCCL(ncclMemFree(buffer));
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
+// The application's ncclConfig_t reaches the vendor's init: a network the
+// vendor does not have is refused by the vendor, with its message; CTA
+// limits and a name are accepted and the communicator works.
+TEST(GpuPassThrough, ConfigReachesTheVendorLibrary) {
+  REQUIRE_GPUS(1);
+  const int ranks = gpu_test::hasGpus(2) ? 2 : 1;
+  EXPECT_RANKS_PASS(ranks, mp::Env{}, 180, [](int rank, int n, const ncclUniqueId& id) {
+    RANK_EXPECT(hetccl::processRuntime().setDevice(rank) == ncclSuccess, "set device");
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.netName = "hetccl-no-such-network";
+    ncclComm_t comm = nullptr;
+    const ncclResult_t r = ncclCommInitRankConfig(&comm, n, id, rank, &config);
+    RANK_EXPECT(r != ncclSuccess, "the vendor accepted an unknown network");
+    RANK_EXPECT(strstr(ncclGetLastError(nullptr), "nccl: ncclCommInitRankConfig failed") != nullptr,
+                "not the vendor's refusal: %s", ncclGetLastError(nullptr));
+    return 0;
+  });
+  EXPECT_RANKS_PASS(ranks, mp::Env{}, 180, [](int rank, int n, const ncclUniqueId& id) {
+    RANK_EXPECT(hetccl::processRuntime().setDevice(rank) == ncclSuccess, "set device");
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.minCTAs = 1;
+    config.maxCTAs = 2;
+    config.cgaClusterSize = 1;
+    config.commName = "hetccl-config-test";
+    ncclComm_t comm = nullptr;
+    RANK_NCCL(ncclCommInitRankConfig(&comm, n, id, rank, &config));
+    void* buffer = nullptr;
+    const size_t count = (1 << 18) + 1;
+    RANK_NCCL(ncclMemAlloc(&buffer, count * sizeof(float)));
+    if (allReduceAndCheck(comm, buffer, count, rank, n) != 0) return 1;
     RANK_NCCL(ncclMemFree(buffer));
     RANK_NCCL(ncclCommDestroy(comm));
     return 0;
