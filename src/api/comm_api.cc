@@ -272,6 +272,7 @@ namespace {
 ncclResult_t release(ncclComm_t comm, bool abort, const char* caller) {
   Communicator* c = nullptr;
   HETCCL_TRY(handleComm(comm, caller, &c));
+  if (!c) return fail(ncclInternalError, "%s: no communicator", caller);  // never: tells GCC 12 that c is set
   if (abort) {
     c->abort.store(true);  // wakes any operation blocked in another thread
     if (c->vendor) c->vendor->markAborted();

@@ -32,7 +32,7 @@ std::string SocketAddress::toString() const {
     auto* a = reinterpret_cast<const sockaddr_in6*>(&storage);
     inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
     port = ntohs(a->sin6_port);
-    return "[" + std::string(host) + "]:" + std::to_string(port);
+    return std::string("[") + host + "]:" + std::to_string(port);
   }
   return "<none>";
 }

@@ -324,7 +324,10 @@ void Communicator::printSummary() const {
                          : "none (single rank)");
   for (const Domain& d : partition.domains) {
     std::string members;
-    for (int m : d.members) members += (members.empty() ? "" : ",") + std::to_string(m);
+    for (int m : d.members) {
+      if (!members.empty()) members += ",";
+      members += std::to_string(m);
+    }
     const bool gpuNative = strcmp(peers[d.members[0]].runtime, "host") != 0 && d.backend == "hetccl-native";
     HETCCL_INFO("  domain %s: ranks {%s}, runtime %s, backend %s%s", d.name.c_str(), members.c_str(),
                 peers[d.members[0]].runtime, d.backend.c_str(),

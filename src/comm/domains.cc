@@ -41,7 +41,10 @@ std::string Partition::describe() const {
   for (const Domain& d : domains) {
     if (!s.empty()) s += " ";
     s += d.name + "{";
-    for (size_t i = 0; i < d.members.size(); ++i) s += (i ? "," : "") + std::to_string(d.members[i]);
+    for (size_t i = 0; i < d.members.size(); ++i) {
+      if (i) s += ",";
+      s += std::to_string(d.members[i]);
+    }
     s += "}";
   }
   return s;

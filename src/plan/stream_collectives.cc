@@ -117,7 +117,10 @@ ncclResult_t StreamCollectives::startRelay() {
   noteBytes_.assign(static_cast<size_t>(nranks_), 0);
   std::string which;
   for (int r = 0; r < nranks_; ++r)
-    if (rs.remote[static_cast<size_t>(r)]) which += (which.empty() ? "" : ",") + std::to_string(r);
+    if (rs.remote[static_cast<size_t>(r)]) {
+      if (!which.empty()) which += ",";
+      which += std::to_string(r);
+    }
   HETCCL_INFO("rank %d: stream collectives reach ranks {%s} through the socket relay", rank_, which.c_str());
   return StreamRelay::create(rs, &relay_);
 }

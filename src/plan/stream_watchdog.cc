@@ -123,16 +123,23 @@ std::string StreamCollectives::describeProgress() const {
   std::string text = "pieces issued " + std::to_string(issued_.load()) + ", finished " +
                      std::to_string(completedPieces()) + ", calls queued " + std::to_string(tickets_.load()) + ", done";
   const Segment& mine = *segments_[static_cast<size_t>(rank_)];
-  for (size_t i = 0; i < 4; ++i) text += " " + std::to_string(__atomic_load_n(mine.done(i), __ATOMIC_ACQUIRE));
+  for (size_t i = 0; i < 4; ++i) {
+    text += " ";
+    text += std::to_string(__atomic_load_n(mine.done(i), __ATOMIC_ACQUIRE));
+  }
   static const char* const kFlags[] = {"posted", "consumed", "reduced", "gathered"};
   for (int r = 0; r < nranks_; ++r) {
     const Segment& seg = *segments_[static_cast<size_t>(r)];
     if (!seg.shared.base()) continue;
-    text += "; rank " + std::to_string(r);
+    text += "; rank ";
+    text += std::to_string(r);
     for (size_t kind = 0; kind < 4; ++kind) {
-      text += std::string(" ") + kFlags[kind];
-      for (size_t s = 0; s < static_cast<size_t>(slots_); ++s)
-        text += (s ? "," : "=") + std::to_string(__atomic_load_n(seg.flag(kind, s), __ATOMIC_ACQUIRE));
+      text += " ";
+      text += kFlags[kind];
+      for (size_t s = 0; s < static_cast<size_t>(slots_); ++s) {
+        text += s ? "," : "=";
+        text += std::to_string(__atomic_load_n(seg.flag(kind, s), __ATOMIC_ACQUIRE));
+      }
     }
   }
   return text;
