@@ -3,6 +3,7 @@
 // library it lives in, and the runtime binds them with dlsym at load.
 // Nothing here is linked against a GPU library.
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstddef>
 #include <cstring>
@@ -61,6 +62,8 @@ struct Api {
   int (*hipStreamWriteValue32)(void*, void*, uint32_t, unsigned);
   int (*cuMemGetHandleForAddressRange)(void*, unsigned long long, size_t, int, unsigned long long);
   int (*hsaExportDmabuf)(const void*, size_t, int*, uint64_t*);
+  int (*cuDeviceGet)(int*, int);
+  int (*cuDeviceGetAttribute)(int*, int, int);
 };
 
 enum class Lib : uint8_t { None, Runtime, Driver, Hsa };
@@ -115,6 +118,8 @@ const Binding kBindings[] = {
     {SLOT(hipStreamWriteValue32), N, nullptr, R, "hipStreamWriteValue32", true},
     {SLOT(cuMemGetHandleForAddressRange), D, "cuMemGetHandleForAddressRange", N, nullptr, false},
     {SLOT(hsaExportDmabuf), N, nullptr, H, "hsa_amd_portable_export_dmabuf", false},
+    {SLOT(cuDeviceGet), D, "cuDeviceGet", N, nullptr, false},
+    {SLOT(cuDeviceGetAttribute), D, "cuDeviceGetAttribute", N, nullptr, false},
 };
 #undef SLOT
 
@@ -126,6 +131,7 @@ constexpr unsigned kEventDisableTiming = 0x2;
 constexpr int kMemcpyDefault = 4;
 constexpr unsigned kWaitGeq = 0x0;
 constexpr int kErrorNotReady = 600;      // cudaErrorNotReady, hipErrorNotReady
+constexpr int kDmabufSupportedAttribute = 124;  // CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED
 constexpr int kDmabufHandle = 1;         // CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD
 
 struct VendorSpec {
@@ -288,16 +294,32 @@ class VendorRuntime : public Runtime {
     return ncclSuccess;
   }
 
+  // CUDA exports whole host pages: the pages around [p, p + bytes), and
+  // *offset says where p lies in them. HSA takes any range and says so.
   ncclResult_t exportDmabuf(void* p, size_t bytes, int* fd, uint64_t* offset) override {
     *offset = 0;
+    *fd = -1;
     if (spec_.hip) {
       if (!api_.hsaExportDmabuf) return fail(ncclInvalidUsage, "hip: hsa_amd_portable_export_dmabuf is not available");
       return check(api_.hsaExportDmabuf(p, bytes, fd, offset), "dma-buf export");
     }
-    if (!api_.cuMemGetHandleForAddressRange)
-      return fail(ncclInvalidUsage, "cuda: cuMemGetHandleForAddressRange is not available (driver too old)");
-    const int r = api_.cuMemGetHandleForAddressRange(fd, reinterpret_cast<unsigned long long>(p), bytes, kDmabufHandle, 0);
-    if (r != 0) return fail(ncclSystemError, "cuda: dma-buf export failed (error %d)", r);
+    if (!api_.cuMemGetHandleForAddressRange || !api_.cuDeviceGet || !api_.cuDeviceGetAttribute)
+      return fail(ncclInvalidUsage, "cuda: dma-buf export needs cuMemGetHandleForAddressRange (driver too old)");
+    MemoryKind kind;
+    int device = -1, handle = -1, supported = 0;
+    HETCCL_TRY(memoryKind(p, &kind, &device));
+    if (kind != MemoryKind::Device) return fail(ncclInvalidArgument, "cuda: dma-buf export of %s memory %p", memoryKindName(kind), p);
+    if (api_.cuDeviceGet(&handle, device) != 0 ||
+        api_.cuDeviceGetAttribute(&supported, kDmabufSupportedAttribute, handle) != 0 || !supported)
+      return fail(ncclInvalidUsage,
+                  "cuda: device %d cannot export dma-buf (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0: needs NVIDIA's "
+                  "open kernel module and Linux 5.12 or later)", device);
+    const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes + page - 1) & ~(page - 1);
+    const int r = api_.cuMemGetHandleForAddressRange(fd, begin, end - begin, kDmabufHandle, 0);
+    if (r != 0) return fail(ncclSystemError, "cuda: dma-buf export of %p (%zu bytes) failed (error %d)", p, bytes, r);
+    *offset = reinterpret_cast<uintptr_t>(p) - begin;
     return ncclSuccess;
   }
 

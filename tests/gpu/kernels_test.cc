@@ -4,6 +4,7 @@
 // (both compile the same reduce_math.h). The embedded images are checked
 // on every machine.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -114,6 +115,32 @@ TEST(GpuRuntime, MemoryKindsAndFlags) {
   rt->freePinned(src);
   rt->freePinned(dst);
   rt->freePinned(pinned);
+}
+
+// dma-buf export (for RDMA registration of GPU memory): any range of a
+// device allocation, the pages around it exported with its offset in
+// them. A device without dma-buf gets a clear error (the test says so).
+TEST(GpuRuntime, DmabufExportOfAnyRangeOfDeviceMemory) {
+  REQUIRE_GPU();
+  DeviceBuffer dev(*rt, 8 << 20);
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  char* p = static_cast<char*>(dev.p) + 3 * page + 100;
+  const size_t bytes = (1 << 20) + 7;
+  int fd = -1;
+  uint64_t offset = 0;
+  const ncclResult_t r = rt->exportDmabuf(p, bytes, &fd, &offset);
+  if (r != ncclSuccess) {
+    EXPECT_NE(strstr(lastError(), "dma-buf"), nullptr) << lastError();
+    GTEST_SKIP() << "no dma-buf here: " << lastError();
+  }
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(offset, 100u);
+  const off_t size = lseek(fd, 0, SEEK_END);  // a dma-buf's size
+  EXPECT_EQ(static_cast<size_t>(size), (offset + bytes + page - 1) / page * page) << "exported " << size << " bytes";
+  close(fd);
+  std::vector<char> host(4096);
+  EXPECT_NE(rt->exportDmabuf(host.data(), host.size(), &fd, &offset), ncclSuccess) << "host memory exported";
+  EXPECT_NE(strstr(lastError(), "host memory"), nullptr) << lastError();
 }
 
 TEST(GpuKernels, EveryTypeAndOpMatchesTheHostBitForBit) {
