@@ -1,11 +1,11 @@
 # The GPU kernels (src/kernels/device_kernels.cu), built by nvcc into a
-# fatbin and by hipcc into a code-object bundle, each embedded in
+# fatbin and by hipcc (and clang) into a code-object bundle, each embedded in
 # libhetccl.so and loaded at run time by the runtime that can use it. A
 # missing compiler leaves that image out (the library still builds and
 # says so at run time); HETCCL_REQUIRE_KERNELS=ON makes that an error.
-option(HETCCL_REQUIRE_KERNELS "Fail when nvcc or hipcc is missing" OFF)
+option(HETCCL_REQUIRE_KERNELS "Fail when a kernel image or an AMD architecture cannot be built" OFF)
 set(HETCCL_CUDA_ARCHS "70;75;80;86;89;90" CACHE STRING "NVIDIA architectures (sm_XX; PTX of the last is added)")
-set(HETCCL_HIP_ARCHS "gfx90a;gfx940;gfx942;gfx1030;gfx1100" CACHE STRING "AMD architectures (those hipcc knows are built)")
+set(HETCCL_HIP_ARCHS "gfx90a;gfx940;gfx942;gfx1030;gfx1100" CACHE STRING "AMD architectures (those a compiler here knows are built)")
 
 set(_kernel_source ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/device_kernels.cu)
 set(_kernel_headers ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/reduce_math.h
@@ -46,38 +46,92 @@ else()
   message(STATUS "hetccl: nvcc not found: no CUDA kernels in this build (NVIDIA ranks will say so at init)")
 endif()
 
+# AMD: hipcc builds the architectures it knows; a newer clang in HIP mode,
+# without ROCm headers (src/kernels/bare_hip.h), builds the ones it does not
+# (Debian's ROCm 5.2 hipcc lacks gfx942 and gfx1100; its clang-19 has them).
+# Both go into one code-object bundle.
 find_program(HETCCL_HIPCC hipcc HINTS /opt/rocm/bin ENV ROCM_PATH PATH_SUFFIXES bin)
-if(HETCCL_HIPCC)
-  # Keep the architectures this hipcc knows (ROCm 5.2 knows gfx940 but not
-  # gfx942 or gfx1100, for instance).
-  set(_offload "")
+find_program(HETCCL_HIP_CLANG NAMES clang++-22 clang++-21 clang++-20 clang++-19 clang++-18 clang++-17
+  DOC "clang for the AMD architectures hipcc does not know")
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/kernels/probe.hip "__attribute__((global)) void probe() {}\n")
+set(_bare_hip_flags -x hip -nogpuinc -nogpulib --offload-device-only -DHETCCL_BARE_HIP)
+
+# The architectures `compiler args...` can build.
+function(hetccl_hip_archs_known out archs)
   set(_known "")
-  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/kernels/probe.hip "__global__ void probe() {}\n")
-  foreach(arch ${HETCCL_HIP_ARCHS})
-    execute_process(COMMAND ${HETCCL_HIPCC} --genco --offload-arch=${arch} -x hip
-        ${CMAKE_CURRENT_BINARY_DIR}/kernels/probe.hip -o ${CMAKE_CURRENT_BINARY_DIR}/kernels/probe.hsaco
+  foreach(arch ${archs})
+    execute_process(COMMAND ${ARGN} --offload-arch=${arch} ${CMAKE_CURRENT_BINARY_DIR}/kernels/probe.hip
+        -o ${CMAKE_CURRENT_BINARY_DIR}/kernels/probe.hsaco
       RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
     if(_rc EQUAL 0)
-      list(APPEND _offload --offload-arch=${arch})
       list(APPEND _known ${arch})
-    else()
-      message(STATUS "hetccl: ${HETCCL_HIPCC} cannot build ${arch}: left out")
     endif()
   endforeach()
-  if(_known)
-    set(_hsaco ${CMAKE_CURRENT_BINARY_DIR}/kernels/hetccl_kernels.hsaco)
-    add_custom_command(OUTPUT ${_hsaco}
-      COMMAND ${HETCCL_HIPCC} -std=c++17 -O3 -ffp-contract=off --genco ${_offload} ${_kernel_includes} -x hip -o ${_hsaco} ${_kernel_source}
-      DEPENDS ${_kernel_source} ${_kernel_headers}
-      COMMENT "hipcc: GPU kernels for ${_known}" VERBATIM)
-    list(APPEND HETCCL_KERNEL_DEFINITIONS HETCCL_HIP_IMAGE="${_hsaco}")
-    list(APPEND HETCCL_KERNEL_IMAGES ${_hsaco})
-    message(STATUS "hetccl: HIP kernels with ${HETCCL_HIPCC} for ${_known}")
+  set(${out} ${_known} PARENT_SCOPE)
+endfunction()
+
+set(_hipcc_archs "")
+if(HETCCL_HIPCC)
+  hetccl_hip_archs_known(_hipcc_archs "${HETCCL_HIP_ARCHS}" ${HETCCL_HIPCC} --genco -x hip)
+endif()
+set(_clang_archs "")
+set(_rest ${HETCCL_HIP_ARCHS})
+list(REMOVE_ITEM _rest ${_hipcc_archs})
+if(HETCCL_HIP_CLANG AND _rest)
+  execute_process(COMMAND ${HETCCL_HIP_CLANG} -print-prog-name=clang-offload-bundler
+    OUTPUT_VARIABLE HETCCL_OFFLOAD_BUNDLER OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(EXISTS "${HETCCL_OFFLOAD_BUNDLER}")
+    hetccl_hip_archs_known(_clang_archs "${_rest}" ${HETCCL_HIP_CLANG} ${_bare_hip_flags})
   endif()
+endif()
+list(REMOVE_ITEM _rest ${_clang_archs})
+
+set(_hip_bundles "")
+if(_hipcc_archs)
+  list(TRANSFORM _hipcc_archs PREPEND --offload-arch= OUTPUT_VARIABLE _offload)
+  set(_bundle ${CMAKE_CURRENT_BINARY_DIR}/kernels/hetccl_kernels_hipcc.hsaco)
+  add_custom_command(OUTPUT ${_bundle}
+    COMMAND ${HETCCL_HIPCC} -std=c++17 -O3 -ffp-contract=off --genco ${_offload} ${_kernel_includes} -x hip -o ${_bundle} ${_kernel_source}
+    DEPENDS ${_kernel_source} ${_kernel_headers}
+    COMMENT "hipcc: GPU kernels for ${_hipcc_archs}" VERBATIM)
+  list(APPEND _hip_bundles ${_bundle})
+  message(STATUS "hetccl: HIP kernels with ${HETCCL_HIPCC} for ${_hipcc_archs}")
+endif()
+if(_clang_archs)
+  list(TRANSFORM _clang_archs PREPEND --offload-arch= OUTPUT_VARIABLE _offload)
+  set(_bundle ${CMAKE_CURRENT_BINARY_DIR}/kernels/hetccl_kernels_clang.hsaco)
+  add_custom_command(OUTPUT ${_bundle}
+    COMMAND ${HETCCL_HIP_CLANG} -std=c++17 -O3 -ffp-contract=off ${_bare_hip_flags} ${_offload} ${_kernel_includes} -o ${_bundle} ${_kernel_source}
+    DEPENDS ${_kernel_source} ${_kernel_headers} ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/bare_hip.h
+    COMMENT "clang (HIP mode): GPU kernels for ${_clang_archs}" VERBATIM)
+  list(APPEND _hip_bundles ${_bundle})
+  message(STATUS "hetccl: HIP kernels with ${HETCCL_HIP_CLANG} for ${_clang_archs}")
+endif()
+if(_rest AND HETCCL_REQUIRE_KERNELS)
+  message(FATAL_ERROR "hetccl: no compiler here builds ${_rest} (HETCCL_REQUIRE_KERNELS=ON; install clang-19 or a newer ROCm)")
+elseif(_rest)
+  message(STATUS "hetccl: no compiler here builds ${_rest}: left out")
+endif()
+set(HETCCL_HIP_ARCHS_BUILT ${_hipcc_archs} ${_clang_archs})
+
+list(LENGTH _hip_bundles _bundle_count)
+if(_bundle_count EQUAL 1)
+  set(_hsaco ${_hip_bundles})
+elseif(_bundle_count GREATER 1)
+  set(_hsaco ${CMAKE_CURRENT_BINARY_DIR}/kernels/hetccl_kernels.hsaco)
+  add_custom_command(OUTPUT ${_hsaco}
+    COMMAND ${CMAKE_COMMAND} -DBUNDLER=${HETCCL_OFFLOAD_BUNDLER} -DOUTPUT=${_hsaco} "-DINPUTS=${_hip_bundles}"
+      -DWORKDIR=${CMAKE_CURRENT_BINARY_DIR}/kernels/code_objects -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/merge_hip_bundles.cmake
+    DEPENDS ${_hip_bundles} ${CMAKE_CURRENT_SOURCE_DIR}/cmake/merge_hip_bundles.cmake
+    COMMENT "one code-object bundle for ${HETCCL_HIP_ARCHS_BUILT}" VERBATIM)
+endif()
+if(_bundle_count GREATER 0)
+  list(APPEND HETCCL_KERNEL_DEFINITIONS HETCCL_HIP_IMAGE="${_hsaco}")
+  list(APPEND HETCCL_KERNEL_IMAGES ${_hsaco})
 elseif(HETCCL_REQUIRE_KERNELS)
-  message(FATAL_ERROR "hetccl: hipcc not found (HETCCL_REQUIRE_KERNELS=ON)")
+  message(FATAL_ERROR "hetccl: no HIP compiler (hipcc, or clang 17 or newer) builds any of ${HETCCL_HIP_ARCHS} (HETCCL_REQUIRE_KERNELS=ON)")
 else()
-  message(STATUS "hetccl: hipcc not found: no HIP kernels in this build (AMD ranks will say so at init)")
+  message(STATUS "hetccl: no HIP compiler found: no HIP kernels in this build (AMD ranks will say so at init)")
 endif()
 
 add_custom_target(hetccl_kernel_images DEPENDS ${HETCCL_KERNEL_IMAGES})

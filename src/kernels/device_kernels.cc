@@ -44,20 +44,33 @@ DeviceKernels::~DeviceKernels() {
   if (module_) runtime_.unloadModule(module_);
 }
 
-ncclResult_t DeviceKernels::bind() {
+void DeviceKernels::eachKernel(DeviceKernels* k, const std::function<void(const std::string&, Function*)>& visit) {
   for (int t = 0; t < ncclNumTypes; ++t) {
     const std::string type = kTypeSuffix[t];
     for (int op = 0; op < 5; ++op)
-      HETCCL_TRY(runtime_.getFunction(module_, ("hetccl_reduce_" + type + "_" + kOpSuffix[op]).c_str(), &reduce_[t][op]));
-    HETCCL_TRY(runtime_.getFunction(module_, ("hetccl_prepare_" + type).c_str(), &prepare_[t]));
-    HETCCL_TRY(runtime_.getFunction(module_, ("hetccl_average_" + type).c_str(), &average_[t]));
+      visit("hetccl_reduce_" + type + "_" + kOpSuffix[op], k ? &k->reduce_[t][op] : nullptr);
+    visit("hetccl_prepare_" + type, k ? &k->prepare_[t] : nullptr);
+    visit("hetccl_average_" + type, k ? &k->average_[t] : nullptr);
   }
   for (int f = 0; f < kCastTypes; ++f)
-    for (int t = 0; t < kCastTypes; ++t) {
-      const std::string name = std::string("hetccl_cast_") + kTypeSuffix[kCastType[f]] + "_" + kTypeSuffix[kCastType[t]];
-      HETCCL_TRY(runtime_.getFunction(module_, name.c_str(), &cast_[f][t]));
-    }
-  return runtime_.getFunction(module_, "hetccl_wait_flags", &waitFlags_);
+    for (int t = 0; t < kCastTypes; ++t)
+      visit(std::string("hetccl_cast_") + kTypeSuffix[kCastType[f]] + "_" + kTypeSuffix[kCastType[t]],
+            k ? &k->cast_[f][t] : nullptr);
+  visit("hetccl_wait_flags", k ? &k->waitFlags_ : nullptr);
+}
+
+std::vector<std::string> DeviceKernels::kernelNames() {
+  std::vector<std::string> names;
+  eachKernel(nullptr, [&](const std::string& name, Function*) { names.push_back(name); });
+  return names;
+}
+
+ncclResult_t DeviceKernels::bind() {
+  ncclResult_t result = ncclSuccess;
+  eachKernel(this, [&](const std::string& name, Function* slot) {
+    if (result == ncclSuccess) result = runtime_.getFunction(module_, name.c_str(), slot);
+  });
+  return result;
 }
 
 ncclResult_t DeviceKernels::run(Function f, size_t n, void** args, Stream s) {

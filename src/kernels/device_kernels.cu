@@ -10,7 +10,9 @@
 //   hetccl_average_T(data, n, nranks):                   data /= nranks (ncclAvg)
 //   hetccl_cast_F_T(dst, src, n):                        dst = (T) src, for floating types
 //   hetccl_wait_flags(f0, f1, f2, f3, target):            returns once every flag (host-mapped) >= target
-#if defined(__HIPCC__)
+#if defined(HETCCL_BARE_HIP)
+#include "kernels/bare_hip.h"  // clang in HIP mode without ROCm headers
+#elif defined(__HIPCC__)
 #include <hip/hip_runtime.h>
 #endif
 
@@ -20,10 +22,27 @@
 
 using namespace hetccl;
 
+#if !defined(HETCCL_BARE_HIP)
+namespace hetccl::gpu {
+__device__ __forceinline__ uint32_t threadIndex() { return threadIdx.x; }
+__device__ __forceinline__ uint32_t blockIndex() { return blockIdx.x; }
+__device__ __forceinline__ uint32_t blockSize() { return blockDim.x; }
+__device__ __forceinline__ uint32_t gridBlocks() { return gridDim.x; }
+#if defined(__HIPCC__)
+__device__ __forceinline__ void sleepBriefly() { __builtin_amdgcn_s_sleep(8); }
+#else
+__device__ __forceinline__ void sleepBriefly() { __nanosleep(500); }
+#endif
+__device__ __forceinline__ void fenceSystem() { __threadfence_system(); }
+}  // namespace hetccl::gpu
+#endif
+
 namespace {
 
-__device__ __forceinline__ uint64_t firstIndex() { return blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; }
-__device__ __forceinline__ uint64_t stride() { return static_cast<uint64_t>(gridDim.x) * blockDim.x; }
+__device__ __forceinline__ uint64_t firstIndex() {
+  return gpu::blockIndex() * static_cast<uint64_t>(gpu::blockSize()) + gpu::threadIndex();
+}
+__device__ __forceinline__ uint64_t stride() { return static_cast<uint64_t>(gpu::gridBlocks()) * gpu::blockSize(); }
 
 template <typename S>
 __device__ __forceinline__ typename Num<S>::C scalarFromBits(uint64_t bits) {
@@ -122,15 +141,9 @@ HETCCL_CAST_FROM(Fp8E5M2, e5m2)
 // stream of the same queue would never end; a running kernel holds no queue.
 extern "C" __global__ void hetccl_wait_flags(const volatile uint32_t* f0, const volatile uint32_t* f1,
                                              const volatile uint32_t* f2, const volatile uint32_t* f3, uint32_t target) {
-  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  if (gpu::threadIndex() != 0 || gpu::blockIndex() != 0) return;
   const volatile uint32_t* flags[4] = {f0, f1, f2, f3};
   for (const volatile uint32_t* f : flags)
-    while (static_cast<int32_t>(*f - target) < 0) {
-#if defined(__HIPCC__)
-      __builtin_amdgcn_s_sleep(8);
-#else
-      __nanosleep(500);
-#endif
-    }
-  __threadfence_system();  // what the flags announce is visible to what follows on the stream
+    while (static_cast<int32_t>(*f - target) < 0) gpu::sleepBriefly();
+  gpu::fenceSystem();  // what the flags announce is visible to what follows on the stream
 }

@@ -3,7 +3,10 @@
 // PreMulSum's scaling, ncclAvg's division, and casts between floating types.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "common/types.h"
 #include "runtime/runtime.h"
@@ -29,9 +32,14 @@ class DeviceKernels {
   // Holds `s` until the four flags (device addresses of host-mapped words) reach `target`.
   ncclResult_t waitFlags(volatile uint32_t* const flags[4], uint32_t target, Stream s);
 
+  // The name of every kernel load() binds: what each image must hold.
+  static std::vector<std::string> kernelNames();
+
  private:
   explicit DeviceKernels(Runtime& runtime) : runtime_(runtime) {}
   ncclResult_t bind();
+  // Calls visit(name, slot) for every kernel; slots point into k (null with k null).
+  static void eachKernel(DeviceKernels* k, const std::function<void(const std::string&, Function*)>& visit);
   ncclResult_t run(Function f, size_t n, void** args, Stream s);
 
   static constexpr int kCastTypes = 6;

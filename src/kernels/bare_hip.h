@@ -1,0 +1,28 @@
+// The few HIP names the kernels use, for building the AMD code objects
+// with a plain clang in HIP mode and no ROCm headers (-nogpuinc
+// -nogpulib). Debian's clang knows gfx942 (MI300) and gfx1100 (RDNA3);
+// its ROCm 5.2 hipcc and headers do not. Each name maps to the clang
+// builtin HIP's own headers use for it. hipcc builds include
+// <hip/hip_runtime.h> instead and never see this file.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#define __global__ __attribute__((global))
+#define __device__ __attribute__((device))
+#define __host__ __attribute__((host))
+#define __forceinline__ inline __attribute__((always_inline))
+
+namespace hetccl::gpu {
+__device__ inline uint32_t threadIndex() { return __builtin_amdgcn_workitem_id_x(); }
+__device__ inline uint32_t blockIndex() { return __builtin_amdgcn_workgroup_id_x(); }
+__device__ inline uint32_t blockSize() { return __builtin_amdgcn_workgroup_size_x(); }
+// The dispatch's grid size is in work-items; HIP's gridDim counts blocks.
+__device__ inline uint32_t gridBlocks() { return __builtin_amdgcn_grid_size_x() / __builtin_amdgcn_workgroup_size_x(); }
+__device__ inline void sleepBriefly() { __builtin_amdgcn_s_sleep(8); }
+__device__ inline void fenceSystem() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, ""); }
+}  // namespace hetccl::gpu
+
+// Device memcpy beside the host one (clang overloads on __device__).
+__device__ inline void* memcpy(void* dst, const void* src, size_t n) { return __builtin_memcpy(dst, src, n); }
