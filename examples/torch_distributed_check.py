@@ -156,7 +156,8 @@ def main():
                 dist.recv(out, prv)
                 dist.send(mine(dt), nxt)
             return torch.equal(out, mine(dt, r=prv))
-        check(f"send/recv {name}", send_recv)
+        if world > 1:  # PyTorch refuses a send to oneself
+            check(f"send/recv {name}", send_recv)
 
         def batch_isend_irecv(shift):
             nxt, prv = (rank + shift) % world, (rank - shift) % world
