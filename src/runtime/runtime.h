@@ -10,11 +10,9 @@
 #include <string>
 
 #include "nccl.h"
+#include "runtime/memory_kind.h"
 
 namespace hetccl {
-
-enum class MemoryKind : uint8_t { Host, Pinned, Device, Managed };
-const char* memoryKindName(MemoryKind kind);
 
 // Vendor handles, opaque here (cudaStream_t, hipEvent_t, CUfunction ...).
 using Stream = void*;

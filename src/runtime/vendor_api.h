@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "runtime/memory_kind.h"
+
 namespace hetccl::vendor_api {
 
 // The entry points, typed as both vendors declare them (handles as void*,
@@ -114,6 +116,40 @@ inline constexpr Binding kBindings[] = {
 };
 #undef SLOT
 
+
+// cudaPointerAttributes / hipPointerAttribute_t: the fields hetccl reads
+// sit at the same offsets in both (checked against both headers); room
+// after them for the fields either vendor adds.
+struct PointerAttributes {
+  int type;  // memory type: numbered differently by CUDA and ROCm 5 (vendor_runtime.cc)
+  int device;
+  void* devicePointer;
+  void* hostPointer;
+  char reserved[64];
+};
+
+// What a pointer attribute's memory type means. CUDA and HIP from ROCm 6
+// number them unregistered 0, host 1, device 2, managed 3 (ROCm 6 also
+// unified 11); ROCm 5 numbered host 0, device 1, unified 3, managed 4 (and
+// fails on unknown pointers).
+constexpr MemoryKind decodeMemoryType(int type, bool rocm5) {
+  if (rocm5) {
+    switch (type) {
+      case 0: return MemoryKind::Pinned;
+      case 1: return MemoryKind::Device;
+      case 3:
+      case 4: return MemoryKind::Managed;
+      default: return MemoryKind::Host;
+    }
+  }
+  switch (type) {
+    case 1: return MemoryKind::Pinned;
+    case 2: return MemoryKind::Device;
+    case 3:
+    case 11: return MemoryKind::Managed;
+    default: return MemoryKind::Host;
+  }
+}
 
 // Flag and enum values both vendors share (checked against both headers).
 namespace values {

@@ -94,17 +94,11 @@ class VendorRuntime : public Runtime {
   }
 
   ncclResult_t memoryKind(const void* p, MemoryKind* kind, int* device) override {
-    struct {
-      int type;
-      int device;
-      void* devicePointer;
-      void* hostPointer;
-      char reserved[64];
-    } attrs{};
+    vendor_api::PointerAttributes attrs{};
     *kind = MemoryKind::Host;
     *device = -1;
     if (api_.pointerGetAttributes(&attrs, p) != 0) return ncclSuccess;  // unknown to the runtime: plain host memory
-    *kind = decodeMemoryType(attrs.type);
+    *kind = vendor_api::decodeMemoryType(attrs.type, spec_.hip && version_ < 60000000);
     if (*kind != MemoryKind::Host) *device = attrs.device;
     return ncclSuccess;
   }
@@ -236,29 +230,6 @@ class VendorRuntime : public Runtime {
   ncclResult_t check(int r, const char* what) const {
     if (r == 0) return ncclSuccess;
     return fail(ncclUnhandledCudaError, "%s: %s failed: %s (error %d)", spec_.name, what, api_.getErrorString(r), r);
-  }
-
-  // The pointer-attribute memory types: CUDA and HIP from ROCm 6 number
-  // them unregistered 0, host 1, device 2, managed 3; ROCm 5 numbered
-  // host 0, device 1, unified 3, managed 4 (and fails on unknown pointers).
-  MemoryKind decodeMemoryType(int type) const {
-    const bool rocm5 = spec_.hip && version_ < 60000000;
-    if (rocm5) {
-      switch (type) {
-        case 0: return MemoryKind::Pinned;
-        case 1: return MemoryKind::Device;
-        case 3:
-        case 4: return MemoryKind::Managed;
-        default: return MemoryKind::Host;
-      }
-    }
-    switch (type) {
-      case 1: return MemoryKind::Pinned;
-      case 2: return MemoryKind::Device;
-      case 3:
-      case 11: return MemoryKind::Managed;
-      default: return MemoryKind::Host;
-    }
   }
 
   VendorSpec spec_;

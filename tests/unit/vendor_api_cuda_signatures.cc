@@ -53,6 +53,17 @@ HETCCL_CUDA_SLOTS(HETCCL_CHECK_SLOT)
 const vendor_check::CheckedSlot kChecked[] = {HETCCL_CUDA_SLOTS(HETCCL_CHECKED)};
 
 using namespace vendor_api::values;
+using vendor_api::PointerAttributes;
+static_assert(offsetof(cudaPointerAttributes, type) == offsetof(PointerAttributes, type) &&
+              sizeof(cudaPointerAttributes::type) == sizeof(int));
+static_assert(offsetof(cudaPointerAttributes, device) == offsetof(PointerAttributes, device));
+static_assert(offsetof(cudaPointerAttributes, devicePointer) == offsetof(PointerAttributes, devicePointer));
+static_assert(offsetof(cudaPointerAttributes, hostPointer) == offsetof(PointerAttributes, hostPointer));
+static_assert(sizeof(cudaPointerAttributes) <= sizeof(PointerAttributes));
+static_assert(vendor_api::decodeMemoryType(cudaMemoryTypeUnregistered, false) == MemoryKind::Host &&
+              vendor_api::decodeMemoryType(cudaMemoryTypeHost, false) == MemoryKind::Pinned &&
+              vendor_api::decodeMemoryType(cudaMemoryTypeDevice, false) == MemoryKind::Device &&
+              vendor_api::decodeMemoryType(cudaMemoryTypeManaged, false) == MemoryKind::Managed);
 static_assert(kHostAllocPortableMapped == (cudaHostAllocPortable | cudaHostAllocMapped));
 static_assert(kHostRegisterPortableMapped == (cudaHostRegisterPortable | cudaHostRegisterMapped));
 static_assert(kStreamNonBlocking == cudaStreamNonBlocking);

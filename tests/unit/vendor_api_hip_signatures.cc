@@ -51,6 +51,18 @@ HETCCL_HIP_SLOTS(HETCCL_CHECK_SLOT, HETCCL_CHECK_OVERLOADED_SLOT)
 const vendor_check::CheckedSlot kChecked[] = {HETCCL_HIP_SLOTS(HETCCL_CHECKED, HETCCL_CHECKED_OVERLOADED)};
 
 using namespace vendor_api::values;
+using vendor_api::PointerAttributes;
+static_assert(offsetof(hipPointerAttribute_t, memoryType) == offsetof(PointerAttributes, type) &&
+              sizeof(hipPointerAttribute_t::memoryType) == sizeof(int));
+static_assert(offsetof(hipPointerAttribute_t, device) == offsetof(PointerAttributes, device));
+static_assert(offsetof(hipPointerAttribute_t, devicePointer) == offsetof(PointerAttributes, devicePointer));
+static_assert(offsetof(hipPointerAttribute_t, hostPointer) == offsetof(PointerAttributes, hostPointer));
+static_assert(sizeof(hipPointerAttribute_t) <= sizeof(PointerAttributes));
+// These are ROCm 5's numbers (HIP_VERSION_MAJOR 5 here); ROCm 6 took CUDA's.
+static_assert(HIP_VERSION_MAJOR != 5 || (vendor_api::decodeMemoryType(hipMemoryTypeHost, true) == MemoryKind::Pinned &&
+                                         vendor_api::decodeMemoryType(hipMemoryTypeDevice, true) == MemoryKind::Device &&
+                                         vendor_api::decodeMemoryType(hipMemoryTypeUnified, true) == MemoryKind::Managed &&
+                                         vendor_api::decodeMemoryType(hipMemoryTypeArray, true) == MemoryKind::Host));
 static_assert(kHostAllocPortableMapped == (hipHostMallocPortable | hipHostMallocMapped));
 static_assert(kHostRegisterPortableMapped == (hipHostRegisterPortable | hipHostRegisterMapped));
 static_assert(kStreamNonBlocking == hipStreamNonBlocking);
