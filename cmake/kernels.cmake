@@ -5,7 +5,7 @@
 # says so at run time); HETCCL_REQUIRE_KERNELS=ON makes that an error.
 option(HETCCL_REQUIRE_KERNELS "Fail when a kernel image or an AMD architecture cannot be built" OFF)
 set(HETCCL_CUDA_ARCHS "70;75;80;86;89;90" CACHE STRING "NVIDIA architectures (sm_XX; PTX of the last is added)")
-set(HETCCL_HIP_ARCHS "gfx90a;gfx940;gfx942;gfx1030;gfx1100" CACHE STRING "AMD architectures (those a compiler here knows are built)")
+set(HETCCL_HIP_ARCHS "gfx908;gfx90a;gfx942;gfx950;gfx1030;gfx1100;gfx1101;gfx1200;gfx1201" CACHE STRING "AMD architectures (those a compiler here knows are built)")
 
 set(_kernel_source ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/device_kernels.cu)
 set(_kernel_headers ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/reduce_math.h
@@ -48,13 +48,31 @@ endif()
 
 # AMD: hipcc builds the architectures it knows; a newer clang in HIP mode,
 # without ROCm headers (src/kernels/bare_hip.h), builds the ones it does not
-# (Debian's ROCm 5.2 hipcc lacks gfx942 and gfx1100; its clang-19 has them).
+# (Debian's ROCm 5.2 hipcc lacks gfx942, gfx950, gfx1100 and later; its
+# clang-22 has them).
 # Both go into one code-object bundle.
 find_program(HETCCL_HIPCC hipcc HINTS /opt/rocm/bin ENV ROCM_PATH PATH_SUFFIXES bin)
-find_program(HETCCL_HIP_CLANG NAMES clang++-22 clang++-21 clang++-20 clang++-19 clang++-18 clang++-17
-  DOC "clang for the AMD architectures hipcc does not know")
+# The newest clang here whose offload bundler is installed beside it
+# (Debian ships the bundler in clang-tools-N).
+if(NOT HETCCL_HIP_CLANG)
+  foreach(version 22 21 20 19 18 17)
+    find_program(_clang clang++-${version})
+    if(_clang)
+      execute_process(COMMAND ${_clang} -print-prog-name=clang-offload-bundler
+        OUTPUT_VARIABLE _bundler OUTPUT_STRIP_TRAILING_WHITESPACE)
+      if(EXISTS "${_bundler}")
+        set(HETCCL_HIP_CLANG ${_clang} CACHE FILEPATH "clang for the AMD architectures hipcc does not know")
+        break()
+      endif()
+    endif()
+    unset(_clang CACHE)
+  endforeach()
+  unset(_clang CACHE)
+endif()
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/kernels/probe.hip "__attribute__((global)) void probe() {}\n")
-set(_bare_hip_flags -x hip -nogpuinc -nogpulib --offload-device-only -DHETCCL_BARE_HIP)
+# Code object v5: what ROCm 6 and later load (clang 22 would write v6,
+# which needs a newer ROCm than the targets do).
+set(_bare_hip_flags -x hip -nogpuinc -nogpulib --offload-device-only -mcode-object-version=5 -DHETCCL_BARE_HIP)
 
 # The architectures `compiler args...` can build.
 function(hetccl_hip_archs_known out archs)
@@ -87,6 +105,7 @@ endif()
 list(REMOVE_ITEM _rest ${_clang_archs})
 
 set(_hip_bundles "")
+set(_hip_bundle_readers "")  # the bundler of the compiler that wrote each
 if(_hipcc_archs)
   list(TRANSFORM _hipcc_archs PREPEND --offload-arch= OUTPUT_VARIABLE _offload)
   set(_bundle ${CMAKE_CURRENT_BINARY_DIR}/kernels/hetccl_kernels_hipcc.hsaco)
@@ -95,6 +114,9 @@ if(_hipcc_archs)
     DEPENDS ${_kernel_source} ${_kernel_headers}
     COMMENT "hipcc: GPU kernels for ${_hipcc_archs}" VERBATIM)
   list(APPEND _hip_bundles ${_bundle})
+  execute_process(COMMAND ${HETCCL_HIPCC} -print-prog-name=clang-offload-bundler
+    OUTPUT_VARIABLE _reader OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  list(APPEND _hip_bundle_readers ${_reader})
   message(STATUS "hetccl: HIP kernels with ${HETCCL_HIPCC} for ${_hipcc_archs}")
 endif()
 if(_clang_archs)
@@ -105,10 +127,11 @@ if(_clang_archs)
     DEPENDS ${_kernel_source} ${_kernel_headers} ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/bare_hip.h
     COMMENT "clang (HIP mode): GPU kernels for ${_clang_archs}" VERBATIM)
   list(APPEND _hip_bundles ${_bundle})
+  list(APPEND _hip_bundle_readers ${HETCCL_OFFLOAD_BUNDLER})
   message(STATUS "hetccl: HIP kernels with ${HETCCL_HIP_CLANG} for ${_clang_archs}")
 endif()
 if(_rest AND HETCCL_REQUIRE_KERNELS)
-  message(FATAL_ERROR "hetccl: no compiler here builds ${_rest} (HETCCL_REQUIRE_KERNELS=ON; install clang-19 or a newer ROCm)")
+  message(FATAL_ERROR "hetccl: no compiler here builds ${_rest} (HETCCL_REQUIRE_KERNELS=ON; install clang-22 with clang-tools-22, or a newer ROCm)")
 elseif(_rest)
   message(STATUS "hetccl: no compiler here builds ${_rest}: left out")
 endif()
@@ -120,7 +143,7 @@ if(_bundle_count EQUAL 1)
 elseif(_bundle_count GREATER 1)
   set(_hsaco ${CMAKE_CURRENT_BINARY_DIR}/kernels/hetccl_kernels.hsaco)
   add_custom_command(OUTPUT ${_hsaco}
-    COMMAND ${CMAKE_COMMAND} -DBUNDLER=${HETCCL_OFFLOAD_BUNDLER} -DOUTPUT=${_hsaco} "-DINPUTS=${_hip_bundles}"
+    COMMAND ${CMAKE_COMMAND} -DBUNDLER=${HETCCL_OFFLOAD_BUNDLER} -DOUTPUT=${_hsaco} "-DINPUTS=${_hip_bundles}" "-DREADERS=${_hip_bundle_readers}"
       -DWORKDIR=${CMAKE_CURRENT_BINARY_DIR}/kernels/code_objects -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/merge_hip_bundles.cmake
     DEPENDS ${_hip_bundles} ${CMAKE_CURRENT_SOURCE_DIR}/cmake/merge_hip_bundles.cmake
     COMMENT "one code-object bundle for ${HETCCL_HIP_ARCHS_BUILT}" VERBATIM)

@@ -2,10 +2,11 @@
 # Installs what building and testing hetccl needs on Debian 12 / Ubuntu,
 # skipping what is already there. Extra packages can be named as arguments.
 set -euo pipefail
-# hipcc builds the AMD kernels for the targets ROCm 5.2 knows, clang-19
-# (with lld-19) those it does not: gfx942 and gfx1100 (nvcc comes with the
-# CUDA toolkit in /usr/local/cuda); CI compiles both images without GPUs.
-packages=(cmake g++ ninja-build libgtest-dev pkg-config hipcc libamdhip64-dev clang-19 lld-19 "$@")
+# hipcc builds the AMD kernels for the targets ROCm 5.2 knows, clang-22
+# (with lld-22, and clang-tools-22 for its offload bundler) those it does
+# not: gfx942, gfx950, gfx1100 and later (nvcc comes with the CUDA toolkit
+# in /usr/local/cuda); CI compiles both images without GPUs.
+packages=(cmake g++ ninja-build libgtest-dev pkg-config hipcc libamdhip64-dev clang-22 lld-22 clang-tools-22 "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

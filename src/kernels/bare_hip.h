@@ -1,9 +1,9 @@
 // The few HIP names the kernels use, for building the AMD code objects
 // with a plain clang in HIP mode and no ROCm headers (-nogpuinc
-// -nogpulib). Debian's clang knows gfx942 (MI300) and gfx1100 (RDNA3);
-// its ROCm 5.2 hipcc and headers do not. Each name maps to the clang
-// builtin HIP's own headers use for it. hipcc builds include
-// <hip/hip_runtime.h> instead and never see this file.
+// -nogpulib). Debian's clang 22 knows gfx942/gfx950 (MI300, MI350) and
+// gfx1100 and later (RDNA3, RDNA4); its ROCm 5.2 hipcc and headers do not.
+// Each name maps to the clang builtin HIP's own headers use for it. hipcc
+// builds include <hip/hip_runtime.h> instead and never see this file.
 #pragma once
 
 #include <cstddef>

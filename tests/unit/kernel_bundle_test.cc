@@ -75,7 +75,8 @@ std::set<std::string> symbolsOf(const unsigned char* elf, uint64_t size) {
 
 // EF_AMDGPU_MACH (the low byte of e_flags) of the architectures hetccl builds.
 const std::map<std::string, unsigned> kMachOf = {
-    {"gfx1030", 0x36}, {"gfx90a", 0x3f}, {"gfx940", 0x40}, {"gfx1100", 0x41}, {"gfx942", 0x4c}};
+    {"gfx908", 0x30},  {"gfx90a", 0x3f},  {"gfx942", 0x4c},  {"gfx950", 0x4f},
+    {"gfx1030", 0x36}, {"gfx1100", 0x41}, {"gfx1101", 0x46}, {"gfx1200", 0x48}, {"gfx1201", 0x4e}};
 
 std::vector<std::string> archsBuilt() {
   std::vector<std::string> archs;
@@ -95,6 +96,12 @@ TEST(KernelBundle, EveryBuiltArchitectureHoldsEveryKernel) {
   ASSERT_FALSE(archs.empty());
   const std::vector<BundleEntry> entries = parseBundle(image);
   ASSERT_FALSE(entries.empty()) << "the HIP image is not a clang offload bundle";
+  for (const BundleEntry& e : entries) {  // nothing but the host entry and the architectures built
+    if (e.target.rfind("host-", 0) == 0) continue;
+    bool known = false;
+    for (const std::string& arch : archs) known |= e.target == "hipv4-amdgcn-amd-amdhsa--" + arch;
+    EXPECT_TRUE(known) << "unexpected bundle entry '" << e.target << "'";
+  }
   const std::vector<std::string> kernels = DeviceKernels::kernelNames();
   ASSERT_GT(kernels.size(), 100u);
   for (const std::string& arch : archs) {
