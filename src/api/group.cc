@@ -167,7 +167,10 @@ ncclResult_t runOnComm(Communicator* c, std::span<const Op* const> ops) {
   // releases the callers' streams when done (errors surface later through
   // ncclCommGetAsyncError and the next call).
   c->operations += ops.size();
-  return dispatch(c, ops);
+  if (std::none_of(ops.begin(), ops.end(), [c](const Op* op) { return Fp8Bridge::needed(*c, *op); }))
+    return dispatch(c, ops);
+  if (!c->fp8Bridge) c->fp8Bridge = std::make_unique<Fp8Bridge>(processRuntime());
+  return c->fp8Bridge->run(*c, ops, [c](std::span<const Op* const> wide) { return dispatch(c, wide); });
 }
 
 ncclResult_t execute(std::vector<Op>& ops) {

@@ -36,6 +36,7 @@ struct RankInfo {
   char runtime[16] = {};        // "host" (CPU); "cuda"/"hip" to come
   char library[32] = {};        // the collective library serving the rank's domain
   uint32_t reducibleTypes = 0;  // bit t: the library can reduce ncclDataType_t t
+  uint8_t fp8Format = 0;        // Fp8Format: what the rank's fp8 bytes mean
   char hostname[64] = {};
 
   static RankInfo local(const SocketAddress& listenAddress, int device);

@@ -335,6 +335,9 @@ void Communicator::printSummary() const {
                 : partition.single() ? " (pass-through: every call goes straight to it)"
                                      : "");
   }
+  if (!vendor && partition.anyFp8Fnuz())
+    HETCCL_INFO("  fp8: %s; fp8 collectives convert, moving through half and reducing in float (docs/numerics.md)",
+                partition.fp8FormatsDiffer() ? "ranks differ (OCP and FNUZ)" : "FNUZ (AMD MI300)");
   if (!partition.single())
     HETCCL_INFO("  between domains: %s, plans in src/plan (hetccl-perf --plan prints them)",
                 hosts > 1 ? "shm within a host, socket between hosts" : net->transportName(partition.domains[1].members[0]));

@@ -18,6 +18,7 @@
 #include "backend/vendor_comm.h"
 #include "bootstrap/rank_info.h"
 #include "comm/domains.h"
+#include "comm/fp8_bridge.h"
 #include "plan/host_staging.h"
 #include "plan/stream_collectives.h"
 #include "plan/stream_hierarchy.h"
@@ -117,6 +118,9 @@ class Communicator {
   RequestPool p2pRequests;      // send/recv's
   std::unique_ptr<Worker> p2pWorker;  // a group's send/recv, beside its collectives (host plans)
   Partition partition;                        // the same on every rank
+  // fp8 calls among ranks that read fp8 differently (made on first use).
+  // Before the plans below: destroyed after them, once they released the streams.
+  std::unique_ptr<Fp8Bridge> fp8Bridge;
   std::unique_ptr<Communicator> domainComm;   // my domain's ranks (several domains only)
   std::unique_ptr<Backend> backend;           // my domain's library (several domains only)
   std::unique_ptr<Proxy> proxy;               // inter-domain steps (several domains only)

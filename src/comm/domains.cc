@@ -17,6 +17,7 @@ Partition Partition::fromRanks(const std::vector<RankInfo>& ranks) {
       p.domains.push_back(domain);
     }
     p.domains[d].reducibleTypes &= ranks[r].reducibleTypes;
+    p.fp8Formats |= 1u << (ranks[r].fp8Format & 1u);
     p.domainOf[r] = static_cast<int>(d);
     p.indexInDomain[r] = static_cast<int>(p.domains[d].members.size());
     p.domains[d].members.push_back(static_cast<int>(r));

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bootstrap/rank_info.h"
+#include "common/types.h"
 
 namespace hetccl {
 
@@ -22,6 +23,7 @@ struct Partition {
   std::vector<Domain> domains;   // ordered by their lowest member
   std::vector<int> domainOf;     // global rank -> domain index
   std::vector<int> indexInDomain;  // global rank -> position among its domain's members
+  uint32_t fp8Formats = 0;       // bit f: some rank's fp8 is Fp8Format f
 
   static Partition fromRanks(const std::vector<RankInfo>& ranks);
   bool single() const { return domains.size() <= 1; }
@@ -32,6 +34,8 @@ struct Partition {
   std::string describe() const;  // "host0{0,2,4} host1{1,3,5}"
   // The first domain that cannot reduce `type`, or nullptr.
   const Domain* domainUnableToReduce(ncclDataType_t type) const;
+  bool fp8FormatsDiffer() const { return fp8Formats != 0 && (fp8Formats & (fp8Formats - 1)) != 0; }
+  bool anyFp8Fnuz() const { return fp8Formats & (1u << static_cast<int>(Fp8Format::Fnuz)); }
 };
 
 }  // namespace hetccl

@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/params.h"
+#include "runtime/fp8_format.h"
 #include "runtime/runtime.h"
 
 namespace hetccl {
@@ -35,12 +36,11 @@ RankInfo localRankInfo(const SocketAddress& listenAddress, int device) {
                       lib->version() / 100 % 100, lib->version() % 100);
     else HETCCL_INFO("no vendor library for %s ranks (%s): hetccl's native algorithms serve them", rt.name(), why.c_str());
     if (params().domain.empty()) snprintf(info.domain, sizeof(info.domain), "%s", rt.vendor());
-    // fp8 is OCP's on NVIDIA but FNUZ on AMD MI300: AMD ranks do not offer
-    // to reduce fp8 with others, so a mixed fp8 reduction is refused at the
-    // API naming the domain, never summed in the wrong format.
-    if (strcmp(rt.vendor(), "amd") == 0)
-      info.reducibleTypes &= ~((1u << ncclFloat8e4m3) | (1u << ncclFloat8e5m2));
   }
+  std::string why;
+  const Fp8Format fp8 = rankFp8Format(rt, device, &why);
+  info.fp8Format = static_cast<uint8_t>(fp8);
+  HETCCL_INFO("fp8 on this rank is %s (%s)", fp8FormatName(fp8), why.c_str());
   return info;
 }
 

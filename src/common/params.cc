@@ -84,6 +84,11 @@ Params load() {
   if (const char* v = env("HETCCL_CACHE_DIR")) p.cacheDir = v;
   p.vendorIsolation = envLong("HETCCL_VENDOR_ISOLATION", 1, 0) != 0;
   if (const char* v = env("HETCCL_DOMAIN")) p.domain = std::string(v).substr(0, 31);
+  if (const char* v = env("HETCCL_FP8_FORMAT")) {
+    const std::string f = v;
+    if (f == "ocp" || f == "fnuz") p.fp8Format = f;
+    else if (!f.empty() && f != "auto") fprintf(stderr, "hetccl: HETCCL_FP8_FORMAT=%s ignored (ocp, fnuz or auto)\n", v);
+  }
   if (const char* v = env("HETCCL_REDUCE_TYPES")) {
     // A comma-separated list of nccl-tests type names (float, half, bfloat16, ...).
     p.reducibleTypes = 0;

@@ -52,6 +52,7 @@ struct Params {
   bool vendorIsolation = true;        // HETCCL_VENDOR_ISOLATION=0: plain dlopen (tests the self-check)
   std::string domain;                 // HETCCL_DOMAIN: put this rank in the named domain
   uint32_t reducibleTypes = 0xfff;    // HETCCL_REDUCE_TYPES: types the native library may reduce
+  std::string fp8Format;              // HETCCL_FP8_FORMAT: "ocp" or "fnuz" (empty: the device's own)
 };
 
 const Params& params();

@@ -34,4 +34,10 @@ struct Reduction {
 
 const char* opName(ncclRedOp_t op);
 
+// What a rank's fp8 bytes mean: OCP's formats (NVIDIA, CPUs, AMD from
+// MI350 and RDNA4) or FNUZ's (AMD MI300, gfx940-942; docs/numerics.md).
+enum class Fp8Format : uint8_t { Ocp = 0, Fnuz = 1 };
+inline const char* fp8FormatName(Fp8Format f) { return f == Fp8Format::Fnuz ? "fnuz" : "ocp"; }
+inline bool isFp8(ncclDataType_t type) { return type == ncclFloat8e4m3 || type == ncclFloat8e5m2; }
+
 }  // namespace hetccl

@@ -56,6 +56,12 @@ void DeviceKernels::eachKernel(DeviceKernels* k, const std::function<void(const 
     for (int t = 0; t < kCastTypes; ++t)
       visit(std::string("hetccl_cast_") + kTypeSuffix[kCastType[f]] + "_" + kTypeSuffix[kCastType[t]],
             k ? &k->cast_[f][t] : nullptr);
+  for (int f = 0; f < 2; ++f)
+    for (int w = 0; w < 2; ++w) {
+      const std::string fnuz = std::string(f ? "e5m2" : "e4m3") + "fnuz", wide = w ? "f32" : "f16";
+      visit("hetccl_cast_" + wide + "_" + fnuz, k ? &k->fnuzCast_[f][w][0] : nullptr);
+      visit("hetccl_cast_" + fnuz + "_" + wide, k ? &k->fnuzCast_[f][w][1] : nullptr);
+    }
   visit("hetccl_wait_flags", k ? &k->waitFlags_ : nullptr);
 }
 
@@ -106,6 +112,14 @@ ncclResult_t DeviceKernels::cast(ncclDataType_t from, ncclDataType_t to, void* d
   uint64_t count = n;
   void* args[] = {&dst, &src, &count};
   return run(cast_[f][t], n, args, s);
+}
+
+ncclResult_t DeviceKernels::castFp8(const Fp8Cast& c, void* dst, const void* src, size_t n, Stream s) {
+  HETCCL_TRY(checkFp8Cast(c));
+  if (c.format == Fp8Format::Ocp) return c.widen ? cast(c.fp8, c.wide, dst, src, n, s) : cast(c.wide, c.fp8, dst, src, n, s);
+  uint64_t count = n;
+  void* args[] = {&dst, &src, &count};
+  return run(fnuzCast_[c.fp8 == ncclFloat8e5m2][c.wide == ncclFloat32][c.widen], n, args, s);
 }
 
 ncclResult_t DeviceKernels::waitFlags(volatile uint32_t* const flags[4], uint32_t target, Stream s) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/types.h"
+#include "kernels/fp8_cast.h"
 #include "runtime/runtime.h"
 
 namespace hetccl {
@@ -29,6 +30,8 @@ class DeviceKernels {
   ncclResult_t average(ncclDataType_t type, void* data, size_t n, int nranks, Stream s);
   // dst = src converted; both floating types (half, float, double, bf16, fp8).
   ncclResult_t cast(ncclDataType_t from, ncclDataType_t to, void* dst, const void* src, size_t n, Stream s);
+  // Between fp8 of either format and half or float (kernels/fp8_cast.h).
+  ncclResult_t castFp8(const Fp8Cast& c, void* dst, const void* src, size_t n, Stream s);
   // Holds `s` until the four flags (device addresses of host-mapped words) reach `target`.
   ncclResult_t waitFlags(volatile uint32_t* const flags[4], uint32_t target, Stream s);
 
@@ -49,6 +52,7 @@ class DeviceKernels {
   Function prepare_[ncclNumTypes] = {};
   Function average_[ncclNumTypes] = {};
   Function cast_[kCastTypes][kCastTypes] = {};
+  Function fnuzCast_[2][2][2] = {};  // [e4m3, e5m2][f16, f32][narrow, widen]
   Function waitFlags_ = nullptr;
 };
 

@@ -3,8 +3,9 @@
 // (nvcc and hipcc compile this same header into the reduction kernels).
 // Rounding is to nearest, ties to even. half overflows to infinity as IEEE
 // does; fp8 saturates to the largest finite value (like CUDA's
-// __NV_SATFINITE), and NaN stays NaN. fp8 here is OCP's (NVIDIA, and AMD
-// from MI350); AMD MI300's FNUZ variants are different formats.
+// __NV_SATFINITE), and NaN stays NaN. NCCL's fp8 types are OCP's (NVIDIA,
+// CPUs, AMD from MI350 and RDNA4); AMD MI300 (gfx940-942) computes in the
+// FNUZ variants, converted here too so hetccl can move fp8 between them.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,10 @@ struct Half { uint16_t bits; };
 struct Bf16 { uint16_t bits; };
 struct Fp8E4M3 { uint8_t bits; };  // OCP e4m3 ("fn"): no infinity, max 448
 struct Fp8E5M2 { uint8_t bits; };  // OCP e5m2: IEEE-like, max 57344
+// FNUZ: exponent bias one more than OCP's, no infinity, no negative zero;
+// 0x80 is the only NaN.
+struct Fp8E4M3Fnuz { uint8_t bits; };  // max 240, smallest subnormal 2^-10
+struct Fp8E5M2Fnuz { uint8_t bits; };  // max 57344, smallest subnormal 2^-17
 
 namespace formats {
 
@@ -109,6 +114,45 @@ HETCCL_HD uint8_t floatToFp8E5M2(float f) {
   if (a >= 0x47600000u) return static_cast<uint8_t>(sign | 0x7bu);  // >= 57344: saturate
   if (a < 0x38800000u) return static_cast<uint8_t>(sign | formats::roundHalfEven(formats::floatOf(a) * 65536.0f));
   return static_cast<uint8_t>(sign | (formats::roundMantissa(a, 2) - (112u << 2)));
+}
+
+// FNUZ decoding: 0x80 is NaN; otherwise like OCP with the bias one higher.
+HETCCL_HD float fp8E4M3FnuzToFloat(uint8_t b) {
+  if (b == 0x80u) return formats::floatOf(0x7fc00000u);
+  const uint32_t sign = static_cast<uint32_t>(b & 0x80u) << 24;
+  const uint32_t e = (b >> 3) & 15u, m = b & 7u;
+  if (e == 0) return (sign ? -1.0f : 1.0f) * static_cast<float>(m) * 0.0009765625f;  // m * 2^-10
+  return formats::floatOf(sign | ((e + 119u) << 23) | (m << 20));
+}
+
+// FNUZ encoding: saturates like the OCP encoders; a result of magnitude
+// zero has no sign (0x80 would be NaN).
+HETCCL_HD uint8_t floatToFp8E4M3Fnuz(float f) {
+  const uint32_t u = formats::bitsOf(f), a = u & 0x7fffffffu;
+  const uint8_t sign = static_cast<uint8_t>((u >> 24) & 0x80u);
+  if (a > 0x7f800000u) return 0x80;
+  if (a >= 0x43700000u) return static_cast<uint8_t>(sign | 0x7fu);  // >= 240: saturate
+  const uint32_t magnitude = a < 0x3c000000u ? formats::roundHalfEven(formats::floatOf(a) * 1024.0f)
+                                             : formats::roundMantissa(a, 3) - (119u << 3);
+  return magnitude ? static_cast<uint8_t>(sign | magnitude) : 0;
+}
+
+HETCCL_HD float fp8E5M2FnuzToFloat(uint8_t b) {
+  if (b == 0x80u) return formats::floatOf(0x7fc00000u);
+  const uint32_t sign = static_cast<uint32_t>(b & 0x80u) << 24;
+  const uint32_t e = (b >> 2) & 31u, m = b & 3u;
+  if (e == 0) return (sign ? -1.0f : 1.0f) * static_cast<float>(m) * 7.62939453125e-6f;  // m * 2^-17
+  return formats::floatOf(sign | ((e + 111u) << 23) | (m << 21));
+}
+
+HETCCL_HD uint8_t floatToFp8E5M2Fnuz(float f) {
+  const uint32_t u = formats::bitsOf(f), a = u & 0x7fffffffu;
+  const uint8_t sign = static_cast<uint8_t>((u >> 24) & 0x80u);
+  if (a > 0x7f800000u) return 0x80;
+  if (a >= 0x47600000u) return static_cast<uint8_t>(sign | 0x7fu);  // >= 57344: saturate
+  const uint32_t magnitude = a < 0x38000000u ? formats::roundHalfEven(formats::floatOf(a) * 131072.0f)
+                                             : formats::roundMantissa(a, 2) - (111u << 2);
+  return magnitude ? static_cast<uint8_t>(sign | magnitude) : 0;
 }
 
 }  // namespace hetccl

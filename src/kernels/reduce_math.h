@@ -41,6 +41,16 @@ template <> struct Num<Fp8E5M2> {
   static HETCCL_HD C load(const Fp8E5M2& s) { return fp8E5M2ToFloat(s.bits); }
   static HETCCL_HD Fp8E5M2 store(C c) { return Fp8E5M2{floatToFp8E5M2(c)}; }
 };
+template <> struct Num<Fp8E4M3Fnuz> {
+  using C = float;
+  static HETCCL_HD C load(const Fp8E4M3Fnuz& s) { return fp8E4M3FnuzToFloat(s.bits); }
+  static HETCCL_HD Fp8E4M3Fnuz store(C c) { return Fp8E4M3Fnuz{floatToFp8E4M3Fnuz(c)}; }
+};
+template <> struct Num<Fp8E5M2Fnuz> {
+  using C = float;
+  static HETCCL_HD C load(const Fp8E5M2Fnuz& s) { return fp8E5M2FnuzToFloat(s.bits); }
+  static HETCCL_HD Fp8E5M2Fnuz store(C c) { return Fp8E5M2Fnuz{floatToFp8E5M2Fnuz(c)}; }
+};
 
 // Integer sum and product wrap around (computed unsigned: no UB).
 template <typename C> HETCCL_HD C add(C a, C b) {

@@ -23,6 +23,11 @@ class HostReducer : public Reducer {
     finishAverage(r, data, n, nranks);
     return ncclSuccess;
   }
+  ncclResult_t castFp8(const Fp8Cast& c, void* dst, const void* src, size_t n, Stream) override {
+    HETCCL_TRY(checkFp8Cast(c));
+    castFp8OnHost(c, dst, src, n);
+    return ncclSuccess;
+  }
   ncclResult_t waitFlags(volatile uint32_t* const flags[4], uint32_t target, Stream s) override {
     for (int i = 0; i < 4; ++i) HETCCL_TRY(runtime_.waitFlag(s, flags[i], target));
     return ncclSuccess;
@@ -43,6 +48,9 @@ class KernelReducer : public Reducer {
   }
   ncclResult_t average(const Reduction& r, void* data, size_t n, int nranks, Stream s) override {
     return kernels_->average(r.type, data, n, nranks, s);
+  }
+  ncclResult_t castFp8(const Fp8Cast& c, void* dst, const void* src, size_t n, Stream s) override {
+    return kernels_->castFp8(c, dst, src, n, s);
   }
   ncclResult_t waitFlags(volatile uint32_t* const flags[4], uint32_t target, Stream s) override {
     return kernels_->waitFlags(flags, target, s);

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "common/types.h"
+#include "kernels/fp8_cast.h"
 #include "runtime/runtime.h"
 
 namespace hetccl {
@@ -21,6 +22,8 @@ class Reducer {
   virtual ncclResult_t prepare(const Reduction& r, void* dst, const void* local, size_t n, Stream s) = 0;
   // data /= nranks, for ncclAvg.
   virtual ncclResult_t average(const Reduction& r, void* data, size_t n, int nranks, Stream s) = 0;
+  // Between fp8 of either format and half or float (kernels/fp8_cast.h).
+  virtual ncclResult_t castFp8(const Fp8Cast& c, void* dst, const void* src, size_t n, Stream s) = 0;
   // Holds `s` until four flags reach `target` (GPUs: a polling kernel on
   // the flags' device addresses; host ranks: the calling thread waits).
   virtual ncclResult_t waitFlags(volatile uint32_t* const flags[4], uint32_t target, Stream s) = 0;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/formats.h"
+#include "kernels/fp8_cast.h"
 #include "minifloat_oracle.h"
 
 using namespace hetccl;
@@ -117,4 +118,76 @@ TEST(Formats, Fp8MatchesTheModel) {
     ASSERT_TRUE(sameFloat(fp8E4M3ToFloat(static_cast<uint8_t>(b)), oracleFp8E4M3ToFloat(static_cast<uint8_t>(b))));
     ASSERT_TRUE(sameFloat(fp8E5M2ToFloat(static_cast<uint8_t>(b)), oracleFp8E5M2ToFloat(static_cast<uint8_t>(b))));
   }
+}
+
+TEST(Formats, Fp8FnuzMatchesTheModel) {
+  using namespace hetccl::testing;
+  for (float f : sweep()) {
+    ASSERT_EQ(floatToFp8E4M3Fnuz(f), oracleFloatToFp8E4M3Fnuz(f)) << "e4m3 fnuz of " << f;
+    ASSERT_EQ(floatToFp8E5M2Fnuz(f), oracleFloatToFp8E5M2Fnuz(f)) << "e5m2 fnuz of " << f;
+  }
+  for (int b = 0; b < 256; ++b) {
+    const uint8_t u = static_cast<uint8_t>(b);
+    ASSERT_TRUE(sameFloat(fp8E4M3FnuzToFloat(u), oracleFp8E4M3FnuzToFloat(u))) << "bits " << b;
+    ASSERT_TRUE(sameFloat(fp8E5M2FnuzToFloat(u), oracleFp8E5M2FnuzToFloat(u))) << "bits " << b;
+  }
+}
+
+// What tells FNUZ from OCP, checked directly: the same byte is half the
+// value (bias one higher), 0x80 is NaN (OCP: -0), no negative zero comes
+// out, and the ranges differ (240 and 2^-10 against 448 and 2^-9).
+TEST(Formats, Fp8FnuzAgainstOcp) {
+  for (int b = 0; b < 256; ++b) {
+    const uint8_t u = static_cast<uint8_t>(b);
+    const float ocp4 = fp8E4M3ToFloat(u), ocp5 = fp8E5M2ToFloat(u);
+    if (b == 0x80) {
+      EXPECT_TRUE(std::isnan(fp8E4M3FnuzToFloat(u)) && std::isnan(fp8E5M2FnuzToFloat(u)));
+      continue;
+    }
+    if (!std::isnan(ocp4)) EXPECT_EQ(fp8E4M3FnuzToFloat(u), ocp4 / 2) << "bits " << b;
+    if (std::isfinite(ocp5)) EXPECT_EQ(fp8E5M2FnuzToFloat(u), ocp5 / 2) << "bits " << b;
+    // Every FNUZ value but NaN comes back to its byte.
+    EXPECT_EQ(floatToFp8E4M3Fnuz(fp8E4M3FnuzToFloat(u)), u);
+    EXPECT_EQ(floatToFp8E5M2Fnuz(fp8E5M2FnuzToFloat(u)), u);
+  }
+  EXPECT_EQ(fp8E4M3FnuzToFloat(0x7f), 240.0f);
+  EXPECT_EQ(fp8E4M3FnuzToFloat(0x01), 0.0009765625f);
+  EXPECT_EQ(fp8E5M2FnuzToFloat(0x7f), 57344.0f);
+  EXPECT_EQ(floatToFp8E4M3Fnuz(448.0f), 0x7f);   // saturates
+  EXPECT_EQ(floatToFp8E4M3Fnuz(-1e9f), 0xff);
+  EXPECT_EQ(floatToFp8E4M3Fnuz(-0.0f), 0x00);    // not 0x80 (NaN)
+  EXPECT_EQ(floatToFp8E4M3Fnuz(-1e-6f), 0x00);   // underflows to an unsigned zero
+  EXPECT_EQ(floatToFp8E5M2Fnuz(-INFINITY), 0xff);
+  EXPECT_EQ(floatToFp8E4M3Fnuz(NAN), 0x80);
+}
+
+// The host conversions the fp8 bridge runs on CPU ranks: every byte of
+// every format to half and float and back.
+TEST(Formats, Fp8CastsOnHostRoundTrip) {
+  for (ncclDataType_t fp8 : {ncclFloat8e4m3, ncclFloat8e5m2})
+    for (Fp8Format format : {Fp8Format::Ocp, Fp8Format::Fnuz})
+      for (ncclDataType_t wide : {ncclFloat16, ncclFloat32}) {
+        std::vector<uint8_t> bytes(256), back(256);
+        for (int b = 0; b < 256; ++b) bytes[b] = static_cast<uint8_t>(b);
+        std::vector<float> widened(256);
+        ASSERT_EQ(checkFp8Cast(Fp8Cast{fp8, format, wide, true}), ncclSuccess);
+        castFp8OnHost(Fp8Cast{fp8, format, wide, true}, widened.data(), bytes.data(), 256);
+        castFp8OnHost(Fp8Cast{fp8, format, wide, false}, back.data(), widened.data(), 256);
+        for (int b = 0; b < 256; ++b) {
+          const float want = format == Fp8Format::Fnuz
+                                 ? (fp8 == ncclFloat8e4m3 ? fp8E4M3FnuzToFloat(bytes[b]) : fp8E5M2FnuzToFloat(bytes[b]))
+                                 : (fp8 == ncclFloat8e4m3 ? fp8E4M3ToFloat(bytes[b]) : fp8E5M2ToFloat(bytes[b]));
+          float got;
+          if (wide == ncclFloat32) got = widened[b];
+          else got = halfToFloat(reinterpret_cast<const uint16_t*>(widened.data())[b]);
+          ASSERT_TRUE(sameFloat(got, want)) << typeName(fp8) << " " << fp8FormatName(format) << " byte " << b;
+          if (std::isnan(want)) continue;  // NaN has several OCP bytes
+          if (std::isinf(want)) {           // OCP e5m2's infinities saturate, as every fp8 conversion here
+            ASSERT_EQ(back[b], want > 0 ? 0x7b : 0xfb);
+            continue;
+          }
+          ASSERT_EQ(back[b], bytes[b]) << typeName(fp8) << " " << fp8FormatName(format) << " via " << typeName(wide);
+        }
+      }
+  EXPECT_NE(checkFp8Cast(Fp8Cast{ncclFloat16, Fp8Format::Ocp, ncclFloat32, true}), ncclSuccess);
 }
