@@ -120,6 +120,10 @@ step two_gpu_domains_all_types_ops "$build/hetccl-perf" $all -N 2 --domains 2 -b
 step gpus_and_cpu_ranks_all_types_ops "$build/hetccl-perf" $all -N 4 --host-ranks 2 -b 8 -e 1M -f 32 -d all -o all -n 1 -w 0 -c 1
 # Their bandwidth (host-staged; consecutive domains: reduce-scatter to the
 # owners, all-gather from them), checked.
+# What fp8 conversion between OCP and FNUZ ranks costs, side by side with
+# all-OCP (one GPU per rank here; on one GPU the two processes take turns).
+full_step fp8_formats_cost env SIZES="-b 1M -e 256M -f 4 -n 10 -w 3" \
+  bench/fp8_formats_cost.sh "$build/hetccl-perf" "$repeats" "$out/fp8_formats_cost"
 full_step gpus_and_cpu_ranks_bandwidth "$build/hetccl-perf" all_reduce,reduce_scatter,all_gather,broadcast -N 4 --host-ranks 2 -b 1M -e 64M -f 4 -n 5 -w 2 -c 1
 # Domains of two ranks (the GPUs in NCCL's domain, two CPU ranks in the
 # other): all-reduce, all-gather, reduce-scatter, broadcast, reduce, all-to-all,

@@ -4,6 +4,7 @@
 
 #include "comm/communicator.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "plan/host_staging.h"
 
 namespace hetccl {
@@ -60,6 +61,7 @@ ncclResult_t Fp8Bridge::take(size_t bytes, Stream s, void** p) {
     }
     blocks_.push_back(std::move(block));
     fit = blocks_.back().get();
+    HETCCL_INFO("fp8 bridge: scratch block %zu of %zu bytes", blocks_.size(), rounded);
   }
   fit->taken = true;
   fit->lastStream = s;
@@ -79,43 +81,69 @@ ncclResult_t Fp8Bridge::giveBack() {
   return first;
 }
 
-// Rewrites `op` into `wide`: its input converted into scratch now (on its
-// stream), its output in scratch, converted back by the op left in
-// `narrows` (sendbuff: the scratch; recvbuff: the user's buffer).
-ncclResult_t Fp8Bridge::widen(const Communicator& c, const Op& op, Op* wide, std::vector<Op>* narrows) {
+// Rewrites a reduction into `onFloat`: its input converted into float
+// scratch now (on its stream), its output in float scratch, converted into
+// the user's buffer after the call (left in `after`).
+ncclResult_t Fp8Bridge::reduceOnFloat(const Communicator& c, const Op& op, Op* onFloat, std::vector<After>* after) {
   const Fp8Format format = formatOf(c);
-  const ncclDataType_t wideType = reduces(op.kind) ? ncclFloat32 : ncclFloat16;
-  const size_t wideSize = typeSize(wideType);
   const Extents e = extentsOf(op, c.rank, c.nranks);  // fp8: bytes are elements
   const Stream s = static_cast<Stream>(op.stream);
-  *wide = op;
-  wide->type = wideType;
-  wide->red.type = wideType;
+  *onFloat = op;
+  onFloat->type = ncclFloat32;
+  onFloat->red.type = ncclFloat32;
   if (op.red.kind == RedKind::PreMulSum) {  // the scalar: this rank's fp8, as a float
     const uint8_t byte = static_cast<uint8_t>(op.red.scalar & 0xff);
     float f = 0;
-    castFp8OnHost(Fp8Cast{op.type, format, ncclFloat32, true}, &f, &byte, 1);
-    wide->red.scalar = 0;
-    memcpy(&wide->red.scalar, &f, sizeof f);
+    castFp8OnHost(Fp8Cast{op.type, format, Fp8CastKind::ToFloat}, &f, &byte, 1);
+    onFloat->red.scalar = 0;
+    memcpy(&onFloat->red.scalar, &f, sizeof f);
   }
-  wide->sendbuff = nullptr;
-  wide->recvbuff = nullptr;
+  onFloat->sendbuff = nullptr;
+  onFloat->recvbuff = nullptr;
   if (e.sendBytes) {
     void* scratch = nullptr;
-    HETCCL_TRY(take(e.sendBytes * wideSize, s, &scratch));
-    HETCCL_TRY(caster_->castFp8(Fp8Cast{op.type, format, wideType, true}, scratch, op.sendbuff, e.sendBytes, s));
-    wide->sendbuff = scratch;
+    HETCCL_TRY(take(e.sendBytes * sizeof(float), s, &scratch));
+    HETCCL_TRY(caster_->castFp8(Fp8Cast{op.type, format, Fp8CastKind::ToFloat}, scratch, op.sendbuff, e.sendBytes, s));
+    onFloat->sendbuff = scratch;
   }
   if (e.recvBytes) {
     void* scratch = nullptr;
-    HETCCL_TRY(take(e.recvBytes * wideSize, s, &scratch));
-    wide->recvbuff = scratch;
-    Op back = op;
-    back.sendbuff = scratch;
-    back.count = e.recvBytes;
-    narrows->push_back(back);
+    HETCCL_TRY(take(e.recvBytes * sizeof(float), s, &scratch));
+    onFloat->recvbuff = scratch;
+    after->push_back(After{op.recvbuff, scratch, e.recvBytes, format, op.type, s});
   }
   return ncclSuccess;
+}
+
+// The parts of a move's output that came from ranks of the other format
+// (adjacent ones merged): converted in place after the call.
+void Fp8Bridge::partsToConvert(const Communicator& c, const Op& op, std::vector<After>* after) {
+  const Fp8Format mine = formatOf(c);
+  const Extents e = extentsOf(op, c.rank, c.nranks);
+  if (!e.recvBytes) return;
+  char* out = static_cast<char*>(op.recvbuff);
+  const size_t k = op.count;
+  std::vector<After> parts;
+  auto add = [&](size_t at, int from) {
+    const Fp8Format format = static_cast<Fp8Format>(c.peers[from].fp8Format & 1u);
+    if (format == mine) return;
+    if (!parts.empty() && static_cast<char*>(parts.back().p) + parts.back().n == out + at && parts.back().format == format)
+      parts.back().n += k;  // continues the previous part
+    else
+      parts.push_back(After{out + at, nullptr, k, format, op.type, static_cast<Stream>(op.stream)});
+  };
+  switch (op.kind) {
+    case OpKind::Broadcast:
+    case OpKind::Scatter:
+    case OpKind::Recv: add(0, op.root); break;
+    case OpKind::AllGather:
+    case OpKind::Gather:
+    case OpKind::AlltoAll:
+      for (int q = 0; q < c.nranks; ++q) add(static_cast<size_t>(q) * k, q);
+      break;
+    default: break;
+  }
+  after->insert(after->end(), parts.begin(), parts.end());
 }
 
 ncclResult_t Fp8Bridge::run(Communicator& c, std::span<const Op* const> ops, const Dispatch& dispatch) {
@@ -127,24 +155,25 @@ ncclResult_t Fp8Bridge::run(Communicator& c, std::span<const Op* const> ops, con
     HETCCL_TRY(onDevice->status());
   }
   if (!caster_) HETCCL_TRY(makeReducer(rt_, &caster_));
-  std::vector<Op> wide(ops.size()), narrows;
+  std::vector<Op> onFloat(ops.size());
+  std::vector<After> after;
   std::vector<const Op*> list;
   ncclResult_t r = ncclSuccess;
   for (size_t i = 0; i < ops.size() && r == ncclSuccess; ++i) {
-    if (!needed(c, *ops[i])) {
-      list.push_back(ops[i]);
-      continue;
+    list.push_back(ops[i]);
+    if (!needed(c, *ops[i])) continue;
+    if (reduces(ops[i]->kind)) {
+      r = reduceOnFloat(c, *ops[i], &onFloat[i], &after);
+      list.back() = &onFloat[i];
+    } else {
+      partsToConvert(c, *ops[i], &after);
     }
-    r = widen(c, *ops[i], &wide[i], &narrows);
-    list.push_back(&wide[i]);
   }
   if (r == ncclSuccess) r = dispatch(list);
-  const Fp8Format format = formatOf(c);
-  for (const Op& n : narrows) {
+  for (const After& a : after) {
     if (r != ncclSuccess) break;
-    const ncclDataType_t wideType = reduces(n.kind) ? ncclFloat32 : ncclFloat16;
-    r = caster_->castFp8(Fp8Cast{n.type, format, wideType, false}, n.recvbuff, n.sendbuff, n.count,
-                         static_cast<Stream>(n.stream));
+    r = a.from ? caster_->castFp8(Fp8Cast{a.type, a.format, Fp8CastKind::FromFloat}, a.p, a.from, a.n, a.stream)
+               : caster_->castFp8(Fp8Cast{a.type, a.format, Fp8CastKind::ToOtherFormat}, a.p, a.p, a.n, a.stream);
   }
   const ncclResult_t given = giveBack();
   return r != ncclSuccess ? r : given;

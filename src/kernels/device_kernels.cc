@@ -56,12 +56,13 @@ void DeviceKernels::eachKernel(DeviceKernels* k, const std::function<void(const 
     for (int t = 0; t < kCastTypes; ++t)
       visit(std::string("hetccl_cast_") + kTypeSuffix[kCastType[f]] + "_" + kTypeSuffix[kCastType[t]],
             k ? &k->cast_[f][t] : nullptr);
-  for (int f = 0; f < 2; ++f)
-    for (int w = 0; w < 2; ++w) {
-      const std::string fnuz = std::string(f ? "e5m2" : "e4m3") + "fnuz", wide = w ? "f32" : "f16";
-      visit("hetccl_cast_" + wide + "_" + fnuz, k ? &k->fnuzCast_[f][w][0] : nullptr);
-      visit("hetccl_cast_" + fnuz + "_" + wide, k ? &k->fnuzCast_[f][w][1] : nullptr);
-    }
+  for (int t = 0; t < 2; ++t) {
+    const std::string ocp = t ? "e5m2" : "e4m3", fnuz = ocp + "fnuz";
+    visit("hetccl_cast_" + fnuz + "_f32", k ? &k->fnuzCast_[t][static_cast<int>(Fp8CastKind::ToFloat)] : nullptr);
+    visit("hetccl_cast_f32_" + fnuz, k ? &k->fnuzCast_[t][static_cast<int>(Fp8CastKind::FromFloat)] : nullptr);
+    visit("hetccl_cast_" + fnuz + "_" + ocp, k ? &k->fnuzCast_[t][static_cast<int>(Fp8CastKind::ToOtherFormat)] : nullptr);
+    visit("hetccl_cast_" + ocp + "_" + fnuz, k ? &k->ocpToFnuz_[t] : nullptr);
+  }
   visit("hetccl_wait_flags", k ? &k->waitFlags_ : nullptr);
 }
 
@@ -116,10 +117,15 @@ ncclResult_t DeviceKernels::cast(ncclDataType_t from, ncclDataType_t to, void* d
 
 ncclResult_t DeviceKernels::castFp8(const Fp8Cast& c, void* dst, const void* src, size_t n, Stream s) {
   HETCCL_TRY(checkFp8Cast(c));
-  if (c.format == Fp8Format::Ocp) return c.widen ? cast(c.fp8, c.wide, dst, src, n, s) : cast(c.wide, c.fp8, dst, src, n, s);
+  const int t = c.fp8 == ncclFloat8e5m2;
+  Function f = nullptr;
+  if (c.format == Fp8Format::Fnuz) f = fnuzCast_[t][static_cast<int>(c.kind)];
+  else if (c.kind == Fp8CastKind::ToFloat) return cast(c.fp8, ncclFloat32, dst, src, n, s);
+  else if (c.kind == Fp8CastKind::FromFloat) return cast(ncclFloat32, c.fp8, dst, src, n, s);
+  else f = ocpToFnuz_[t];
   uint64_t count = n;
   void* args[] = {&dst, &src, &count};
-  return run(fnuzCast_[c.fp8 == ncclFloat8e5m2][c.wide == ncclFloat32][c.widen], n, args, s);
+  return run(f, n, args, s);
 }
 
 ncclResult_t DeviceKernels::waitFlags(volatile uint32_t* const flags[4], uint32_t target, Stream s) {

@@ -9,7 +9,7 @@
 //   hetccl_prepare_T(dst, local, n, scalar):             dst = scalar * local (PreMulSum)
 //   hetccl_average_T(data, n, nranks):                   data /= nranks (ncclAvg)
 //   hetccl_cast_F_T(dst, src, n):                        dst = (T) src, for floating types
-//   hetccl_cast_e4m3fnuz_T, hetccl_cast_T_e4m3fnuz (and e5m2fnuz), T f16 or f32: AMD MI300's fp8
+//   hetccl_cast_e4m3fnuz_T, hetccl_cast_T_e4m3fnuz (and e5m2fnuz), T f32 or e4m3 (e5m2): AMD MI300's fp8
 //   hetccl_wait_flags(f0, f1, f2, f3, target):            returns once every flag (host-mapped) >= target
 #if defined(HETCCL_BARE_HIP)
 #include "kernels/bare_hip.h"  // clang in HIP mode without ROCm headers
@@ -135,15 +135,15 @@ HETCCL_CAST_FROM(Bf16, bf16)
 HETCCL_CAST_FROM(Fp8E4M3, e4m3)
 HETCCL_CAST_FROM(Fp8E5M2, e5m2)
 
-// FNUZ fp8 to and from the wide types fp8 collectives between formats run on.
-#define HETCCL_FNUZ_CASTS(F, fname)         \
-  HETCCL_CAST_KERNEL(F, fname, Half, f16)   \
-  HETCCL_CAST_KERNEL(F, fname, float, f32)  \
-  HETCCL_CAST_KERNEL(Half, f16, F, fname)   \
-  HETCCL_CAST_KERNEL(float, f32, F, fname)
+// FNUZ fp8 (AMD MI300) to and from float, and to and from OCP's fp8.
+#define HETCCL_FNUZ_CASTS(F, fname, O, oname) \
+  HETCCL_CAST_KERNEL(F, fname, float, f32)    \
+  HETCCL_CAST_KERNEL(float, f32, F, fname)    \
+  HETCCL_CAST_KERNEL(F, fname, O, oname)      \
+  HETCCL_CAST_KERNEL(O, oname, F, fname)
 
-HETCCL_FNUZ_CASTS(Fp8E4M3Fnuz, e4m3fnuz)
-HETCCL_FNUZ_CASTS(Fp8E5M2Fnuz, e5m2fnuz)
+HETCCL_FNUZ_CASTS(Fp8E4M3Fnuz, e4m3fnuz, Fp8E4M3, e4m3)
+HETCCL_FNUZ_CASTS(Fp8E5M2Fnuz, e5m2fnuz, Fp8E5M2, e5m2)
 
 // Waits for four 32-bit flags in host-mapped memory to reach `target`
 // (compared modulo 2^32, as stream waits compare). One thread polls. A

@@ -30,7 +30,7 @@ class DeviceKernels {
   ncclResult_t average(ncclDataType_t type, void* data, size_t n, int nranks, Stream s);
   // dst = src converted; both floating types (half, float, double, bf16, fp8).
   ncclResult_t cast(ncclDataType_t from, ncclDataType_t to, void* dst, const void* src, size_t n, Stream s);
-  // Between fp8 of either format and half or float (kernels/fp8_cast.h).
+  // fp8 of either format to or from float, or into the other format (kernels/fp8_cast.h).
   ncclResult_t castFp8(const Fp8Cast& c, void* dst, const void* src, size_t n, Stream s);
   // Holds `s` until the four flags (device addresses of host-mapped words) reach `target`.
   ncclResult_t waitFlags(volatile uint32_t* const flags[4], uint32_t target, Stream s);
@@ -52,7 +52,8 @@ class DeviceKernels {
   Function prepare_[ncclNumTypes] = {};
   Function average_[ncclNumTypes] = {};
   Function cast_[kCastTypes][kCastTypes] = {};
-  Function fnuzCast_[2][2][2] = {};  // [e4m3, e5m2][f16, f32][narrow, widen]
+  Function fnuzCast_[2][3] = {};  // [e4m3, e5m2][Fp8CastKind] from FNUZ's point of view
+  Function ocpToFnuz_[2] = {};    // [e4m3, e5m2]
   Function waitFlags_ = nullptr;
 };
 

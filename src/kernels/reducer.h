@@ -22,7 +22,7 @@ class Reducer {
   virtual ncclResult_t prepare(const Reduction& r, void* dst, const void* local, size_t n, Stream s) = 0;
   // data /= nranks, for ncclAvg.
   virtual ncclResult_t average(const Reduction& r, void* data, size_t n, int nranks, Stream s) = 0;
-  // Between fp8 of either format and half or float (kernels/fp8_cast.h).
+  // fp8 of either format to or from float, or into the other format (kernels/fp8_cast.h).
   virtual ncclResult_t castFp8(const Fp8Cast& c, void* dst, const void* src, size_t n, Stream s) = 0;
   // Holds `s` until four flags reach `target` (GPUs: a polling kernel on
   // the flags' device addresses; host ranks: the calling thread waits).

@@ -51,25 +51,12 @@ int runOnRank(const GpuLayout& k, int gpus, int rank, int n, const ncclUniqueId&
     return ok;
   };
   Fp8Ranks ranks(k.fnuz, rank, seed);
-  uint64_t salt = 0;
-  const Collective all[] = {Collective::AllReduce, Collective::Reduce,   Collective::ReduceScatter,
-                            Collective::Broadcast, Collective::AllGather, Collective::Gather,
-                            Collective::Scatter,   Collective::AlltoAll,  Collective::SendRecv};
-  for (ncclDataType_t type : {ncclFloat8e4m3, ncclFloat8e5m2})
-    for (Collective coll : all)
-      for (size_t count : {size_t(0), size_t(1), size_t(1001), size_t(1 << 20 | 1)})
-        for (bool inPlace : {false, true}) {
-          if (inPlace && (coll == Collective::AlltoAll || coll == Collective::SendRecv)) continue;
-          std::vector<int> ops = {ncclSum};
-          if (collectiveReduces(coll) && count <= 1001) ops = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg, kPreMulSum};
-          for (int op : ops) {
-            const Call c{coll, type, op, count, static_cast<int>(salt % n), inPlace, ++salt};
-            std::string what;
-            const size_t wrong = runAndCheck(comm, ranks, c, rank, n, &what, gpu ? &mirror : nullptr);
-            RANK_EXPECT(wrong == 0, "rank %d (%s, %s): %zu wrong: %s", rank, gpu ? "gpu" : "cpu",
-                        k.fnuz[rank] ? "fnuz" : "ocp", wrong, what.c_str());
-          }
-        }
+  forEachCall(n, 1 << 20 | 1, [&](const Call& c) {
+    std::string what;
+    const size_t wrong = runAndCheck(comm, ranks, c, rank, n, &what, gpu ? &mirror : nullptr);
+    RANK_EXPECT(wrong == 0, "rank %d (%s, %s): %zu wrong: %s", rank, gpu ? "gpu" : "cpu", k.fnuz[rank] ? "fnuz" : "ocp",
+                wrong, what.c_str());
+  });
   RANK_NCCL(ncclCommDestroy(comm));
   if (stream) rt.destroyStream(stream);
   return 0;

@@ -1,6 +1,7 @@
 // A model of fp8 collectives among ranks whose fp8 formats differ (OCP,
 // FNUZ): every rank's input in its own format, every output the true value
-// re-encoded in the receiver's format (src/comm/fp8_bridge.h), checked
+// re-encoded in the receiver's format where the sender's differs
+// (src/comm/fp8_bridge.h), checked
 // byte for byte against an independent model of the formats
 // (testing/minifloat_oracle.h). Shared by the CPU-rank tests
 // (fp8_formats_test.cc) and the GPU ones (tests/gpu/gpu_comm_test.cc).
@@ -76,7 +77,9 @@ class Fp8Ranks {
   // ask only where the rank has output).
   uint8_t expected(const Call& c, const std::vector<std::vector<uint8_t>>& in, size_t j) const {
     const size_t k = c.count;
-    auto moved = [&](int q, size_t at) { return encode(c.type, fnuz_[me_], decode(c.type, fnuz_[q], in[q][at])); };
+    auto moved = [&](int q, size_t at) {  // bytes between ranks of one format stay as they are
+      return fnuz_[q] == fnuz_[me_] ? in[q][at] : encode(c.type, fnuz_[me_], decode(c.type, fnuz_[q], in[q][at]));
+    };
     switch (c.coll) {
       case Collective::AllReduce:
       case Collective::Reduce: return reduced(c, in, j);
@@ -188,6 +191,28 @@ inline size_t runAndCheck(ncclComm_t comm, const Fp8Ranks& ranks, const Call& c,
   }
   if (!c.inPlace && recv[recvLen] != 0x5a) ++wrong;  // nothing written past the output
   return wrong;
+}
+
+// Every call the tests make: both fp8 types, every collective, counts 0,
+// 1, odd and `large`, in and out of place, every op (reductions up to the
+// odd count, sum above), one after another with a fresh salt each.
+inline void forEachCall(int nranks, size_t large, const std::function<void(const Call&)>& run) {
+  const Collective all[] = {Collective::AllReduce, Collective::Reduce,   Collective::ReduceScatter,
+                            Collective::Broadcast, Collective::AllGather, Collective::Gather,
+                            Collective::Scatter,   Collective::AlltoAll,  Collective::SendRecv};
+  uint64_t salt = 0;
+  for (ncclDataType_t type : {ncclFloat8e4m3, ncclFloat8e5m2})
+    for (Collective coll : all)
+      for (size_t count : {size_t(0), size_t(1), size_t(1001), large})
+        for (bool inPlace : {false, true}) {
+          if (inPlace && (coll == Collective::AlltoAll || coll == Collective::SendRecv)) continue;
+          std::vector<int> ops = {ncclSum};
+          if (collectiveReduces(coll) && count <= 1001) ops = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg, kPreMulSum};
+          for (int op : ops) {
+            ++salt;
+            run(Call{coll, type, op, count, static_cast<int>(salt % static_cast<uint64_t>(nranks)), inPlace, salt});
+          }
+        }
 }
 
 }  // namespace fp8model

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "kernels/formats.h"
@@ -162,32 +163,45 @@ TEST(Formats, Fp8FnuzAgainstOcp) {
 }
 
 // The host conversions the fp8 bridge runs on CPU ranks: every byte of
-// every format to half and float and back.
-TEST(Formats, Fp8CastsOnHostRoundTrip) {
+// every format to float and back, and into the other format.
+TEST(Formats, Fp8CastsOnHost) {
   for (ncclDataType_t fp8 : {ncclFloat8e4m3, ncclFloat8e5m2})
-    for (Fp8Format format : {Fp8Format::Ocp, Fp8Format::Fnuz})
-      for (ncclDataType_t wide : {ncclFloat16, ncclFloat32}) {
-        std::vector<uint8_t> bytes(256), back(256);
-        for (int b = 0; b < 256; ++b) bytes[b] = static_cast<uint8_t>(b);
-        std::vector<float> widened(256);
-        ASSERT_EQ(checkFp8Cast(Fp8Cast{fp8, format, wide, true}), ncclSuccess);
-        castFp8OnHost(Fp8Cast{fp8, format, wide, true}, widened.data(), bytes.data(), 256);
-        castFp8OnHost(Fp8Cast{fp8, format, wide, false}, back.data(), widened.data(), 256);
-        for (int b = 0; b < 256; ++b) {
-          const float want = format == Fp8Format::Fnuz
-                                 ? (fp8 == ncclFloat8e4m3 ? fp8E4M3FnuzToFloat(bytes[b]) : fp8E5M2FnuzToFloat(bytes[b]))
-                                 : (fp8 == ncclFloat8e4m3 ? fp8E4M3ToFloat(bytes[b]) : fp8E5M2ToFloat(bytes[b]));
-          float got;
-          if (wide == ncclFloat32) got = widened[b];
-          else got = halfToFloat(reinterpret_cast<const uint16_t*>(widened.data())[b]);
-          ASSERT_TRUE(sameFloat(got, want)) << typeName(fp8) << " " << fp8FormatName(format) << " byte " << b;
-          if (std::isnan(want)) continue;  // NaN has several OCP bytes
-          if (std::isinf(want)) {           // OCP e5m2's infinities saturate, as every fp8 conversion here
-            ASSERT_EQ(back[b], want > 0 ? 0x7b : 0xfb);
-            continue;
-          }
-          ASSERT_EQ(back[b], bytes[b]) << typeName(fp8) << " " << fp8FormatName(format) << " via " << typeName(wide);
+    for (Fp8Format format : {Fp8Format::Ocp, Fp8Format::Fnuz}) {
+      const bool e4m3 = fp8 == ncclFloat8e4m3, fnuz = format == Fp8Format::Fnuz;
+      auto value = [&](bool inFnuz, uint8_t b) {
+        if (inFnuz) return e4m3 ? fp8E4M3FnuzToFloat(b) : fp8E5M2FnuzToFloat(b);
+        return e4m3 ? fp8E4M3ToFloat(b) : fp8E5M2ToFloat(b);
+      };
+      auto encode = [&](bool inFnuz, float f) {
+        if (inFnuz) return e4m3 ? floatToFp8E4M3Fnuz(f) : floatToFp8E5M2Fnuz(f);
+        return e4m3 ? floatToFp8E4M3(f) : floatToFp8E5M2(f);
+      };
+      std::vector<uint8_t> bytes(256), back(256), other(256);
+      for (int b = 0; b < 256; ++b) bytes[b] = static_cast<uint8_t>(b);
+      std::vector<float> widened(256);
+      ASSERT_EQ(checkFp8Cast(Fp8Cast{fp8, format, Fp8CastKind::ToFloat}), ncclSuccess);
+      castFp8OnHost(Fp8Cast{fp8, format, Fp8CastKind::ToFloat}, widened.data(), bytes.data(), 256);
+      castFp8OnHost(Fp8Cast{fp8, format, Fp8CastKind::FromFloat}, back.data(), widened.data(), 256);
+      other = bytes;
+      castFp8OnHost(Fp8Cast{fp8, format, Fp8CastKind::ToOtherFormat}, other.data(), other.data(), 256);  // in place
+      const std::string what = std::string(typeName(fp8)) + " " + fp8FormatName(format);
+      for (int b = 0; b < 256; ++b) {
+        const float want = value(fnuz, bytes[b]);
+        ASSERT_TRUE(sameFloat(widened[b], want)) << what << " byte " << b;
+        ASSERT_EQ(other[b], encode(!fnuz, want)) << what << " byte " << b << " into the other format";
+        if (std::isnan(want)) continue;  // NaN has several OCP bytes
+        if (std::isinf(want)) {           // OCP e5m2's infinities saturate, as every fp8 conversion here
+          ASSERT_EQ(back[b], want > 0 ? 0x7b : 0xfb);
+          continue;
         }
+        ASSERT_EQ(back[b], bytes[b]) << what << " back from float";
       }
-  EXPECT_NE(checkFp8Cast(Fp8Cast{ncclFloat16, Fp8Format::Ocp, ncclFloat32, true}), ncclSuccess);
+    }
+  // Known pairs: OCP e4m3 1.0 (0x38) is FNUZ 0x40; OCP -0 is FNUZ 0; 448 saturates to 240 (0x7f).
+  uint8_t x[3] = {0x38, 0x80, 0x7e};
+  castFp8OnHost(Fp8Cast{ncclFloat8e4m3, Fp8Format::Ocp, Fp8CastKind::ToOtherFormat}, x, x, 3);
+  EXPECT_EQ(x[0], 0x40);
+  EXPECT_EQ(x[1], 0x00);
+  EXPECT_EQ(x[2], 0x7f);
+  EXPECT_NE(checkFp8Cast(Fp8Cast{ncclFloat16, Fp8Format::Ocp, Fp8CastKind::ToFloat}), ncclSuccess);
 }
