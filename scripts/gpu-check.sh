@@ -79,10 +79,10 @@ step gpu_tests "$build/tests/gpu_tests"
 step gpu_comm_tests "$build/tests/gpu_comm_tests" --gtest_filter='-GpuFp8Formats.*'
 # fp8 between OCP and FNUZ ranks (one rank says it is AMD MI300's FNUZ):
 # the conversion kernels on the cross-domain paths, every byte checked. The
-# one-call profile runs the streams and domains of two (about 25 s); FULL
-# adds host staging and GPU ranks beside a CPU rank.
+# one-call profile runs the streams, domains of two and a refused host
+# buffer (about 25 s); FULL adds host staging and GPU ranks beside a CPU rank.
 step fp8_formats_gpu "$build/tests/gpu_comm_tests" --gtest_filter="$(big 'GpuFp8Formats.*' \
-  'GpuFp8Formats.OcpAndFnuzRanksOnTheStreams:GpuFp8Formats.DomainsOfTwoOcpAndFnuz')"
+  'GpuFp8Formats.OcpAndFnuzRanksOnTheStreams:GpuFp8Formats.DomainsOfTwoOcpAndFnuz:GpuFp8Formats.HostBuffer*')"
 step gpu_machine_topology bash -c "nvidia-smi topo -m; lscpu | grep -i -E 'numa|socket|model name|thread'; lscpu -e"
 step pinned_copy_bandwidth python3 bench/pinned_copy_bandwidth.py
 # 2. One domain of both GPUs: every collective x type x op through NCCL, checked.

@@ -5,6 +5,7 @@
 // staging, domains of several ranks, and GPU ranks beside a CPU rank.
 // Skipped without a GPU (CI runs the same model on CPU ranks:
 // tests/mp/fp8_formats_test.cc).
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -99,4 +100,39 @@ TEST(GpuFp8Formats, DomainsOfTwoOcpAndFnuz) {
 TEST(GpuFp8Formats, FnuzGpuRanksBesideAnOcpCpuRank) {
   REQUIRE_GPUS(1);
   runCase(GpuLayout{3, {"a", "b", "host"}, {1, 1, 0}, {0, 0, 1}, {}, false});
+}
+
+// A host buffer where a converted fp8 call needs device memory is refused
+// with the plans' message before anything is queued; the communicator
+// then still works.
+TEST(GpuFp8Formats, HostBufferIsRefusedAndNothingIsQueued) {
+  REQUIRE_GPUS(1);
+  const int gpus = gpu_test::hasGpus(2) ? 2 : 1;
+  auto env = [](int rank) {
+    return mp::Env{{"HETCCL_DOMAIN", rank ? "b" : "a"}, {"HETCCL_FP8_FORMAT", rank ? "fnuz" : "ocp"}};
+  };
+  EXPECT_RANKS_PASS_EACH(2, env, 120, [gpus](int rank, int n, const ncclUniqueId& id) {
+    hetccl::Runtime& rt = hetccl::processRuntime();
+    RANK_EXPECT(rt.setDevice(rank % gpus) == ncclSuccess, "set device");
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<uint8_t> host(4096, rank ? 0x40 : 0x38);  // 1.0 in each rank's format
+    for (bool reduce : {true, false}) {
+      ncclResult_t r = reduce ? ncclAllReduce(host.data(), host.data(), 4096, ncclFloat8e4m3, ncclSum, comm, nullptr)
+                              : ncclBroadcast(host.data(), host.data(), 4096, ncclFloat8e4m3, 0, comm, nullptr);
+      RANK_EXPECT(r == ncclInvalidArgument, "host buffer gave %d", r);
+      RANK_EXPECT(strstr(ncclGetLastError(comm), "needs device memory") != nullptr, "message: %s", ncclGetLastError(comm));
+    }
+    void* dev = nullptr;
+    RANK_EXPECT(rt.allocDevice(&dev, 4096) == ncclSuccess, "alloc");
+    RANK_EXPECT(rt.copyAsync(dev, host.data(), 4096, nullptr) == ncclSuccess, "upload");
+    RANK_NCCL(ncclAllReduce(dev, dev, 4096, ncclFloat8e4m3, ncclSum, comm, nullptr));
+    RANK_EXPECT(rt.copyAsync(host.data(), dev, 4096, nullptr) == ncclSuccess && rt.synchronize(nullptr) == ncclSuccess,
+                "download");
+    const uint8_t two = rank ? 0x48 : 0x40;  // 2.0: FNUZ e4m3 0x48, OCP 0x40
+    RANK_EXPECT(host[0] == two && host[4095] == two, "sum of 1 and 1 is 0x%02x", host[0]);
+    rt.freeDevice(dev);
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
 }
