@@ -170,7 +170,7 @@ ncclResult_t runOnComm(Communicator* c, std::span<const Op* const> ops) {
   if (std::none_of(ops.begin(), ops.end(), [c](const Op* op) { return Fp8Bridge::needed(*c, *op); }))
     return dispatch(c, ops);
   if (!c->fp8Bridge) c->fp8Bridge = std::make_unique<Fp8Bridge>(processRuntime());
-  return c->fp8Bridge->run(*c, ops, [c](std::span<const Op* const> wide) { return dispatch(c, wide); });
+  return c->fp8Bridge->run(*c, ops, [c](std::span<const Op* const> converted) { return dispatch(c, converted); });
 }
 
 ncclResult_t execute(std::vector<Op>& ops) {
