@@ -5,8 +5,9 @@ set -euo pipefail
 # hipcc builds the AMD kernels for the targets ROCm 5.2 knows, clang-22
 # (with lld-22, and clang-tools-22 for its offload bundler) those it does
 # not: gfx942, gfx950, gfx1100 and later (nvcc comes with the CUDA toolkit
-# in /usr/local/cuda); CI compiles both images without GPUs.
-packages=(cmake g++ ninja-build libgtest-dev pkg-config hipcc libamdhip64-dev clang-22 lld-22 clang-tools-22 "$@")
+# in /usr/local/cuda); CI compiles both images without GPUs. libucx-dev:
+# UCX's header for the UCX transport (UCX itself is loaded at run time).
+packages=(cmake g++ ninja-build libgtest-dev pkg-config libucx-dev hipcc libamdhip64-dev clang-22 lld-22 clang-tools-22 "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

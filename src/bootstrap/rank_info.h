@@ -24,6 +24,8 @@ struct Tunables {
   static Tunables fromParams();
 };
 
+enum UcxWish : uint8_t { kUcxNotAsked = 0, kUcxReady = 1, kUcxMissing = 2 };  // HETCCL_TRANSPORT=ucx
+
 struct RankInfo {
   SocketAddress listenAddress;  // the rank's communicator listener
   uint64_t hostHash = 0;        // ranks with equal hashes share a host (and /dev/shm)
@@ -31,6 +33,7 @@ struct RankInfo {
   uint64_t pidNamespace = 0;    // /proc/self/ns/pid's inode: pids compare only within one
   int32_t device = -1;          // -1: host rank (CPU)
   uint8_t shmAllowed = 1;       // shared memory is used only if both ends allow it
+  uint8_t ucx = 0;              // UcxWish: UCX carries messages between two ranks that both have it
   Tunables tunables;
   char domain[32] = {};         // HETCCL_DOMAIN, or the library's name
   char runtime[16] = {};        // "host" (CPU); "cuda"/"hip" to come

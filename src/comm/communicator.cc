@@ -127,6 +127,13 @@ Communicator::~Communicator() { waitReady(); }
 
 ncclResult_t Communicator::finishInit() {
   tunables = peers[0].tunables;
+  for (int r = 0; r < nranks; ++r) {
+    if (peers[r].ucx != kUcxMissing) continue;
+    std::string why;
+    if (r == rank) ucxUsable(&why);
+    return fail(ncclSystemError, "rank %d (%s) asked for UCX (HETCCL_TRANSPORT=ucx) but cannot use it%s%s", r,
+                peers[r].hostname, why.empty() ? "" : ": ", why.c_str());
+  }
   TransportContext ctx;
   ctx.rank = rank;
   ctx.nranks = nranks;

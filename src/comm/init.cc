@@ -9,6 +9,7 @@
 #include "common/params.h"
 #include "runtime/fp8_format.h"
 #include "runtime/runtime.h"
+#include "transport/transport_context.h"
 
 namespace hetccl {
 
@@ -38,6 +39,11 @@ RankInfo localRankInfo(const SocketAddress& listenAddress, int device) {
     if (params().domain.empty()) snprintf(info.domain, sizeof(info.domain), "%s", rt.vendor());
   }
   std::string why;
+  if (params().transport == TransportChoice::Ucx) {
+    info.ucx = ucxUsable(&why) ? kUcxReady : kUcxMissing;
+    if (info.ucx == kUcxMissing) HETCCL_WARN("HETCCL_TRANSPORT=ucx, but UCX cannot be used here: %s", why.c_str());
+    why.clear();
+  }
   const Fp8Format fp8 = rankFp8Format(rt, device, &why);
   info.fp8Format = static_cast<uint8_t>(fp8);
   HETCCL_INFO("fp8 on this rank is %s (%s)", fp8FormatName(fp8), why.c_str());

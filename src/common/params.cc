@@ -52,6 +52,12 @@ Params load() {
   if (const char* v = env("HETCCL_TRANSPORT")) {
     if (!strcasecmp(v, "socket")) p.transport = TransportChoice::Socket;
     if (!strcasecmp(v, "shm")) p.transport = TransportChoice::Shm;
+    if (!strcasecmp(v, "ucx")) p.transport = TransportChoice::Ucx;
+  }
+  if (const char* v = env("HETCCL_UCX_LIB")) p.ucxLib = v;
+  if (const char* v = env("HETCCL_UCX_ERROR_MODE")) {
+    if (!strcasecmp(v, "peer")) p.ucxErrorMode = UcxErrorMode::Peer;
+    if (!strcasecmp(v, "none")) p.ucxErrorMode = UcxErrorMode::None;
   }
   p.socketsPerPeer = static_cast<int>(envLong("HETCCL_SOCKETS_PER_PEER", p.socketsPerPeer, 1));
   if (p.socketsPerPeer > kMaxSocketsPerPeer) p.socketsPerPeer = kMaxSocketsPerPeer;

@@ -10,7 +10,9 @@ namespace hetccl {
 
 constexpr int kMaxSocketsPerPeer = 16;  // the socket transport's connection tags leave room for these
 
-enum class TransportChoice { Auto, Socket, Shm };
+enum class TransportChoice { Auto, Socket, Shm, Ucx };
+// How a UCX sender learns that its peer failed (src/transport/ucx_transport.cc).
+enum class UcxErrorMode { Auto, Peer, None };
 
 struct Params {
   int debugLevel = 0;                 // NCCL_DEBUG / HETCCL_DEBUG
@@ -21,6 +23,8 @@ struct Params {
   std::string commId;                 // NCCL_COMM_ID
   std::string commSecret;             // HETCCL_COMM_SECRET (with NCCL_COMM_ID)
   TransportChoice transport = TransportChoice::Auto;  // HETCCL_TRANSPORT
+  std::string ucxLib = "libucp.so.0"; // HETCCL_UCX_LIB: the UCP library to load
+  UcxErrorMode ucxErrorMode = UcxErrorMode::Auto;  // HETCCL_UCX_ERROR_MODE: auto, peer or none
   int socketsPerPeer = 2;             // HETCCL_SOCKETS_PER_PEER (at most kMaxSocketsPerPeer)
   bool cma = true;                    // HETCCL_CMA: single-copy shm via process_vm_readv
   size_t shmSlotBytes = 256 << 10;    // HETCCL_SHM_SLOT_BYTES

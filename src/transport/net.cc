@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "common/params.h"
 #include "transport/shm_segment.h"
 
@@ -16,6 +17,10 @@ Net::Net(const TransportContext& ctx)
     : ctx_(ctx), send_(static_cast<size_t>(ctx.nranks)), recv_(static_cast<size_t>(ctx.nranks)) {
   socket_ = makeSocketTransport(ctx_);
   if (params().transport != TransportChoice::Socket) shm_ = makeShmTransport(ctx_);
+  if ((*ctx_.peers)[ctx_.rank].ucx == kUcxReady) {
+    std::string why;
+    if (makeUcxTransport(ctx_, &ucx_, &why) != ncclSuccess) HETCCL_WARN("UCX transport: %s", why.c_str());
+  }
 }
 
 Net::~Net() = default;
@@ -25,6 +30,7 @@ Transport* Net::transportFor(int peer) const {
   const RankInfo& me = peers[ctx_.rank];
   const RankInfo& them = peers[peer];
   const bool sameHost = them.hostHash == me.hostHash;
+  if (ucx_ && them.ucx == kUcxReady) return ucx_.get();  // both asked for UCX and have it
   if (shm_ && them.shmAllowed && me.shmAllowed && (sameHost || params().transport == TransportChoice::Shm))
     return shm_.get();
   return socket_.get();

@@ -1,6 +1,7 @@
 // A communicator's data plane: one transport per peer (shared memory for
-// ranks on this host, sockets otherwise), connections made on first use,
-// and the blocking helpers algorithms are written with.
+// ranks on this host, sockets otherwise, UCX where both ends ask for it),
+// connections made on first use, and the blocking helpers algorithms are
+// written with.
 #pragma once
 
 #include <atomic>
@@ -64,7 +65,7 @@ class Net {
   ncclResult_t waitDriving(Request* const* requests, size_t count, size_t mustComplete);
 
   TransportContext ctx_;
-  std::unique_ptr<Transport> shm_, socket_;
+  std::unique_ptr<Transport> shm_, socket_, ucx_;  // ucx_: HETCCL_TRANSPORT=ucx on both ends
   // Used by the Net's one thread; made under the lock, which markGone
   // (any thread: a watchdog's fatal error) takes to read them.
   std::vector<std::unique_ptr<Connection>> send_, recv_;

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
@@ -29,5 +31,9 @@ struct TransportContext {
 
 std::unique_ptr<class Transport> makeSocketTransport(const TransportContext& ctx);
 std::unique_ptr<class Transport> makeShmTransport(const TransportContext& ctx);
+// UCX (ucx_transport.cc): ncclSystemError and *why when this build or
+// machine has no UCX.
+ncclResult_t makeUcxTransport(const TransportContext& ctx, std::unique_ptr<class Transport>* out, std::string* why);
+bool ucxUsable(std::string* why);
 
 }  // namespace hetccl

@@ -104,8 +104,8 @@ TEST(BadInput, MissingRankTimesOut) {
   });
 }
 
-TEST(BadInput, MismatchedCountsAndCollectivesAreErrors) {
-  EXPECT_RANKS_PASS(2, {{"HETCCL_TIMEOUT", "10"}}, 60, [](int rank, int n, const ncclUniqueId& id) {
+void mismatchedCountsAndCollectives(const mp::Env& env) {
+  EXPECT_RANKS_PASS(2, env, 60, [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t base;
     RANK_NCCL(ncclCommInitRank(&base, n, id, rank));
     for (int variant = 0; variant < 3; ++variant) {
@@ -133,6 +133,11 @@ TEST(BadInput, MismatchedCountsAndCollectivesAreErrors) {
   });
 }
 
+TEST(BadInput, MismatchedCountsAndCollectivesAreErrors) { mismatchedCountsAndCollectives({{"HETCCL_TIMEOUT", "10"}}); }
+TEST(BadInput, MismatchedCountsAndCollectivesAreErrorsUcx) {
+  mismatchedCountsAndCollectives({{"HETCCL_TIMEOUT", "10"}, {"HETCCL_TRANSPORT", "ucx"}});
+}
+
 void deadRankDuringCollective(const mp::Env& env) {
   EXPECT_RANKS_PASS(3, env, 60, [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
@@ -156,5 +161,33 @@ void deadRankDuringCollective(const mp::Env& env) {
 
 TEST(BadInput, DeadRankSharedMemory) { deadRankDuringCollective({{"HETCCL_TIMEOUT", "20"}}); }
 TEST(BadInput, DeadRankSockets) { deadRankDuringCollective({{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "socket"}}); }
+// UCX on one host (shared memory; the line between the pair notices the
+// death), and over TCP with UCX's own peer-failure handling, as between hosts.
+TEST(BadInput, DeadRankUcx) { deadRankDuringCollective({{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "ucx"}}); }
+TEST(BadInput, DeadRankUcxPeerErrorMode) {
+  deadRankDuringCollective({{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "ucx"}, {"UCX_TLS", "tcp"},
+                            {"HETCCL_UCX_ERROR_MODE", "peer"}});
+}
+
+// A rank that asks for UCX where it cannot be loaded: every rank's init
+// fails with a message naming that rank, none hangs.
+TEST(BadInput, UcxMissingOnOneRankFailsEveryInit) {
+  auto envFor = [](int rank) {
+    mp::Env e{{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "ucx"}};
+    if (rank == 1) e.push_back({"HETCCL_UCX_LIB", "libucp-not-here.so.0"});
+    return e;
+  };
+  EXPECT_RANKS_PASS_EACH(3, envFor, 60, [](int rank, int n, const ncclUniqueId& id) {
+    auto t0 = std::chrono::steady_clock::now();
+    ncclComm_t comm = nullptr;
+    ncclResult_t r = ncclCommInitRank(&comm, n, id, rank);
+    RANK_EXPECT(r == ncclSystemError, "init gave %d", static_cast<int>(r));
+    const char* text = ncclGetLastError(nullptr);
+    RANK_EXPECT(strstr(text, "rank 1") && strstr(text, "UCX"), "message: %s", text);
+    if (rank == 1) RANK_EXPECT(strstr(text, "libucp-not-here.so.0") != nullptr, "message: %s", text);
+    RANK_EXPECT(secondsSince(t0) < 10, "took %.1f s", secondsSince(t0));
+    return 0;
+  });
+}
 
 }  // namespace

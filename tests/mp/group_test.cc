@@ -169,6 +169,8 @@ INSTANTIATE_TEST_SUITE_P(
     HostRanks, Groups,
     ::testing::Values(Variant{"2_ranks_shm", 2, {}, {}}, Variant{"5_ranks_shm", 5, {}, {}},
                       Variant{"3_ranks_sockets", 3, {{"HETCCL_TRANSPORT", "socket"}}, {}},
+                      Variant{"3_ranks_ucx", 3, {{"HETCCL_TRANSPORT", "ucx"}}, {}},
+                      Variant{"4_ranks_two_domains_ucx", 4, {{"HETCCL_TRANSPORT", "ucx"}}, {"a", "b", "b", "a"}},
                       Variant{"4_ranks_two_domains", 4, {}, {"a", "b", "b", "a"}},
                       Variant{"3_ranks_staged_like_gpu_ranks", 3, {{"HETCCL_FORCE_STAGING", "1"}}, {"a", "b", "a"}},
                       Variant{"3_ranks_async_staged_like_gpu_ranks", 3,
