@@ -79,9 +79,12 @@ class UcxWorker {
   ucp_worker_h handle() const { return worker_; }
   const ucp_address_t* address() const { return address_; }
   size_t addressBytes() const { return addressBytes_; }
-  void progress() const {
-    for (int i = 0; i < 16 && api_.workerProgress(worker_) != 0; ++i) {
-    }
+  // Whether UCX did anything: the caller then keeps polling instead of
+  // yielding its core (a message may take several rounds).
+  bool progress() const {
+    bool any = false;
+    for (int i = 0; i < 16 && api_.workerProgress(worker_) != 0; ++i) any = true;
+    return any;
   }
 
  private:
@@ -123,12 +126,14 @@ class UcxSender : public Connection {
       HETCCL_TRY(readPeerAddress(progressed));
       if (!ep_) return ncclSuccess;
     }
-    worker_.progress();
+    if (worker_.progress()) *progressed = true;
+    bool posted = false;
     for (InFlight& f : queue_) {
       if (f.posted) continue;
       HETCCL_TRY(post(&f));
-      *progressed = true;
+      posted = *progressed = true;
     }
+    if (posted) worker_.progress();  // pushes what was just posted (*progressed is set)
     while (!queue_.empty()) {
       InFlight& f = queue_.front();
       if (f.handle) {
@@ -265,7 +270,7 @@ class UcxReceiver : public Connection {
   }
 
   ncclResult_t progress(bool* progressed) override {
-    worker_.progress();
+    if (worker_.progress()) *progressed = true;
     while (!queue_.empty()) {
       InFlight& f = queue_.front();
       const ucs_status_t s = api_.tagRecvRequestTest(f.handle, &f.info);
