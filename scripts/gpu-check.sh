@@ -118,6 +118,11 @@ done
 #    buffers staged through host memory), and GPUs mixed with CPU ranks.
 step two_gpu_domains_all_types_ops "$build/hetccl-perf" $all -N 2 --domains 2 -b 8 -e 1M -f 32 -d all -o all -n 1 -w 0 -c 1
 step gpus_and_cpu_ranks_all_types_ops "$build/hetccl-perf" $all -N 4 --host-ranks 2 -b 8 -e 1M -f 32 -d all -o all -n 1 -w 0 -c 1
+# The same host-staged path with UCX between the ranks (HETCCL_TRANSPORT=ucx-all;
+# UCX's shared memory here), and the UCX tests of CPU ranks against this
+# machine's UCX.
+step gpu_and_cpu_ranks_ucx env HETCCL_TRANSPORT=ucx-all "$build/hetccl-perf" $all -N 3 --host-ranks 2 -b 8 -e 1M -f 32 -d float,bfloat16,int32 -o all -n 1 -w 0 -c 1
+step ucx_transport_cpu_ranks env HETCCL_DEVICE=host bash -c "'$build/tests/collectives_test' --gtest_filter='*ucx*:*Mixed*' && '$build/tests/bad_input_test' --gtest_filter='*Ucx*' && '$build/tests/group_test' --gtest_filter='*ucx*'"
 # Their bandwidth (host-staged; consecutive domains: reduce-scatter to the
 # owners, all-gather from them), checked.
 # What fp8 conversion between OCP and FNUZ ranks costs, side by side with

@@ -24,7 +24,8 @@ struct Tunables {
   static Tunables fromParams();
 };
 
-enum UcxWish : uint8_t { kUcxNotAsked = 0, kUcxReady = 1, kUcxMissing = 2 };  // HETCCL_TRANSPORT=ucx
+// HETCCL_TRANSPORT=ucx (between hosts) or ucx-all (every pair), and whether UCX loaded.
+enum UcxWish : uint8_t { kUcxNotAsked = 0, kUcxBetweenHosts = 1, kUcxMissing = 2, kUcxEveryPair = 3 };
 
 struct RankInfo {
   SocketAddress listenAddress;  // the rank's communicator listener

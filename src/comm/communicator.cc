@@ -131,7 +131,7 @@ ncclResult_t Communicator::finishInit() {
     if (peers[r].ucx != kUcxMissing) continue;
     std::string why;
     if (r == rank) ucxUsable(&why);
-    return fail(ncclSystemError, "rank %d (%s) asked for UCX (HETCCL_TRANSPORT=ucx) but cannot use it%s%s", r,
+    return fail(ncclSystemError, "rank %d (%s) asked for UCX (HETCCL_TRANSPORT=ucx or ucx-all) but cannot use it%s%s", r,
                 peers[r].hostname, why.empty() ? "" : ": ", why.c_str());
   }
   TransportContext ctx;

@@ -39,9 +39,10 @@ RankInfo localRankInfo(const SocketAddress& listenAddress, int device) {
     if (params().domain.empty()) snprintf(info.domain, sizeof(info.domain), "%s", rt.vendor());
   }
   std::string why;
-  if (params().transport == TransportChoice::Ucx) {
-    info.ucx = ucxUsable(&why) ? kUcxReady : kUcxMissing;
-    if (info.ucx == kUcxMissing) HETCCL_WARN("HETCCL_TRANSPORT=ucx, but UCX cannot be used here: %s", why.c_str());
+  const TransportChoice choice = params().transport;
+  if (choice == TransportChoice::Ucx || choice == TransportChoice::UcxAll) {
+    info.ucx = !ucxUsable(&why) ? kUcxMissing : choice == TransportChoice::Ucx ? kUcxBetweenHosts : kUcxEveryPair;
+    if (info.ucx == kUcxMissing) HETCCL_WARN("HETCCL_TRANSPORT asks for UCX, but UCX cannot be used here: %s", why.c_str());
     why.clear();
   }
   const Fp8Format fp8 = rankFp8Format(rt, device, &why);

@@ -53,6 +53,7 @@ Params load() {
     if (!strcasecmp(v, "socket")) p.transport = TransportChoice::Socket;
     if (!strcasecmp(v, "shm")) p.transport = TransportChoice::Shm;
     if (!strcasecmp(v, "ucx")) p.transport = TransportChoice::Ucx;
+    if (!strcasecmp(v, "ucx-all")) p.transport = TransportChoice::UcxAll;
   }
   if (const char* v = env("HETCCL_UCX_LIB")) p.ucxLib = v;
   if (const char* v = env("HETCCL_UCX_ERROR_MODE")) {

@@ -10,7 +10,8 @@ namespace hetccl {
 
 constexpr int kMaxSocketsPerPeer = 16;  // the socket transport's connection tags leave room for these
 
-enum class TransportChoice { Auto, Socket, Shm, Ucx };
+// Ucx: UCX between hosts, shared memory on one; UcxAll: UCX between every pair.
+enum class TransportChoice { Auto, Socket, Shm, Ucx, UcxAll };
 // How a UCX sender learns that its peer failed (src/transport/ucx_transport.cc).
 enum class UcxErrorMode { Auto, Peer, None };
 

@@ -17,7 +17,8 @@ Net::Net(const TransportContext& ctx)
     : ctx_(ctx), send_(static_cast<size_t>(ctx.nranks)), recv_(static_cast<size_t>(ctx.nranks)) {
   socket_ = makeSocketTransport(ctx_);
   if (params().transport != TransportChoice::Socket) shm_ = makeShmTransport(ctx_);
-  if ((*ctx_.peers)[ctx_.rank].ucx == kUcxReady) {
+  const uint8_t ucx = (*ctx_.peers)[ctx_.rank].ucx;
+  if (ucx == kUcxBetweenHosts || ucx == kUcxEveryPair) {
     std::string why;
     if (makeUcxTransport(ctx_, &ucx_, &why) != ncclSuccess) HETCCL_WARN("UCX transport: %s", why.c_str());
   }
@@ -30,7 +31,11 @@ Transport* Net::transportFor(int peer) const {
   const RankInfo& me = peers[ctx_.rank];
   const RankInfo& them = peers[peer];
   const bool sameHost = them.hostHash == me.hostHash;
-  if (ucx_ && them.ucx == kUcxReady) return ucx_.get();  // both asked for UCX and have it
+  // UCX when both ends asked for it and have it: between hosts, or for
+  // every pair when both asked for that (ucx-all).
+  if (ucx_ && (them.ucx == kUcxBetweenHosts || them.ucx == kUcxEveryPair) &&
+      (!sameHost || (them.ucx == kUcxEveryPair && me.ucx == kUcxEveryPair)))
+    return ucx_.get();
   if (shm_ && them.shmAllowed && me.shmAllowed && (sameHost || params().transport == TransportChoice::Shm))
     return shm_.get();
   return socket_.get();

@@ -18,6 +18,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <deque>
 #include <map>
 #include <memory>
@@ -71,12 +72,18 @@ class UcxWorker {
   }
   ~UcxWorker() {
     if (address_) api_.workerReleaseAddress(worker_, address_);
+    if (undestroyed_) {
+      HETCCL_WARN("UCX transport: an endpoint did not close in time; its worker is left as it is");
+      return;
+    }
     api_.workerDestroy(worker_);
   }
   UcxWorker(const UcxWorker&) = delete;
   UcxWorker& operator=(const UcxWorker&) = delete;
 
   ucp_worker_h handle() const { return worker_; }
+  // Something of this worker's did not end: destroying it would abort.
+  void leaveUndestroyed() const { undestroyed_ = true; }
   const ucp_address_t* address() const { return address_; }
   size_t addressBytes() const { return addressBytes_; }
   // Whether UCX did anything: the caller then keeps polling instead of
@@ -93,6 +100,7 @@ class UcxWorker {
   ucp_worker_h worker_;
   ucp_address_t* address_ = nullptr;
   size_t addressBytes_ = 0;
+  mutable bool undestroyed_ = false;
 };
 
 // One request in flight: a UCP request handle (nullptr: done at once).
@@ -151,7 +159,10 @@ class UcxSender : public Connection {
   }
 
   ncclResult_t checkPeer() override { return checkLine(line_, peer_); }
-  void markGone() override { shutdown(line_.fd(), SHUT_RDWR); }
+  void markGone() override {
+    gone_.store(true);
+    shutdown(line_.fd(), SHUT_RDWR);
+  }
 
  private:
   // The receiver's worker address: {uint32 bytes, bytes}, then the endpoint.
@@ -204,22 +215,32 @@ class UcxSender : public Connection {
     return ncclSuccess;
   }
 
-  // Closes the endpoint, letting what was sent reach the peer (bounded);
-  // at once when the peer is known to be gone.
+  // Closes the endpoint, letting what was sent reach the peer; at once
+  // (cancelling what is in flight) when the peer is gone, we gave up or a
+  // send is unfinished. A close that does not end within 2 s leaves the
+  // worker to leak rather than be destroyed under it (UCX aborts then).
   void close() {
-    for (InFlight& f : queue_)
-      if (f.handle) api_.requestFree(f.handle);  // released by UCX once it ends
-    queue_.clear();
     if (!ep_) return;
+    bool unfinished = false;
+    for (const InFlight& f : queue_) unfinished |= f.handle != nullptr || !f.posted;
+    const bool force = failed_ || gone_.load() || unfinished || checkLine(line_, peer_) != ncclSuccess;
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags = failed_ ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    param.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
     ucs_status_ptr_t p = api_.epCloseNbx(ep_, &param);
     ep_ = nullptr;
-    if (p == nullptr || UCS_PTR_IS_ERR(p)) return;
     const Deadline deadline(2.0);
-    while (api_.requestCheckStatus(p) == UCS_INPROGRESS && !deadline.expired()) worker_.progress();
-    api_.requestFree(p);
+    if (p != nullptr && !UCS_PTR_IS_ERR(p)) {
+      while (api_.requestCheckStatus(p) == UCS_INPROGRESS && !deadline.expired()) worker_.progress();
+      if (api_.requestCheckStatus(p) == UCS_INPROGRESS) worker_.leaveUndestroyed();
+      api_.requestFree(p);
+    }
+    for (InFlight& f : queue_) {  // cancelled by the forced close
+      if (!f.handle) continue;
+      if (api_.requestCheckStatus(f.handle) == UCS_INPROGRESS) worker_.leaveUndestroyed();
+      api_.requestFree(f.handle);
+    }
+    queue_.clear();
   }
 
   const UcxApi& api_;
@@ -232,6 +253,7 @@ class UcxSender : public Connection {
   std::vector<char> address_;
   ucp_ep_h ep_ = nullptr;
   bool failed_ = false;  // set by UCX's error callback, on this thread (inside progress)
+  std::atomic<bool> gone_{false};  // markGone: this side gave up (any thread)
   ucs_status_t failure_ = UCS_OK;
   std::deque<InFlight> queue_;  // references stay valid as it grows and shrinks at the ends
 };
@@ -240,10 +262,16 @@ class UcxReceiver : public Connection {
  public:
   UcxReceiver(const UcxApi& api, const UcxWorker& worker, Socket line, int peer)
       : api_(api), worker_(worker), line_(std::move(line)), peer_(peer) {}
+  // Receives still posted (a failed call) are cancelled; one that has
+  // begun to arrive cannot be, and then the worker is left undestroyed
+  // (UCX aborts when a worker goes with a request in flight).
   ~UcxReceiver() override {
+    for (InFlight& f : queue_)
+      if (f.handle) api_.requestCancel(worker_.handle(), f.handle);
+    if (!queue_.empty()) worker_.progress();
     for (InFlight& f : queue_) {
       if (!f.handle) continue;
-      api_.requestCancel(worker_.handle(), f.handle);  // nothing lands in freed memory
+      if (api_.requestCheckStatus(f.handle) == UCS_INPROGRESS) worker_.leaveUndestroyed();
       api_.requestFree(f.handle);
     }
   }
@@ -344,7 +372,10 @@ class UcxTransport : public Transport {
  private:
   uint64_t handshakeTag() const { return kTagUcx + static_cast<uint64_t>(ctx_.lane); }
   ncclResult_t ensureWorker() {
-    if (!worker_) HETCCL_TRY(UcxWorker::create(api_, &worker_));
+    if (worker_) return ncclSuccess;
+    HETCCL_TRY(UcxWorker::create(api_, &worker_));
+    HETCCL_INFO("UCX transport: worker of rank %d (%s lane) ready", ctx_.rank,
+                ctx_.lane == TransportContext::Lane::Collectives ? "collectives" : "send/recv");
     return ncclSuccess;
   }
 

@@ -135,7 +135,7 @@ void mismatchedCountsAndCollectives(const mp::Env& env) {
 
 TEST(BadInput, MismatchedCountsAndCollectivesAreErrors) { mismatchedCountsAndCollectives({{"HETCCL_TIMEOUT", "10"}}); }
 TEST(BadInput, MismatchedCountsAndCollectivesAreErrorsUcx) {
-  mismatchedCountsAndCollectives({{"HETCCL_TIMEOUT", "10"}, {"HETCCL_TRANSPORT", "ucx"}});
+  mismatchedCountsAndCollectives({{"HETCCL_TIMEOUT", "10"}, {"HETCCL_TRANSPORT", "ucx-all"}});
 }
 
 void deadRankDuringCollective(const mp::Env& env) {
@@ -163,9 +163,9 @@ TEST(BadInput, DeadRankSharedMemory) { deadRankDuringCollective({{"HETCCL_TIMEOU
 TEST(BadInput, DeadRankSockets) { deadRankDuringCollective({{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "socket"}}); }
 // UCX on one host (shared memory; the line between the pair notices the
 // death), and over TCP with UCX's own peer-failure handling, as between hosts.
-TEST(BadInput, DeadRankUcx) { deadRankDuringCollective({{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "ucx"}}); }
+TEST(BadInput, DeadRankUcx) { deadRankDuringCollective({{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "ucx-all"}}); }
 TEST(BadInput, DeadRankUcxPeerErrorMode) {
-  deadRankDuringCollective({{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "ucx"}, {"UCX_TLS", "tcp"},
+  deadRankDuringCollective({{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "ucx-all"}, {"UCX_TLS", "tcp"},
                             {"HETCCL_UCX_ERROR_MODE", "peer"}});
 }
 
@@ -173,7 +173,7 @@ TEST(BadInput, DeadRankUcxPeerErrorMode) {
 // fails with a message naming that rank, none hangs.
 TEST(BadInput, UcxMissingOnOneRankFailsEveryInit) {
   auto envFor = [](int rank) {
-    mp::Env e{{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "ucx"}};
+    mp::Env e{{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "ucx-all"}};
     if (rank == 1) e.push_back({"HETCCL_UCX_LIB", "libucp-not-here.so.0"});
     return e;
   };

@@ -31,11 +31,16 @@ TEST_P(Collectives, EveryCollectiveTypeOpCountAndPlacement) {
 }
 
 // UCX carries a pair's messages only when both ranks ask for it: here
-// ranks 0, 2 and 3 do and rank 1 does not, so both kinds of pair run.
+// ranks 0 and 2 ask for it between every pair (ucx-all), rank 3 between
+// hosts only (so not here) and rank 1 not at all: UCX and shared-memory
+// pairs run side by side.
 TEST(CollectivesMixedTransports, UcxOnSomeRanks) {
   const uint64_t seed = runSeed();
   fprintf(stderr, "seed %llu (HETCCL_TEST_SEED)\n", static_cast<unsigned long long>(seed));
-  auto envFor = [](int rank) { return rank == 1 ? mp::Env{} : mp::Env{{"HETCCL_TRANSPORT", "ucx"}}; };
+  auto envFor = [](int rank) {
+    if (rank == 1) return mp::Env{};
+    return mp::Env{{"HETCCL_TRANSPORT", rank == 3 ? "ucx" : "ucx-all"}};
+  };
   EXPECT_RANKS_PASS_EACH(4, envFor, 500, [&](int rank, int n, const ncclUniqueId& id) {
     return mp::runMatrix(rank, n, id, seed, 4099);
   });
@@ -48,8 +53,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Variant{"1_rank", 1, {}, 70001}, Variant{"2_ranks", 2, {}, 70001}, Variant{"3_ranks", 3, {}, 70001},
                       Variant{"4_ranks", 4, {}, 70001}, Variant{"7_ranks", 7, {}, 70001}, Variant{"8_ranks", 8, {}, 70001},
                       Variant{"4_ranks_sockets", 4, {{"HETCCL_TRANSPORT", "socket"}}, 70001},
-                      Variant{"3_ranks_ucx", 3, {{"HETCCL_TRANSPORT", "ucx"}}, 70001},
-                      Variant{"3_ranks_ucx_tcp", 3, {{"HETCCL_TRANSPORT", "ucx"}, {"UCX_TLS", "tcp"}}, 70001},
+                      Variant{"3_ranks_ucx", 3, {{"HETCCL_TRANSPORT", "ucx-all"}}, 70001},
+                      Variant{"3_ranks_ucx_tcp", 3, {{"HETCCL_TRANSPORT", "ucx-all"}, {"UCX_TLS", "tcp"}}, 70001},
                       Variant{"3_ranks_shm_copy_only", 3, {{"HETCCL_CMA", "0"}}, 70001},
                       Variant{"5_ranks_tiny_slots_and_chunks", 5,
                               {{"HETCCL_SHM_SLOT_BYTES", "4096"}, {"HETCCL_SHM_SLOTS", "2"}, {"HETCCL_CHUNK_BYTES", "8192"}},
