@@ -169,6 +169,32 @@ TEST(BadInput, DeadRankUcxPeerErrorMode) {
                             {"HETCCL_UCX_ERROR_MODE", "peer"}});
 }
 
+// `ucx` keeps ranks of one host on hetccl's shared memory; `ucx-all` puts
+// them on UCX. Shown with a UCX that cannot reach a peer on this host
+// (its shared memory only, in peer-failure mode, which it cannot do):
+// `ucx` works, `ucx-all` gets a clear error, not a hang.
+void allReduceWithUcx(const char* choice, bool expectReachable) {
+  mp::Env env{{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", choice}, {"UCX_TLS", "sm,self"},
+              {"HETCCL_UCX_ERROR_MODE", "peer"}, {"UCX_LOG_LEVEL", "fatal"}};
+  EXPECT_RANKS_PASS(2, env, 60, [expectReachable](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<float> buf(1000, 1.0f);
+    auto t0 = std::chrono::steady_clock::now();
+    ncclResult_t r = ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat32, ncclSum, comm, nullptr);
+    if (expectReachable) {
+      RANK_EXPECT(r == ncclSuccess && buf[0] == 2.0f, "all-reduce gave %d, %g", static_cast<int>(r), buf[0]);
+    } else {
+      RANK_EXPECT(r != ncclSuccess, "all-reduce through an unreachable UCX succeeded");
+      RANK_EXPECT(secondsSince(t0) < 10, "error took %.1f s", secondsSince(t0));
+    }
+    ncclCommAbort(comm);
+    return 0;
+  });
+}
+TEST(BadInput, UcxBetweenHostsOnlyLeavesOneHostOnSharedMemory) { allReduceWithUcx("ucx", true); }
+TEST(BadInput, UcxAllUsesUcxOnOneHostToo) { allReduceWithUcx("ucx-all", false); }
+
 // A rank that asks for UCX where it cannot be loaded: every rank's init
 // fails with a message naming that rank, none hangs.
 TEST(BadInput, UcxMissingOnOneRankFailsEveryInit) {
