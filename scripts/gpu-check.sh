@@ -123,6 +123,32 @@ step gpus_and_cpu_ranks_all_types_ops "$build/hetccl-perf" $all -N 4 --host-rank
 # machine's UCX.
 step gpu_and_cpu_ranks_ucx env HETCCL_TRANSPORT=ucx-all "$build/hetccl-perf" $all -N 3 --host-ranks 2 -b 8 -e 1M -f 32 -d float,bfloat16,int32 -o all -n 1 -w 0 -c 1
 step ucx_transport_cpu_ranks env HETCCL_DEVICE=host bash -c "'$build/tests/collectives_test' --gtest_filter='*ucx*:*Mixed*' && '$build/tests/bad_input_test' --gtest_filter='*Ucx*' && '$build/tests/group_test' --gtest_filter='*ucx*'"
+# The net plugin transport (HETCCL_TRANSPORT=net-plugin-all) through the
+# loopback test plugin: first the plugin itself checked by NVIDIA's NCCL
+# (two ranks made to look like two hosts with NCCL_HOSTID, so that all their
+# traffic takes NCCL's network, the plugin: ABI versions 8 and 11), then
+# hetccl's host-staged path through it, then hetccl's plugin tests here.
+nccl_through_plugin() {  # nccl_through_plugin VERSION PORT
+  local plugin=$build/tests/libnccl-net-hetccltest-v$1.so pids=() rc=0
+  for r in 0 1; do
+    env RANK=$r WORLD_SIZE=2 LOCAL_RANK=0 NCCL_COMM_ID=127.0.0.1:$2 NCCL_HOSTID=plugin-host-$r NCCL_NET=loopback \
+      NCCL_NET_PLUGIN="$plugin" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET "$build/hetccl-perf-nccl" \
+      all_reduce,all_gather,sendrecv -b 8 -e 16M -f 8 -n 2 -w 1 -c 1 > "$work/nccl_plugin_v$1_$r.log" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  cat "$work/nccl_plugin_v$1_0.log"
+  grep -q "Loaded net plugin loopback (v$1)" "$work/nccl_plugin_v$1_0.log" || { echo "NCCL did not load the v$1 plugin"; rc=1; }
+  grep -q "NET/loopback" "$work/nccl_plugin_v$1_0.log" || { echo "NCCL's traffic did not take the plugin"; rc=1; }
+  return $rc
+}
+export -f nccl_through_plugin
+export build work
+step net_plugin_in_nccl_v8 bash -c "nccl_through_plugin 8 29611"
+step net_plugin_in_nccl_v11 bash -c "nccl_through_plugin 11 29612"
+step gpu_and_cpu_ranks_net_plugin env HETCCL_TRANSPORT=net-plugin-all HETCCL_NET_PLUGIN="$build/tests/libnccl-net-hetccltest-v11.so" \
+  "$build/hetccl-perf" $all -N 3 --host-ranks 2 -b 8 -e 1M -f 32 -d float,bfloat16,int32 -o all -n 1 -w 0 -c 1
+step net_plugin_transport_cpu_ranks env HETCCL_DEVICE=host bash -c "'$build/tests/collectives_test' --gtest_filter='*net_plugin*' && '$build/tests/bad_input_test' --gtest_filter='*NetPlugin*:*UnknownTransport*' && '$build/tests/group_test' --gtest_filter='*net_plugin*'"
 # Their bandwidth (host-staged; consecutive domains: reduce-scatter to the
 # owners, all-gather from them), checked.
 # What fp8 conversion between OCP and FNUZ ranks costs, side by side with

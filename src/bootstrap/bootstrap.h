@@ -19,6 +19,7 @@ enum ConnectionTag : uint64_t {
   kTagRing = 1,
   kTagStreamRelay = 3,    // stream collectives' relay (src/plan/stream_relay.h)
   kTagUcx = 8,            // UCX transport's handshake: + lane (src/transport/ucx_transport.cc)
+  kTagNetPlugin = 10,     // net plugin transport's handshake: + lane (src/transport/net_plugin_transport.cc)
   kTagData = 16,          // socket transport: + lane and socket index (src/transport/socket_transport.cc)
   kTagSubRingBase = 1ull << 32,  // split/shrink: + a per-call counter
 };

@@ -24,8 +24,10 @@ struct Tunables {
   static Tunables fromParams();
 };
 
-// HETCCL_TRANSPORT=ucx (between hosts) or ucx-all (every pair), and whether UCX loaded.
-enum UcxWish : uint8_t { kUcxNotAsked = 0, kUcxBetweenHosts = 1, kUcxMissing = 2, kUcxEveryPair = 3 };
+// Whether a rank asked for an optional transport (UCX: HETCCL_TRANSPORT=ucx
+// or ucx-all; an ncclNet plugin: net-plugin or net-plugin-all), for which
+// pairs (between hosts, or every pair), and whether it could load it.
+enum TransportWish : uint8_t { kNotAsked = 0, kBetweenHosts = 1, kMissing = 2, kEveryPair = 3 };
 
 struct RankInfo {
   SocketAddress listenAddress;  // the rank's communicator listener
@@ -34,7 +36,9 @@ struct RankInfo {
   uint64_t pidNamespace = 0;    // /proc/self/ns/pid's inode: pids compare only within one
   int32_t device = -1;          // -1: host rank (CPU)
   uint8_t shmAllowed = 1;       // shared memory is used only if both ends allow it
-  uint8_t ucx = 0;              // UcxWish: UCX carries messages between two ranks that both have it
+  uint8_t ucx = 0;              // TransportWish: UCX carries messages between two ranks that both have it
+  uint8_t netPlugin = 0;        // TransportWish: so does the net plugin (HETCCL_NET_PLUGIN)
+  uint8_t unknownTransport = 0; // 1: HETCCL_TRANSPORT holds a value hetccl does not know (init fails)
   Tunables tunables;
   char domain[32] = {};         // HETCCL_DOMAIN, or the library's name
   char runtime[16] = {};        // "host" (CPU); "cuda"/"hip" to come

@@ -69,6 +69,8 @@ class Socket {
 
   void setNonBlocking() const;
   void setNoDelay() const;
+  // Whether the peer closed its end (or the connection broke); never waits.
+  bool peerClosed() const;
 
  private:
   int fd_ = -1;

@@ -128,11 +128,23 @@ Communicator::~Communicator() { waitReady(); }
 ncclResult_t Communicator::finishInit() {
   tunables = peers[0].tunables;
   for (int r = 0; r < nranks; ++r) {
-    if (peers[r].ucx != kUcxMissing) continue;
     std::string why;
-    if (r == rank) ucxUsable(&why);
-    return fail(ncclSystemError, "rank %d (%s) asked for UCX (HETCCL_TRANSPORT=ucx or ucx-all) but cannot use it%s%s", r,
-                peers[r].hostname, why.empty() ? "" : ": ", why.c_str());
+    if (peers[r].unknownTransport)
+      return fail(ncclInvalidArgument,
+                  "rank %d (%s) has HETCCL_TRANSPORT=%s, which is none of auto, socket, shm, ucx, ucx-all, net-plugin, "
+                  "net-plugin-all",
+                  r, peers[r].hostname, r == rank ? params().unknownTransport.c_str() : "(a value it does not know)");
+    if (peers[r].ucx == kMissing) {
+      if (r == rank) ucxUsable(&why);
+      return fail(ncclSystemError, "rank %d (%s) asked for UCX (HETCCL_TRANSPORT=ucx or ucx-all) but cannot use it%s%s", r,
+                  peers[r].hostname, why.empty() ? "" : ": ", why.c_str());
+    }
+    if (peers[r].netPlugin == kMissing) {
+      if (r == rank) netPluginUsable(&why);
+      return fail(ncclSystemError,
+                  "rank %d (%s) asked for a net plugin (HETCCL_TRANSPORT=net-plugin or net-plugin-all) but cannot use it%s%s",
+                  r, peers[r].hostname, why.empty() ? "" : ": ", why.c_str());
+    }
   }
   TransportContext ctx;
   ctx.rank = rank;

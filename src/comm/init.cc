@@ -41,8 +41,16 @@ RankInfo localRankInfo(const SocketAddress& listenAddress, int device) {
   std::string why;
   const TransportChoice choice = params().transport;
   if (choice == TransportChoice::Ucx || choice == TransportChoice::UcxAll) {
-    info.ucx = !ucxUsable(&why) ? kUcxMissing : choice == TransportChoice::Ucx ? kUcxBetweenHosts : kUcxEveryPair;
-    if (info.ucx == kUcxMissing) HETCCL_WARN("HETCCL_TRANSPORT asks for UCX, but UCX cannot be used here: %s", why.c_str());
+    info.ucx = !ucxUsable(&why) ? kMissing : choice == TransportChoice::Ucx ? kBetweenHosts : kEveryPair;
+    if (info.ucx == kMissing) HETCCL_WARN("HETCCL_TRANSPORT asks for UCX, but UCX cannot be used here: %s", why.c_str());
+    why.clear();
+  }
+  info.unknownTransport = !params().unknownTransport.empty();
+  if (choice == TransportChoice::NetPlugin || choice == TransportChoice::NetPluginAll) {
+    info.netPlugin = !netPluginUsable(&why)                     ? kMissing
+                     : choice == TransportChoice::NetPlugin ? kBetweenHosts
+                                                                : kEveryPair;
+    if (info.netPlugin == kMissing) HETCCL_WARN("HETCCL_TRANSPORT asks for a net plugin, but: %s", why.c_str());
     why.clear();
   }
   const Fp8Format fp8 = rankFp8Format(rt, device, &why);

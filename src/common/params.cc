@@ -51,10 +51,18 @@ Params load() {
   if (const char* v = env("HETCCL_COMM_SECRET")) p.commSecret = v;
   if (const char* v = env("HETCCL_TRANSPORT")) {
     if (!strcasecmp(v, "socket")) p.transport = TransportChoice::Socket;
-    if (!strcasecmp(v, "shm")) p.transport = TransportChoice::Shm;
-    if (!strcasecmp(v, "ucx")) p.transport = TransportChoice::Ucx;
-    if (!strcasecmp(v, "ucx-all")) p.transport = TransportChoice::UcxAll;
+    else if (!strcasecmp(v, "shm")) p.transport = TransportChoice::Shm;
+    else if (!strcasecmp(v, "ucx")) p.transport = TransportChoice::Ucx;
+    else if (!strcasecmp(v, "ucx-all")) p.transport = TransportChoice::UcxAll;
+    else if (!strcasecmp(v, "net-plugin")) p.transport = TransportChoice::NetPlugin;
+    else if (!strcasecmp(v, "net-plugin-all")) p.transport = TransportChoice::NetPluginAll;
+    else if (strcasecmp(v, "auto") != 0) p.unknownTransport = v;
   }
+  if (const char* v = env("HETCCL_NET_PLUGIN") ? env("HETCCL_NET_PLUGIN") : env("NCCL_NET_PLUGIN")) p.netPlugin = v;
+  if (p.netPlugin.empty()) p.netPlugin = "libnccl-net.so";
+  p.netPluginDevice = static_cast<int>(envLong("HETCCL_NET_PLUGIN_DEVICE", p.netPluginDevice, 0));
+  p.netPluginSlotBytes = static_cast<size_t>(envLong("HETCCL_NET_PLUGIN_SLOT_BYTES", p.netPluginSlotBytes, 4096));
+  p.netPluginSlots = static_cast<int>(envLong("HETCCL_NET_PLUGIN_SLOTS", p.netPluginSlots, 1));
   if (const char* v = env("HETCCL_UCX_LIB")) p.ucxLib = v;
   if (const char* v = env("HETCCL_UCX_ERROR_MODE")) {
     if (!strcasecmp(v, "peer")) p.ucxErrorMode = UcxErrorMode::Peer;

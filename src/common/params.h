@@ -10,8 +10,9 @@ namespace hetccl {
 
 constexpr int kMaxSocketsPerPeer = 16;  // the socket transport's connection tags leave room for these
 
-// Ucx: UCX between hosts, shared memory on one; UcxAll: UCX between every pair.
-enum class TransportChoice { Auto, Socket, Shm, Ucx, UcxAll };
+// Ucx: UCX between hosts, shared memory on one; UcxAll: UCX between every
+// pair. NetPlugin / NetPluginAll: the same with an ncclNet plugin.
+enum class TransportChoice { Auto, Socket, Shm, Ucx, UcxAll, NetPlugin, NetPluginAll };
 // How a UCX sender learns that its peer failed (src/transport/ucx_transport.cc).
 enum class UcxErrorMode { Auto, Peer, None };
 
@@ -24,6 +25,11 @@ struct Params {
   std::string commId;                 // NCCL_COMM_ID
   std::string commSecret;             // HETCCL_COMM_SECRET (with NCCL_COMM_ID)
   TransportChoice transport = TransportChoice::Auto;  // HETCCL_TRANSPORT
+  std::string unknownTransport;       // a HETCCL_TRANSPORT value hetccl does not know: init fails
+  std::string netPlugin;              // HETCCL_NET_PLUGIN, else NCCL_NET_PLUGIN, else libnccl-net.so
+  int netPluginDevice = 0;            // HETCCL_NET_PLUGIN_DEVICE: the plugin's NIC to use
+  size_t netPluginSlotBytes = 512 << 10;  // HETCCL_NET_PLUGIN_SLOT_BYTES: one message through the plugin
+  int netPluginSlots = 4;             // HETCCL_NET_PLUGIN_SLOTS: messages in flight per connection
   std::string ucxLib = "libucp.so.0"; // HETCCL_UCX_LIB: the UCP library to load
   UcxErrorMode ucxErrorMode = UcxErrorMode::Auto;  // HETCCL_UCX_ERROR_MODE: auto, peer or none
   int socketsPerPeer = 2;             // HETCCL_SOCKETS_PER_PEER (at most kMaxSocketsPerPeer)

@@ -13,15 +13,19 @@
 
 namespace hetccl {
 
+namespace {
+bool asked(uint8_t wish) { return wish == kBetweenHosts || wish == kEveryPair; }
+}  // namespace
+
 Net::Net(const TransportContext& ctx)
     : ctx_(ctx), send_(static_cast<size_t>(ctx.nranks)), recv_(static_cast<size_t>(ctx.nranks)) {
   socket_ = makeSocketTransport(ctx_);
   if (params().transport != TransportChoice::Socket) shm_ = makeShmTransport(ctx_);
-  const uint8_t ucx = (*ctx_.peers)[ctx_.rank].ucx;
-  if (ucx == kUcxBetweenHosts || ucx == kUcxEveryPair) {
-    std::string why;
-    if (makeUcxTransport(ctx_, &ucx_, &why) != ncclSuccess) HETCCL_WARN("UCX transport: %s", why.c_str());
-  }
+  const RankInfo& me = (*ctx_.peers)[ctx_.rank];
+  std::string why;
+  if (asked(me.ucx) && makeUcxTransport(ctx_, &ucx_, &why) != ncclSuccess) HETCCL_WARN("UCX transport: %s", why.c_str());
+  if (asked(me.netPlugin) && makeNetPluginTransport(ctx_, &plugin_, &why) != ncclSuccess)
+    HETCCL_WARN("net plugin transport: %s", why.c_str());
 }
 
 Net::~Net() = default;
@@ -31,11 +35,13 @@ Transport* Net::transportFor(int peer) const {
   const RankInfo& me = peers[ctx_.rank];
   const RankInfo& them = peers[peer];
   const bool sameHost = them.hostHash == me.hostHash;
-  // UCX when both ends asked for it and have it: between hosts, or for
-  // every pair when both asked for that (ucx-all).
-  if (ucx_ && (them.ucx == kUcxBetweenHosts || them.ucx == kUcxEveryPair) &&
-      (!sameHost || (them.ucx == kUcxEveryPair && me.ucx == kUcxEveryPair)))
-    return ucx_.get();
+  // The net plugin, then UCX, when both ends asked for it and have it:
+  // between hosts, or for every pair when both asked for that (-all).
+  auto both = [&](uint8_t mine, uint8_t theirs) {
+    return asked(theirs) && (!sameHost || (mine == kEveryPair && theirs == kEveryPair));
+  };
+  if (plugin_ && both(me.netPlugin, them.netPlugin)) return plugin_.get();
+  if (ucx_ && both(me.ucx, them.ucx)) return ucx_.get();
   if (shm_ && them.shmAllowed && me.shmAllowed && (sameHost || params().transport == TransportChoice::Shm))
     return shm_.get();
   return socket_.get();

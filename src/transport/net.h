@@ -1,5 +1,6 @@
 // A communicator's data plane: one transport per peer (shared memory for
-// ranks on this host, sockets otherwise, UCX where both ends ask for it),
+// ranks on this host, sockets otherwise, UCX or an ncclNet plugin where
+// both ends ask for it),
 // connections made on first use, and the blocking helpers algorithms are
 // written with.
 #pragma once
@@ -65,7 +66,8 @@ class Net {
   ncclResult_t waitDriving(Request* const* requests, size_t count, size_t mustComplete);
 
   TransportContext ctx_;
-  std::unique_ptr<Transport> shm_, socket_, ucx_;  // ucx_: HETCCL_TRANSPORT=ucx on both ends
+  std::unique_ptr<Transport> shm_, socket_;
+  std::unique_ptr<Transport> ucx_, plugin_;  // HETCCL_TRANSPORT=ucx / net-plugin on both ends
   // Used by the Net's one thread; made under the lock, which markGone
   // (any thread: a watchdog's fatal error) takes to read them.
   std::vector<std::unique_ptr<Connection>> send_, recv_;

@@ -35,5 +35,9 @@ std::unique_ptr<class Transport> makeShmTransport(const TransportContext& ctx);
 // machine has no UCX.
 ncclResult_t makeUcxTransport(const TransportContext& ctx, std::unique_ptr<class Transport>* out, std::string* why);
 bool ucxUsable(std::string* why);
+// An ncclNet plugin (net_plugin_transport.cc): ncclSystemError and *why
+// when HETCCL_NET_PLUGIN cannot be loaded.
+ncclResult_t makeNetPluginTransport(const TransportContext& ctx, std::unique_ptr<class Transport>* out, std::string* why);
+bool netPluginUsable(std::string* why);
 
 }  // namespace hetccl

@@ -15,7 +15,6 @@
 // the receiver checks with the size: a message of another call becomes a
 // "mismatched operation" error, never a silent wrong result. UCP matches
 // the tag messages of one endpoint in the order they were sent.
-#include <poll.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -49,8 +48,7 @@ uint64_t wireTag(int sender, uint64_t tag) {
 
 // The pair's liveness line: fails once the peer closed its end.
 ncclResult_t checkLine(const Socket& line, int peer) {
-  pollfd p{line.fd(), POLLRDHUP, 0};
-  if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+  if (line.peerClosed())
     return fail(ncclRemoteError, "rank %d closed its UCX connection (its process ended or it gave up)", peer);
   return ncclSuccess;
 }

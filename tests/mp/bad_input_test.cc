@@ -138,6 +138,11 @@ TEST(BadInput, MismatchedCountsAndCollectivesAreErrorsUcx) {
   mismatchedCountsAndCollectives({{"HETCCL_TIMEOUT", "10"}, {"HETCCL_TRANSPORT", "ucx-all"}});
 }
 
+TEST(BadInput, MismatchedCountsAndCollectivesAreErrorsNetPlugin) {
+  mismatchedCountsAndCollectives(
+      {{"HETCCL_TIMEOUT", "10"}, {"HETCCL_TRANSPORT", "net-plugin-all"}, {"HETCCL_NET_PLUGIN", HETCCL_TEST_NET_PLUGIN(9)}});
+}
+
 void deadRankDuringCollective(const mp::Env& env) {
   EXPECT_RANKS_PASS(3, env, 60, [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
@@ -169,6 +174,11 @@ TEST(BadInput, DeadRankUcxPeerErrorMode) {
                             {"HETCCL_UCX_ERROR_MODE", "peer"}});
 }
 
+TEST(BadInput, DeadRankNetPlugin) {
+  deadRankDuringCollective(
+      {{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "net-plugin-all"}, {"HETCCL_NET_PLUGIN", HETCCL_TEST_NET_PLUGIN(10)}});
+}
+
 // `ucx` keeps ranks of one host on hetccl's shared memory; `ucx-all` puts
 // them on UCX. Shown with a UCX that cannot reach a peer on this host
 // (its shared memory only, in peer-failure mode, which it cannot do):
@@ -195,23 +205,96 @@ void allReduceWithUcx(const char* choice, bool expectReachable) {
 TEST(BadInput, UcxBetweenHostsOnlyLeavesOneHostOnSharedMemory) { allReduceWithUcx("ucx", true); }
 TEST(BadInput, UcxAllUsesUcxOnOneHostToo) { allReduceWithUcx("ucx-all", false); }
 
-// A rank that asks for UCX where it cannot be loaded: every rank's init
-// fails with a message naming that rank, none hangs.
-TEST(BadInput, UcxMissingOnOneRankFailsEveryInit) {
-  auto envFor = [](int rank) {
-    mp::Env e{{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "ucx-all"}};
-    if (rank == 1) e.push_back({"HETCCL_UCX_LIB", "libucp-not-here.so.0"});
-    return e;
-  };
-  EXPECT_RANKS_PASS_EACH(3, envFor, 60, [](int rank, int n, const ncclUniqueId& id) {
+// A rank that asks for a transport it cannot load, or names one hetccl does
+// not know: every rank's init fails with a message naming that rank (and,
+// on that rank, `ownWords`), none hangs.
+void initFailsOnEveryRank(const mp::EnvForRank& envFor, ncclResult_t expected, const char* words,
+                          const char* ownWords = "") {
+  EXPECT_RANKS_PASS_EACH(3, envFor, 60, [=](int rank, int n, const ncclUniqueId& id) {
     auto t0 = std::chrono::steady_clock::now();
     ncclComm_t comm = nullptr;
     ncclResult_t r = ncclCommInitRank(&comm, n, id, rank);
-    RANK_EXPECT(r == ncclSystemError, "init gave %d", static_cast<int>(r));
+    RANK_EXPECT(r == expected, "init gave %d", static_cast<int>(r));
     const char* text = ncclGetLastError(nullptr);
-    RANK_EXPECT(strstr(text, "rank 1") && strstr(text, "UCX"), "message: %s", text);
-    if (rank == 1) RANK_EXPECT(strstr(text, "libucp-not-here.so.0") != nullptr, "message: %s", text);
+    RANK_EXPECT(strstr(text, "rank 1") && strstr(text, words), "message: %s", text);
+    if (rank == 1) RANK_EXPECT(strstr(text, ownWords) != nullptr, "message: %s", text);
     RANK_EXPECT(secondsSince(t0) < 10, "took %.1f s", secondsSince(t0));
+    return 0;
+  });
+}
+
+TEST(BadInput, UcxMissingOnOneRankFailsEveryInit) {
+  initFailsOnEveryRank(
+      [](int rank) {
+        mp::Env e{{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "ucx-all"}};
+        if (rank == 1) e.push_back({"HETCCL_UCX_LIB", "libucp-not-here.so.0"});
+        return e;
+      },
+      ncclSystemError, "UCX", "libucp-not-here.so.0");
+}
+
+// Rank 1 with its own HETCCL_TRANSPORT and plugin, the others on the v8 plugin.
+mp::EnvForRank pluginRanksBut(const char* transport, const char* plugin) {
+  return [=](int rank) {
+    if (rank == 1) return mp::Env{{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", transport}, {"HETCCL_NET_PLUGIN", plugin}};
+    return mp::Env{{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "net-plugin-all"}, {"HETCCL_NET_PLUGIN", HETCCL_TEST_NET_PLUGIN(8)}};
+  };
+}
+TEST(BadInput, NetPluginMissingOnOneRankFailsEveryInit) {
+  initFailsOnEveryRank(pluginRanksBut("net-plugin-all", "no-such-network"), ncclSystemError, "net plugin",
+                       "libnccl-net-no-such-network.so");
+}
+TEST(BadInput, UnknownTransportFailsEveryInit) {
+  initFailsOnEveryRank(pluginRanksBut("infiniband", HETCCL_TEST_NET_PLUGIN(8)), ncclInvalidArgument, "HETCCL_TRANSPORT",
+                       "infiniband");
+}
+
+// A network that breaks mid-run gives an error naming the plugin's failure,
+// never a hang; with `net-plugin` (between hosts only) ranks on one host
+// never use it.
+void allReduceOverBreakingPlugin(const char* choice, bool expectPluginUsed) {
+  mp::Env env{{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", choice}, {"HETCCL_NET_PLUGIN", HETCCL_TEST_NET_PLUGIN(11)},
+              {"TEST_NET_BREAK_AFTER", "3"}};
+  EXPECT_RANKS_PASS(2, env, 60, [expectPluginUsed](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<float> buf(1 << 20, 1.0f);
+    auto t0 = std::chrono::steady_clock::now();
+    ncclResult_t r = ncclSuccess;
+    for (int i = 0; i < 4 && r == ncclSuccess; ++i)
+      r = ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat32, ncclSum, comm, nullptr);
+    if (expectPluginUsed) {
+      RANK_EXPECT(r != ncclSuccess, "all-reduce over a broken network succeeded");
+      RANK_EXPECT(secondsSince(t0) < 10, "error took %.1f s", secondsSince(t0));
+      RANK_EXPECT(strstr(ncclGetLastError(nullptr), "net plugin") || strstr(ncclGetLastError(nullptr), "rank"), "message: %s",
+                  ncclGetLastError(nullptr));
+    } else {
+      RANK_EXPECT(r == ncclSuccess && buf[0] == 16.0f, "all-reduce gave %d, %g", static_cast<int>(r), buf[0]);
+    }
+    ncclCommAbort(comm);
+    return 0;
+  });
+}
+TEST(BadInput, NetPluginFailureIsAnError) { allReduceOverBreakingPlugin("net-plugin-all", true); }
+TEST(BadInput, NetPluginBetweenHostsOnlyLeavesOneHostOnSharedMemory) { allReduceOverBreakingPlugin("net-plugin", false); }
+
+// Ranks must load the same network: a rank whose plugin has another name
+// gets an error naming both, not garbage.
+TEST(BadInput, DifferentNetPluginsAreAnError) {
+  auto envFor = [](int rank) {
+    mp::Env e{{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "net-plugin-all"}, {"HETCCL_NET_PLUGIN", HETCCL_TEST_NET_PLUGIN(9)}};
+    if (rank == 1) e.push_back({"TEST_NET_NAME", "othernet"});
+    return e;
+  };
+  EXPECT_RANKS_PASS_EACH(2, envFor, 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<float> buf(1000, 1.0f);
+    auto t0 = std::chrono::steady_clock::now();
+    ncclResult_t r = ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat32, ncclSum, comm, nullptr);
+    RANK_EXPECT(r != ncclSuccess, "all-reduce between different networks succeeded");
+    RANK_EXPECT(secondsSince(t0) < 10, "error took %.1f s", secondsSince(t0));
+    ncclCommAbort(comm);
     return 0;
   });
 }

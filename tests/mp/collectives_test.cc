@@ -46,6 +46,22 @@ TEST(CollectivesMixedTransports, UcxOnSomeRanks) {
   });
 }
 
+// The same with the net plugin: ranks 0 and 2 ask for it between every
+// pair, each loading another ABI version of the one plugin (v8, v11),
+// rank 3 between hosts only, rank 1 not at all.
+TEST(CollectivesMixedTransports, NetPluginOnSomeRanks) {
+  const uint64_t seed = runSeed();
+  fprintf(stderr, "seed %llu (HETCCL_TEST_SEED)\n", static_cast<unsigned long long>(seed));
+  auto envFor = [](int rank) {
+    if (rank == 1) return mp::Env{};
+    return mp::Env{{"HETCCL_TRANSPORT", rank == 3 ? "net-plugin" : "net-plugin-all"},
+                   {"HETCCL_NET_PLUGIN", rank == 2 ? HETCCL_TEST_NET_PLUGIN(11) : HETCCL_TEST_NET_PLUGIN(8)}};
+  };
+  EXPECT_RANKS_PASS_EACH(4, envFor, 500, [&](int rank, int n, const ncclUniqueId& id) {
+    return mp::runMatrix(rank, n, id, seed, 4099);
+  });
+}
+
 // "large" crosses the small-message threshold (64 KiB) for every type, so
 // both all-reduce algorithms, multi-slot and rendezvous transfers run.
 INSTANTIATE_TEST_SUITE_P(
@@ -55,6 +71,15 @@ INSTANTIATE_TEST_SUITE_P(
                       Variant{"4_ranks_sockets", 4, {{"HETCCL_TRANSPORT", "socket"}}, 70001},
                       Variant{"3_ranks_ucx", 3, {{"HETCCL_TRANSPORT", "ucx-all"}}, 70001},
                       Variant{"3_ranks_ucx_tcp", 3, {{"HETCCL_TRANSPORT", "ucx-all"}, {"UCX_TLS", "tcp"}}, 70001},
+                      Variant{"3_ranks_net_plugin_v8", 3,
+                              {{"HETCCL_TRANSPORT", "net-plugin-all"}, {"HETCCL_NET_PLUGIN", HETCCL_TEST_NET_PLUGIN(8)}},
+                              70001},
+                      // Version 11, with slots capped by the plugin's maxP2pBytes and a
+                      // plugin that takes two requests at a time.
+                      Variant{"3_ranks_net_plugin_v11_tight", 3,
+                              {{"HETCCL_TRANSPORT", "net-plugin-all"}, {"HETCCL_NET_PLUGIN", HETCCL_TEST_NET_PLUGIN(11)},
+                               {"TEST_NET_MAX_P2P_BYTES", "5000"}, {"TEST_NET_MAX_REQUESTS", "2"}},
+                              70001},
                       Variant{"3_ranks_shm_copy_only", 3, {{"HETCCL_CMA", "0"}}, 70001},
                       Variant{"5_ranks_tiny_slots_and_chunks", 5,
                               {{"HETCCL_SHM_SLOT_BYTES", "4096"}, {"HETCCL_SHM_SLOTS", "2"}, {"HETCCL_CHUNK_BYTES", "8192"}},

@@ -14,6 +14,9 @@
 #include "launcher.h"
 #include "nccl.h"
 
+// The loopback ncclNet plugin of ABI version v (tests/net_plugin/).
+#define HETCCL_TEST_NET_PLUGIN(v) HETCCL_TEST_NET_PLUGIN_DIR "/libnccl-net-hetccltest-v" #v ".so"
+
 namespace mp {
 
 using Env = std::vector<std::pair<std::string, std::string>>;

@@ -1,0 +1,51 @@
+// An ncclNet plugin (libnccl-net-*.so: a cloud's or a NIC vendor's network
+// for NCCL), loaded once per process with dlopen and seen through one
+// interface whatever ABI version (8 to 11) it exports. The plugin
+// transport (net_plugin_transport.cc) moves hetccl's messages through it.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "nccl.h"
+
+namespace hetccl {
+
+class NetPlugin {
+ public:
+  virtual ~NetPlugin() = default;
+
+  const std::string& name() const { return name_; }    // the plugin's own name
+  const std::string& path() const { return path_; }    // the library, as opened
+  int version() const { return version_; }             // the ABI version bound
+  int device() const { return device_; }               // the NIC used (HETCCL_NET_PLUGIN_DEVICE)
+  size_t maxMessageBytes() const { return maxMessageBytes_; }
+
+  // Each may leave its out-pointer null: call again later (never waits).
+  virtual ncclResult_t listen(void* handle, void** listenComm) const = 0;
+  virtual ncclResult_t connect(void* handle, void** sendComm) const = 0;
+  virtual ncclResult_t accept(void* listenComm, void** recvComm) const = 0;
+  // Host memory only: hetccl hands the plugin its own registered buffers.
+  virtual ncclResult_t regMr(void* comm, void* data, size_t size, void** mhandle) const = 0;
+  virtual ncclResult_t deregMr(void* comm, void* mhandle) const = 0;
+  // One message each; *request null: the plugin cannot take it now.
+  virtual ncclResult_t isend(void* sendComm, void* data, size_t size, int tag, void* mhandle, void** request) const = 0;
+  virtual ncclResult_t irecv(void* recvComm, void* data, size_t size, int tag, void* mhandle, void** request) const = 0;
+  // *bytes: what the message held, once *done.
+  virtual ncclResult_t test(void* request, bool* done, size_t* bytes) const = 0;
+  virtual ncclResult_t closeSend(void* sendComm) const = 0;
+  virtual ncclResult_t closeRecv(void* recvComm) const = 0;
+  virtual ncclResult_t closeListen(void* listenComm) const = 0;
+
+ protected:
+  std::string name_, path_;
+  int version_ = 0;
+  int device_ = 0;
+  size_t maxMessageBytes_ = 0;
+};
+
+// The process's plugin (HETCCL_NET_PLUGIN), loaded and initialised on the
+// first call; nullptr and *why when it cannot be.
+const NetPlugin* netPlugin(std::string* why);
+
+}  // namespace hetccl
