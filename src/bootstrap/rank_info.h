@@ -38,7 +38,7 @@ struct RankInfo {
   uint8_t shmAllowed = 1;       // shared memory is used only if both ends allow it
   uint8_t ucx = 0;              // TransportWish: UCX carries messages between two ranks that both have it
   uint8_t netPlugin = 0;        // TransportWish: so does the net plugin (HETCCL_NET_PLUGIN)
-  uint8_t unknownTransport = 0; // 1: HETCCL_TRANSPORT holds a value hetccl does not know (init fails)
+  uint8_t invalidSettings = 0;  // 1: a variable holds a value hetccl cannot use (Params; init fails everywhere)
   Tunables tunables;
   char domain[32] = {};         // HETCCL_DOMAIN, or the library's name
   char runtime[16] = {};        // "host" (CPU); "cuda"/"hip" to come

@@ -129,11 +129,9 @@ ncclResult_t Communicator::finishInit() {
   tunables = peers[0].tunables;
   for (int r = 0; r < nranks; ++r) {
     std::string why;
-    if (peers[r].unknownTransport)
-      return fail(ncclInvalidArgument,
-                  "rank %d (%s) has HETCCL_TRANSPORT=%s, which is none of auto, socket, shm, ucx, ucx-all, net-plugin, "
-                  "net-plugin-all",
-                  r, peers[r].hostname, r == rank ? params().unknownTransport.c_str() : "(a value it does not know)");
+    if (peers[r].invalidSettings)
+      return fail(ncclInvalidArgument, "rank %d (%s) has environment variables hetccl cannot use: %s", r,
+                  peers[r].hostname, r == rank ? params().invalidSettings.c_str() : "see that rank's message");
     if (peers[r].ucx == kMissing) {
       if (r == rank) ucxUsable(&why);
       return fail(ncclSystemError, "rank %d (%s) asked for UCX (HETCCL_TRANSPORT=ucx or ucx-all) but cannot use it%s%s", r,

@@ -45,7 +45,7 @@ RankInfo localRankInfo(const SocketAddress& listenAddress, int device) {
     if (info.ucx == kMissing) HETCCL_WARN("HETCCL_TRANSPORT asks for UCX, but UCX cannot be used here: %s", why.c_str());
     why.clear();
   }
-  info.unknownTransport = !params().unknownTransport.empty();
+  info.invalidSettings = !params().invalidSettings.empty();
   if (choice == TransportChoice::NetPlugin || choice == TransportChoice::NetPluginAll) {
     info.netPlugin = !netPluginUsable(&why)                     ? kMissing
                      : choice == TransportChoice::NetPlugin ? kBetweenHosts

@@ -17,12 +17,23 @@ const char* env(const char* name) {
   return (v && *v) ? v : nullptr;
 }
 
+// load()'s list of the values it could not use (init then fails).
+std::string* invalidSettings = nullptr;
+
+void invalid(const char* name, const char* value, const std::string& expected) {
+  if (!invalidSettings) return;
+  if (!invalidSettings->empty()) *invalidSettings += "; ";
+  *invalidSettings += std::string(name) + "=" + value + " (expected " + expected + ")";
+}
+
 long envLong(const char* name, long fallback, long min) {
   const char* v = env(name);
   if (!v) return fallback;
   char* end = nullptr;
   long x = strtol(v, &end, 0);
-  return (end && *end == '\0' && x >= min) ? x : fallback;
+  if (end && *end == '\0' && x >= min) return x;
+  invalid(name, v, "an integer of at least " + std::to_string(min));
+  return fallback;
 }
 
 int parseDebug(const char* v) {
@@ -36,11 +47,14 @@ int parseDebug(const char* v) {
 
 Params load() {
   Params p;
+  invalidSettings = &p.invalidSettings;
   p.debugLevel = parseDebug(env("HETCCL_DEBUG") ? env("HETCCL_DEBUG") : env("NCCL_DEBUG"));
   if (const char* f = env("NCCL_DEBUG_FILE")) p.debugFile = fopen(f, "a");
   if (const char* t = env("HETCCL_TIMEOUT")) {
-    double s = atof(t);
-    if (s > 0) p.timeoutSeconds = s;
+    char* end = nullptr;
+    double s = strtod(t, &end);
+    if (end && *end == '\0' && s > 0) p.timeoutSeconds = s;
+    else invalid("HETCCL_TIMEOUT", t, "seconds, more than 0");
   }
   if (const char* v = env("NCCL_SOCKET_IFNAME")) p.socketIfname = v;
   if (const char* v = env("NCCL_SOCKET_FAMILY")) {
@@ -56,7 +70,8 @@ Params load() {
     else if (!strcasecmp(v, "ucx-all")) p.transport = TransportChoice::UcxAll;
     else if (!strcasecmp(v, "net-plugin")) p.transport = TransportChoice::NetPlugin;
     else if (!strcasecmp(v, "net-plugin-all")) p.transport = TransportChoice::NetPluginAll;
-    else if (strcasecmp(v, "auto") != 0) p.unknownTransport = v;
+    else if (strcasecmp(v, "auto") != 0)
+      invalid("HETCCL_TRANSPORT", v, "auto, socket, shm, ucx, ucx-all, net-plugin or net-plugin-all");
   }
   if (const char* v = env("HETCCL_NET_PLUGIN") ? env("HETCCL_NET_PLUGIN") : env("NCCL_NET_PLUGIN")) p.netPlugin = v;
   if (p.netPlugin.empty()) p.netPlugin = "libnccl-net.so";
@@ -66,7 +81,8 @@ Params load() {
   if (const char* v = env("HETCCL_UCX_LIB")) p.ucxLib = v;
   if (const char* v = env("HETCCL_UCX_ERROR_MODE")) {
     if (!strcasecmp(v, "peer")) p.ucxErrorMode = UcxErrorMode::Peer;
-    if (!strcasecmp(v, "none")) p.ucxErrorMode = UcxErrorMode::None;
+    else if (!strcasecmp(v, "none")) p.ucxErrorMode = UcxErrorMode::None;
+    else if (strcasecmp(v, "auto") != 0) invalid("HETCCL_UCX_ERROR_MODE", v, "auto, peer or none");
   }
   p.socketsPerPeer = static_cast<int>(envLong("HETCCL_SOCKETS_PER_PEER", p.socketsPerPeer, 1));
   if (p.socketsPerPeer > kMaxSocketsPerPeer) p.socketsPerPeer = kMaxSocketsPerPeer;
@@ -102,7 +118,7 @@ Params load() {
   if (const char* v = env("HETCCL_FP8_FORMAT")) {
     const std::string f = v;
     if (f == "ocp" || f == "fnuz") p.fp8Format = f;
-    else if (!f.empty() && f != "auto") fprintf(stderr, "hetccl: HETCCL_FP8_FORMAT=%s ignored (ocp, fnuz or auto)\n", v);
+    else if (f != "auto") invalid("HETCCL_FP8_FORMAT", v, "ocp, fnuz or auto");
   }
   if (const char* v = env("HETCCL_REDUCE_TYPES")) {
     // A comma-separated list of nccl-tests type names (float, half, bfloat16, ...).
@@ -117,6 +133,7 @@ Params load() {
       at = comma + 1;
     }
   }
+  invalidSettings = nullptr;
   return p;
 }
 

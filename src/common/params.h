@@ -25,7 +25,7 @@ struct Params {
   std::string commId;                 // NCCL_COMM_ID
   std::string commSecret;             // HETCCL_COMM_SECRET (with NCCL_COMM_ID)
   TransportChoice transport = TransportChoice::Auto;  // HETCCL_TRANSPORT
-  std::string unknownTransport;       // a HETCCL_TRANSPORT value hetccl does not know: init fails
+  std::string invalidSettings;        // variables whose values hetccl cannot use, with what it expects: init fails
   std::string netPlugin;              // HETCCL_NET_PLUGIN, else NCCL_NET_PLUGIN, else libnccl-net.so
   int netPluginDevice = 0;            // HETCCL_NET_PLUGIN_DEVICE: the plugin's NIC to use
   size_t netPluginSlotBytes = 512 << 10;  // HETCCL_NET_PLUGIN_SLOT_BYTES: one message through the plugin

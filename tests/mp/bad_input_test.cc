@@ -245,8 +245,17 @@ TEST(BadInput, NetPluginMissingOnOneRankFailsEveryInit) {
                        "libnccl-net-no-such-network.so");
 }
 TEST(BadInput, UnknownTransportFailsEveryInit) {
-  initFailsOnEveryRank(pluginRanksBut("infiniband", HETCCL_TEST_NET_PLUGIN(8)), ncclInvalidArgument, "HETCCL_TRANSPORT",
-                       "infiniband");
+  initFailsOnEveryRank(pluginRanksBut("infiniband", HETCCL_TEST_NET_PLUGIN(8)), ncclInvalidArgument, "environment",
+                       "HETCCL_TRANSPORT=infiniband");
+}
+// Any variable whose value hetccl cannot use: the same, naming each.
+TEST(BadInput, UnusableSettingsFailEveryInit) {
+  initFailsOnEveryRank(
+      [](int rank) {
+        if (rank != 1) return mp::Env{{"HETCCL_TIMEOUT", "20"}};
+        return mp::Env{{"HETCCL_TIMEOUT", "20s"}, {"HETCCL_SHM_SLOTS", "1"}, {"HETCCL_UCX_ERROR_MODE", "loud"}};
+      },
+      ncclInvalidArgument, "environment", "HETCCL_TIMEOUT=20s");
 }
 
 // A network that breaks mid-run gives an error naming the plugin's failure,
@@ -277,6 +286,24 @@ void allReduceOverBreakingPlugin(const char* choice, bool expectPluginUsed) {
 }
 TEST(BadInput, NetPluginFailureIsAnError) { allReduceOverBreakingPlugin("net-plugin-all", true); }
 TEST(BadInput, NetPluginBetweenHostsOnlyLeavesOneHostOnSharedMemory) { allReduceOverBreakingPlugin("net-plugin", false); }
+
+// A peer the network cannot reach (connect never finishes): an error
+// after HETCCL_TIMEOUT, not a hang.
+TEST(BadInput, NetPluginUnreachablePeerTimesOut) {
+  mp::Env env{{"HETCCL_TIMEOUT", "3"}, {"HETCCL_TRANSPORT", "net-plugin-all"}, {"HETCCL_NET_PLUGIN", HETCCL_TEST_NET_PLUGIN(10)},
+              {"TEST_NET_UNREACHABLE", "1"}};
+  EXPECT_RANKS_PASS(2, env, 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<float> buf(1000, 1.0f);
+    auto t0 = std::chrono::steady_clock::now();
+    ncclResult_t r = ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat32, ncclSum, comm, nullptr);
+    RANK_EXPECT(r != ncclSuccess, "all-reduce with an unreachable peer succeeded");
+    RANK_EXPECT(secondsSince(t0) > 2 && secondsSince(t0) < 10, "error after %.1f s (timeout 3 s)", secondsSince(t0));
+    ncclCommAbort(comm);
+    return 0;
+  });
+}
 
 // Ranks must load the same network: a rank whose plugin has another name
 // gets an error naming both, not garbage.

@@ -13,7 +13,8 @@
 //   - version 11: listen and connect must get the context init returned.
 // TEST_NET_MAX_P2P_BYTES sets the maxP2pBytes it reports (versions 9+);
 // TEST_NET_NAME the name it gives; TEST_NET_BREAK_AFTER=N makes every send
-// after the N-th fail (a broken network).
+// after the N-th fail (a broken network); TEST_NET_UNREACHABLE=1 makes
+// connect never finish (a peer the network cannot reach).
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -219,7 +220,7 @@ ncclResult_t connectTo(int dev, void* handle, void** sendComm) {
   *sendComm = nullptr;
   auto* h = static_cast<Handle*>(handle);
   if (dev != 0 || h->magic != kHandleMagic) return ncclInvalidArgument;
-  if (h->connectStage++ == 0) return ncclSuccess;  // the caller must ask again
+  if (h->connectStage++ == 0 || envOr("TEST_NET_UNREACHABLE", 0)) return ncclSuccess;  // the caller must ask again
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return ncclSystemError;
   if (::connect(fd, reinterpret_cast<sockaddr*>(&h->address), sizeof h->address) != 0) {
@@ -332,10 +333,12 @@ ncclResult_t irecv8(void* c, int n, void** data, int* sizes, int* tags, void** m
   return recvOne(c, n, data, &size, tags, mhs, req);
 }
 }  // namespace
-extern "C" __attribute__((visibility("default"))) Net8 ncclNetPlugin_v8 = {
+extern "C" {
+__attribute__((visibility("default"))) Net8 ncclNetPlugin_v8 = {
     pluginName(), init8, pluginDevices, props8, listenOn, connect8, pluginAccept, pluginRegMr, pluginRegMrDmaBuf,
     pluginDeregMr, isend8, irecv8, pluginIflush, pluginTest, closeComm, closeComm, closeListen, pluginGetDeviceMr,
     pluginIrecvConsumed};
+}
 #elif HETCCL_TEST_NET_VERSION == 9
 ncclResult_t init9(Logger logger) { gLog = logger; return ncclSuccess; }
 ncclResult_t props9(int dev, Properties9* p) { return fillProperties(dev, p); }
@@ -344,10 +347,12 @@ ncclResult_t irecv9(void* c, int n, void** data, size_t* sizes, int* tags, void*
   return recvOne(c, n, data, sizes, tags, mhs, req);
 }
 }  // namespace
-extern "C" __attribute__((visibility("default"))) Net9 ncclNetPlugin_v9 = {
+extern "C" {
+__attribute__((visibility("default"))) Net9 ncclNetPlugin_v9 = {
     pluginName(), init9, pluginDevices, props9, listenOn, connect9, pluginAccept, pluginRegMr, pluginRegMrDmaBuf,
     pluginDeregMr, sendOne, irecv9, pluginIflush, pluginTest, closeComm, closeComm, closeListen, pluginGetDeviceMr,
     pluginIrecvConsumed, pluginMakeVDevice};
+}
 #elif HETCCL_TEST_NET_VERSION == 10
 ncclResult_t init10(Logger logger, ProfilerCallback) { gLog = logger; return ncclSuccess; }
 ncclResult_t props10(int dev, Properties9* p) { return fillProperties(dev, p); }
@@ -361,10 +366,12 @@ ncclResult_t irecv10(void* c, int n, void** data, size_t* sizes, int* tags, void
   return recvOne(c, n, data, sizes, tags, mhs, req);
 }
 }  // namespace
-extern "C" __attribute__((visibility("default"))) Net10 ncclNetPlugin_v10 = {
+extern "C" {
+__attribute__((visibility("default"))) Net10 ncclNetPlugin_v10 = {
     pluginName(), init10, pluginDevices, props10, listenOn, connect10, pluginAccept, pluginRegMr, pluginRegMrDmaBuf,
     pluginDeregMr, isend10, irecv10, pluginIflush, pluginTest, closeComm, closeComm, closeListen, pluginGetDeviceMr,
     pluginIrecvConsumed, pluginMakeVDevice};
+}
 #elif HETCCL_TEST_NET_VERSION == 11
 ncclResult_t init11(void** context, uint64_t, CommConfig*, Logger logger, ProfilerCallback) {
   gLog = logger;
@@ -395,10 +402,12 @@ ncclResult_t irecv11(void* c, int n, void** data, size_t* sizes, int* tags, void
 }
 ncclResult_t finalize11(void* context) { return ownContext(context) ? ncclSuccess : ncclInvalidArgument; }
 }  // namespace
-extern "C" __attribute__((visibility("default"))) Net11 ncclNetPlugin_v11 = {
+extern "C" {
+__attribute__((visibility("default"))) Net11 ncclNetPlugin_v11 = {
     pluginName(), init11, pluginDevices, props11, listen11, connect11, pluginAccept, pluginRegMr, pluginRegMrDmaBuf,
     pluginDeregMr, isend11, irecv11, pluginIflush, pluginTest, closeComm, closeComm, closeListen, pluginGetDeviceMr,
     pluginIrecvConsumed, pluginMakeVDevice, finalize11, nullptr};
+}
 #else
 #error "HETCCL_TEST_NET_VERSION must be 8, 9, 10 or 11"
 #endif
