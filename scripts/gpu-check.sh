@@ -148,7 +148,7 @@ step net_plugin_in_nccl_v8 bash -c "nccl_through_plugin 8 29611"
 step net_plugin_in_nccl_v11 bash -c "nccl_through_plugin 11 29612"
 step gpu_and_cpu_ranks_net_plugin env HETCCL_TRANSPORT=net-plugin-all HETCCL_NET_PLUGIN="$build/tests/libnccl-net-hetccltest-v11.so" \
   "$build/hetccl-perf" $all -N 3 --host-ranks 2 -b 8 -e 1M -f 32 -d float,bfloat16,int32 -o all -n 1 -w 0 -c 1
-step net_plugin_transport_cpu_ranks env HETCCL_DEVICE=host bash -c "'$build/tests/collectives_test' --gtest_filter='*net_plugin*' && '$build/tests/bad_input_test' --gtest_filter='*NetPlugin*:*UnknownTransport*' && '$build/tests/group_test' --gtest_filter='*net_plugin*'"
+step net_plugin_transport_cpu_ranks env HETCCL_DEVICE=host bash -c "'$build/tests/collectives_test' --gtest_filter='*net_plugin*' && '$build/tests/bad_input_test' --gtest_filter='*NetPlugin*:*UnknownTransport*' && '$build/tests/group_test' --gtest_filter='*net_plugin*' && '$build/tests/stream_collectives_test' --gtest_filter='*NetPlugin*'"
 # Their bandwidth (host-staged; consecutive domains: reduce-scatter to the
 # owners, all-gather from them), checked.
 # What fp8 conversion between OCP and FNUZ ranks costs, side by side with
@@ -205,6 +205,15 @@ step two_gpu_domains_stream_relay_all_types_ops env HETCCL_TRANSPORT=socket \
   "$build/hetccl-perf" all_reduce,reduce_scatter,all_gather,broadcast,reduce,alltoall,gather,scatter -N 2 --domains 2 \
   -b 8 -e "$(big 4M 1M)" -f 32 -d "$(big all "$some_types")" -o all -n 1 -w 0 -c 1
 full_step two_gpu_domains_stream_relay_bandwidth env HETCCL_TRANSPORT=socket \
+  "$build/hetccl-perf" all_reduce,all_gather -N 2 --domains 2 -b 1M -e 256M -f 4 -n 5 -w 2 -c 1
+# The same relay over the net plugin (the loopback test plugin standing in
+# for the cluster's network; net-plugin-all relays every pair), and send/recv.
+step two_gpu_domains_stream_relay_net_plugin env HETCCL_TRANSPORT=net-plugin-all \
+  HETCCL_NET_PLUGIN="$build/tests/libnccl-net-hetccltest-v11.so" HETCCL_STREAM_P2P=1 \
+  "$build/hetccl-perf" all_reduce,reduce_scatter,all_gather,broadcast,reduce,alltoall,gather,scatter,sendrecv -N 2 --domains 2 \
+  -b 8 -e "$(big 4M 1M)" -f 32 -d float,bfloat16,int32 -o all -n 1 -w 0 -c 1
+full_step two_gpu_domains_stream_relay_net_plugin_bandwidth env HETCCL_TRANSPORT=net-plugin-all \
+  HETCCL_NET_PLUGIN="$build/tests/libnccl-net-hetccltest-v11.so" \
   "$build/hetccl-perf" all_reduce,all_gather -N 2 --domains 2 -b 1M -e 256M -f 4 -n 5 -w 2 -c 1
 # Send/recv on the streams too (HETCCL_STREAM_P2P, on by default): checked,
 # bandwidth, and host-staged (HETCCL_STREAM_P2P=0) for comparison.

@@ -209,7 +209,9 @@ RankInfo RankInfo::local(const SocketAddress& listenAddress, int device) {
   struct stat ns{};
   if (stat("/proc/self/ns/pid", &ns) == 0) info.pidNamespace = static_cast<uint64_t>(ns.st_ino);
   info.device = device;
-  info.shmAllowed = params().transport != TransportChoice::Socket;
+  // net-plugin-all: the plugin between every pair, the stream collectives'
+  // segments too (relayed over it), as between hosts.
+  info.shmAllowed = params().transport != TransportChoice::Socket && params().transport != TransportChoice::NetPluginAll;
   info.tunables = Tunables::fromParams();
   snprintf(info.domain, sizeof(info.domain), "%s", params().domain.empty() ? "host" : params().domain.c_str());
   snprintf(info.runtime, sizeof(info.runtime), "host");

@@ -214,6 +214,7 @@ ncclResult_t Communicator::createDomains() {
     const RankInfo& me = peers[static_cast<size_t>(rank)];
     for (const RankInfo& p : peers) {  // the same test on both ends of every pair
       s.sharesMemory.push_back(p.hostHash == me.hostHash && p.shmAllowed && me.shmAllowed);
+      s.relayViaPlugin.push_back(wishesMeet(me.netPlugin, p.netPlugin, p.hostHash == me.hostHash));
       s.addresses.push_back(p.listenAddress);
     }
     s.listener = &listener;

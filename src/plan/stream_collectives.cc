@@ -104,6 +104,7 @@ ncclResult_t StreamCollectives::startRelay() {
     any |= rs.remote.back();
   }
   if (!any) return ncclSuccess;
+  rs.viaPlugin = setup_.relayViaPlugin;
   rs.listener = setup_.listener;
   rs.addresses = setup_.addresses;
   rs.timeoutSeconds = setup_.timeoutSeconds;
@@ -121,7 +122,9 @@ ncclResult_t StreamCollectives::startRelay() {
       if (!which.empty()) which += ",";
       which += std::to_string(r);
     }
-  HETCCL_INFO("rank %d: stream collectives reach ranks {%s} through the socket relay", rank_, which.c_str());
+  const bool plugin = std::find(rs.viaPlugin.begin(), rs.viaPlugin.end(), true) != rs.viaPlugin.end();
+  HETCCL_INFO("rank %d: stream collectives reach ranks {%s} through the relay (%s)", rank_, which.c_str(),
+              plugin ? "net plugin where both ranks asked for it, else TCP" : "TCP");
   return StreamRelay::create(rs, &relay_);
 }
 

@@ -80,6 +80,7 @@ struct StreamSetup {
   // memory refused) are reached through a relay (stream_relay.h) over
   // connections from the communicator's listener.
   std::vector<bool> sharesMemory;  // by rank
+  std::vector<bool> relayViaPlugin;  // by rank: the relay's link is the net plugin (relay_link.h)
   Listener* listener = nullptr;
   std::vector<SocketAddress> addresses;  // every rank's listener
   const AbortFlag* abort = nullptr;

@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "plan/stream_segment.h"
+#include "transport/net_plugin.h"
 
 namespace hetccl {
 
@@ -25,34 +26,18 @@ bool reachedValue(uint32_t value, uint32_t seq) { return static_cast<int32_t>(va
 bool reached(const volatile uint32_t* flag, uint32_t seq) { return reachedValue(__atomic_load_n(flag, __ATOMIC_ACQUIRE), seq); }
 }  // namespace
 
-// What travels: a header, then `bytes` of data for `offset` in the
-// sender's segment (the receiver's mirror of it).
-struct StreamRelay::Message {
-  uint32_t kind;   // kPosted..kGathered: that flag of `slot`; kBroken; kCall: a call record; kBye: closing;
-                   // kFlagLine: the flag line `slot` (send/recv); kP2pRecord: a published send size
-  uint32_t slot;
-  uint32_t value;  // the flag's value (kBroken: the word)
-  uint32_t pad;
-  uint64_t offset;
-  uint64_t bytes;
-};
-
-struct StreamRelay::Outgoing {
-  Message message;
-  const char* data;  // in my segment, or `copy`
-  alignas(8) char copy[sizeof(CallRecord)];  // a record, copied when queued
-  size_t sentHeader = 0, sentData = 0;
-};
+static_assert(sizeof(CallRecord) <= sizeof(RelayOutgoing::copy) && sizeof(P2pRecord) <= sizeof(RelayOutgoing::copy),
+              "a record does not fit an outgoing message's copy");
+using Message = RelayMessage;
+using Outgoing = RelayOutgoing;
 
 struct StreamRelay::Peer {
   int rank = -1;
-  Socket socket;
+  Socket socket;                  // until the link takes it
+  std::unique_ptr<RelayLink> link;
   StreamCollectives::Segment* mirror = nullptr;
   bool lost = false;
   bool done = false;  // said goodbye: the end of the connection is no error
-  Message in{};
-  size_t inHeader = 0, inData = 0;
-  bool haveHeader = false;
   alignas(8) char record[sizeof(CallRecord)] = {};  // a record being received
   std::deque<Outgoing> out;
 };
@@ -88,7 +73,19 @@ ncclResult_t StreamRelay::connect() {
   for (auto& p : peers_)
     if (p->rank < setup_.rank)
       HETCCL_TRY(setup_.listener->acceptFrom(p->rank, kTagStreamRelay, deadline, setup_.abort, &p->socket));
-  for (auto& p : peers_) p->socket.setNonBlocking();
+  // Then each pair's link, in rank order on every rank (a plugin link is
+  // made by both ranks together; that order always lets one pair finish).
+  for (auto& p : peers_) {
+    const size_t r = static_cast<size_t>(p->rank);
+    if (r < setup_.viaPlugin.size() && setup_.viaPlugin[r]) {
+      std::string why;
+      const NetPlugin* plugin = netPlugin(&why);
+      if (!plugin) return fail(ncclSystemError, "stream relay: %s", why.c_str());
+      HETCCL_TRY(makePluginRelayLink(*plugin, std::move(p->socket), p->rank, deadline, setup_.abort, &p->link));
+    } else {
+      p->link = makeSocketRelayLink(std::move(p->socket));
+    }
+  }
   return ncclSuccess;
 }
 
@@ -195,6 +192,7 @@ void StreamRelay::forwardP2p() {
 
 void StreamRelay::run() {
   std::vector<pollfd> fds;
+  auto lastMoved = std::chrono::steady_clock::now();
   while (!stop_.load()) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -219,30 +217,40 @@ void StreamRelay::run() {
     forwardFlagsAndCalls();
     forwardP2p();
     bool pending = !pieces_.empty() || !p2pPieces_.empty() || (lastSeq_ && !reachedValue(sentFlags_[slots_ + lastSlot_], lastSeq_));
+    bool polled = true;  // every link can wake the thread when data arrives
     for (auto& p : peers_) {
       if (p->lost) continue;
       ncclResult_t r = flush(*p, &moved);
       if (r != ncclSuccess) lost(*p, r);
-      pending |= !p->lost && !p->out.empty();
+      pending |= !p->lost && (!p->out.empty() || p->link->busy());
+      polled &= p->lost || p->link->pollFd() >= 0;
     }
     if (draining_.load() && !pending && !moved) {
       sayGoodbye();
       drained_.store(true);
       return;
     }
-    if (moved) continue;
+    if (moved) {
+      lastMoved = std::chrono::steady_clock::now();
+      continue;
+    }
     // Pieces in flight: the GPU raises my flags without telling anyone, so
     // look again soon; otherwise sleep until data arrives or a piece is
-    // announced (flags of finished pieces are looked at every 2 ms).
+    // announced (flags of finished pieces are looked at every 2 ms). A
+    // plugin link cannot wake the thread: it is looked at again at once for
+    // a millisecond after anything moved, then every 100 us.
     fds.clear();
     fds.push_back(pollfd{wake_, POLLIN, 0});
     for (auto& p : peers_)
-      if (!p->lost) fds.push_back(pollfd{p->socket.fd(), static_cast<short>(POLLIN | (p->out.empty() ? 0 : POLLOUT)), 0});
-    if (poll(fds.data(), fds.size(), pending ? 0 : 2) > 0 && (fds[0].revents & POLLIN)) {
+      if (!p->lost && p->link->pollFd() >= 0)
+        fds.push_back(pollfd{p->link->pollFd(), static_cast<short>(POLLIN | (p->out.empty() ? 0 : POLLOUT)), 0});
+    const bool spin = pending || (!polled && std::chrono::steady_clock::now() - lastMoved < std::chrono::milliseconds(1));
+    if (poll(fds.data(), fds.size(), spin || !polled ? 0 : 2) > 0 && (fds[0].revents & POLLIN)) {
       uint64_t n;
       if (read(wake_, &n, sizeof(n)) < 0) { /* nothing to read */ }
     }
-    if (pending) std::this_thread::yield();
+    if (spin) std::this_thread::yield();
+    else if (!polled) std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
 }
 
@@ -252,7 +260,8 @@ void StreamRelay::sayGoodbye() {
       p->out.push_back(Outgoing{Message{kBye, 0, 0, 0, 0, 0}, nullptr, {}});
       bool ignored = false;
       const Deadline bye(5);
-      while (!p->out.empty() && !bye.expired() && flush(*p, &ignored) == ncclSuccess) std::this_thread::yield();
+      while ((!p->out.empty() || p->link->busy()) && !bye.expired() && flush(*p, &ignored) == ncclSuccess)
+        std::this_thread::yield();
     }
   // Read what the peers still send for a moment (their last flags, their
   // goodbye when they are closing too): closing with unread data would
@@ -342,48 +351,22 @@ void StreamRelay::sendToAll(const Message& m, const char* data) {
     if (!p->lost) p->out.push_back(Outgoing{m, data, {}});
 }
 
-ncclResult_t StreamRelay::flush(Peer& p, bool* moved) {
-  while (!p.out.empty()) {
-    Outgoing& o = p.out.front();
-    const size_t header = o.sentHeader, data = o.sentData;
-    HETCCL_TRY(p.socket.sendSome(&o.message, sizeof(Message), &o.sentHeader));
-    if (o.sentHeader == sizeof(Message) && o.message.bytes)
-      HETCCL_TRY(p.socket.sendSome(o.data, o.message.bytes, &o.sentData));
-    *moved |= o.sentHeader != header || o.sentData != data;
-    if (o.sentHeader < sizeof(Message) || o.sentData < o.message.bytes) return ncclSuccess;  // the socket is full
-    p.out.pop_front();
-  }
-  return ncclSuccess;
-}
+ncclResult_t StreamRelay::flush(Peer& p, bool* moved) { return p.link->flush(&p.out, moved); }
 
 ncclResult_t StreamRelay::receive(Peer& p, bool* moved) {
-  for (;;) {
-    if (!p.haveHeader) {
-      const size_t before = p.inHeader;
-      HETCCL_TRY(p.socket.recvSome(&p.in, sizeof(Message), &p.inHeader));
-      *moved |= p.inHeader != before;
-      if (p.inHeader < sizeof(Message)) return ncclSuccess;
-      const Message& m = p.in;
-      const size_t limit = p.mirror->shared.bytes();
-      const size_t slotLimit = m.kind == kFlagLine ? p.mirror->flagLines() : slots_;
-      if (m.kind > kP2pRecord || m.slot >= slotLimit || m.offset > limit || m.bytes > limit - m.offset ||
-          (m.kind == kCall && m.bytes != sizeof(CallRecord)) || (m.kind == kP2pRecord && m.bytes != sizeof(P2pRecord)))
-        return fail(ncclInternalError, "stream relay: malformed message from rank %d (kind %u, %llu bytes at %llu)",
-                    p.rank, m.kind, static_cast<unsigned long long>(m.bytes), static_cast<unsigned long long>(m.offset));
-      p.haveHeader = true;
-      p.inData = 0;
-    }
-    if (p.in.bytes) {
-      char* to = p.in.kind == kCall || p.in.kind == kP2pRecord ? p.record : p.mirror->shared.base() + p.in.offset;
-      const size_t before = p.inData;
-      HETCCL_TRY(p.socket.recvSome(to, p.in.bytes, &p.inData));
-      *moved |= p.inData != before;
-      if (p.inData < p.in.bytes) return ncclSuccess;
-    }
-    HETCCL_TRY(apply(p));
-    p.haveHeader = false;
-    p.inHeader = 0;
-  }
+  return p.link->receive([&](const Message& m, char** to) { return place(p, m, to); },
+                         [&](const Message& m) { return apply(p, m); }, moved);
+}
+
+ncclResult_t StreamRelay::place(Peer& p, const Message& m, char** to) {
+  const size_t limit = p.mirror->shared.bytes();
+  const size_t slotLimit = m.kind == kFlagLine ? p.mirror->flagLines() : slots_;
+  if (m.kind > kP2pRecord || m.slot >= slotLimit || m.offset > limit || m.bytes > limit - m.offset ||
+      (m.kind == kCall && m.bytes != sizeof(CallRecord)) || (m.kind == kP2pRecord && m.bytes != sizeof(P2pRecord)))
+    return fail(ncclInternalError, "stream relay: malformed message from rank %d (kind %u, %llu bytes at %llu)", p.rank,
+                m.kind, static_cast<unsigned long long>(m.bytes), static_cast<unsigned long long>(m.offset));
+  *to = m.kind == kCall || m.kind == kP2pRecord ? p.record : p.mirror->shared.base() + m.offset;
+  return ncclSuccess;
 }
 
 // Flags only move forward (sequence numbers, compared modulo 2^32): a
@@ -397,8 +380,7 @@ void StreamRelay::raise(volatile uint32_t* flag, uint32_t value) {
 }
 
 template <typename Record>
-ncclResult_t StreamRelay::applyRecord(Peer& p) {
-  const Message& m = p.in;  // its size and bounds were checked on arrival
+ncclResult_t StreamRelay::applyRecord(Peer& p, const Message& m) {  // its size and bounds were checked on arrival
   if (m.offset % alignof(Record) != 0)
     return fail(ncclInternalError, "stream relay: a misaligned record from rank %d", p.rank);
   Record value;
@@ -407,8 +389,7 @@ ncclResult_t StreamRelay::applyRecord(Peer& p) {
   return ncclSuccess;
 }
 
-ncclResult_t StreamRelay::apply(Peer& p) {
-  const Message& m = p.in;
+ncclResult_t StreamRelay::apply(Peer& p, const Message& m) {
   switch (m.kind) {
     case kBye:  // the peer is done with the communicator: its end of the connection closes next
       p.done = true;
@@ -417,9 +398,9 @@ ncclResult_t StreamRelay::apply(Peer& p) {
       __atomic_store_n(setup_.segments[static_cast<size_t>(setup_.rank)]->broken(), m.value, __ATOMIC_RELEASE);
       return ncclSuccess;
     case kCall:  // written as the sender published it: readers skip a record being written
-      return applyRecord<CallRecord>(p);
+      return applyRecord<CallRecord>(p, m);
     case kP2pRecord:
-      return applyRecord<P2pRecord>(p);
+      return applyRecord<P2pRecord>(p, m);
     case kFlagLine:  // a send/recv flag, after its data
       raise(p.mirror->line(m.slot), m.value);
       return ncclSuccess;

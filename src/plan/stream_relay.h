@@ -2,7 +2,8 @@
 // that cannot map them: ranks on other hosts, or ranks that refuse shared
 // memory (HETCCL_TRANSPORT=socket). Such a rank reads a local mirror of
 // the peer's segment instead, registered as pinned memory like any other,
-// and this relay keeps the mirror current over one TCP connection per pair:
+// and this relay keeps the mirror current over one link per pair (TCP, or
+// the cluster's ncclNet plugin where both ranks ask for it: relay_link.h):
 //
 //   my segment (written by my GPU's streams)  --relay-->  the peer's mirror of it
 //
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "plan/relay_link.h"
 #include "plan/stream_collectives.h"
 
 namespace hetccl {
@@ -39,6 +41,7 @@ struct StreamRelaySetup {
   int rank = 0, nranks = 1;
   std::vector<StreamCollectives::Segment*> segments;  // by rank: mine, the mirrors of remote ranks, the shared ones
   std::vector<bool> remote;                           // by rank: reached through the relay
+  std::vector<bool> viaPlugin;                        // by rank: over the net plugin (relay_link.h), else TCP
   Listener* listener = nullptr;
   std::vector<SocketAddress> addresses;  // every rank's listener
   double timeoutSeconds = 300;
@@ -74,8 +77,6 @@ class StreamRelay {
   void abandon();
 
  private:
-  struct Message;
-  struct Outgoing;
   struct Peer;
   struct Piece {
     uint32_t seq;
@@ -96,15 +97,16 @@ class StreamRelay {
   void forwardPieces();
   void forwardFlagsAndCalls();
   void forwardP2p();
-  void sendTo(int peer, const Outgoing& o);
+  void sendTo(int peer, const RelayOutgoing& o);
   void announceP2p(const P2pPiece& piece);
   void wake();  // the thread, from its poll
   static void raise(volatile uint32_t* flag, uint32_t value);
-  void sendToAll(const Message& m, const char* data);
+  void sendToAll(const RelayMessage& m, const char* data);
   ncclResult_t receive(Peer& p, bool* moved);
-  ncclResult_t apply(Peer& p);
+  ncclResult_t place(Peer& p, const RelayMessage& m, char** to);  // checks a header; where its data goes
+  ncclResult_t apply(Peer& p, const RelayMessage& m);
   template <typename Record>
-  ncclResult_t applyRecord(Peer& p);  // a call or send/recv record, into the peer's mirror
+  ncclResult_t applyRecord(Peer& p, const RelayMessage& m);  // a call or send/recv record, into the peer's mirror
   ncclResult_t flush(Peer& p, bool* moved);
   void lost(Peer& p, ncclResult_t why);
   void sayGoodbye();  // destruction: a goodbye to every peer, then their last words

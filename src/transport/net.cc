@@ -37,11 +37,8 @@ Transport* Net::transportFor(int peer) const {
   const bool sameHost = them.hostHash == me.hostHash;
   // The net plugin, then UCX, when both ends asked for it and have it:
   // between hosts, or for every pair when both asked for that (-all).
-  auto both = [&](uint8_t mine, uint8_t theirs) {
-    return asked(theirs) && (!sameHost || (mine == kEveryPair && theirs == kEveryPair));
-  };
-  if (plugin_ && both(me.netPlugin, them.netPlugin)) return plugin_.get();
-  if (ucx_ && both(me.ucx, them.ucx)) return ucx_.get();
+  if (plugin_ && wishesMeet(me.netPlugin, them.netPlugin, sameHost)) return plugin_.get();
+  if (ucx_ && wishesMeet(me.ucx, them.ucx, sameHost)) return ucx_.get();
   if (shm_ && them.shmAllowed && me.shmAllowed && (sameHost || params().transport == TransportChoice::Shm))
     return shm_.get();
   return socket_.get();

@@ -33,6 +33,7 @@
 #include "common/params.h"
 #include "transport/net_plugin.h"
 #include "transport/net_plugin_abi.h"
+#include "transport/net_plugin_slots.h"
 #include "transport/transport.h"
 #include "transport/transport_context.h"
 
@@ -60,69 +61,6 @@ struct Hello {
   uint64_t slotBytes;  // chunks are at most this long, header included
   char plugin[64];
   char handle[netabi::kHandleBytes];
-};
-
-// The slots of one connection: host memory registered with its comm.
-class SlotRing {
- public:
-  SlotRing(const NetPlugin& plugin, size_t slotBytes, int slots)
-      : plugin_(plugin), slotBytes_(slotBytes), slots_(static_cast<size_t>(slots)) {}
-  ~SlotRing() {
-    if (mhandle_) plugin_.deregMr(comm_, mhandle_);
-  }
-  SlotRing(const SlotRing&) = delete;
-  SlotRing& operator=(const SlotRing&) = delete;
-
-  ncclResult_t registerWith(void* comm) {
-    const size_t bytes = slotBytes_ * slots_.size();
-    memory_.reset(static_cast<char*>(std::aligned_alloc(4096, (bytes + 4095) & ~size_t(4095))));
-    if (!memory_) return fail(ncclSystemError, "net plugin transport: cannot allocate %zu bytes of slots", bytes);
-    comm_ = comm;
-    ncclResult_t r = plugin_.regMr(comm, memory_.get(), bytes, &mhandle_);
-    if (r != ncclSuccess) {
-      mhandle_ = nullptr;
-      return fail(r, "net plugin %s: regMr of %zu bytes failed", plugin_.name().c_str(), bytes);
-    }
-    return ncclSuccess;
-  }
-
-  struct Slot {
-    void* request = nullptr;  // the plugin's; null: staged, not yet taken
-    Request* owner = nullptr;
-    size_t offset = 0, payload = 0;
-  };
-  bool full() const { return used_ == slots_.size(); }
-  bool empty() const { return used_ == 0; }
-  // The next free slot (not full()) and the oldest used one (not empty()).
-  Slot& head() { return slots_[(tail_ + used_) % slots_.size()]; }
-  Slot& tail() { return slots_[tail_]; }
-  char* bytesOf(const Slot& s) const { return memory_.get() + static_cast<size_t>(&s - slots_.data()) * slotBytes_; }
-  void take() { ++used_; }
-  void release() {
-    tail() = Slot{};
-    tail_ = (tail_ + 1) % slots_.size();
-    --used_;
-  }
-  // The newest used slot, when it was staged but the plugin did not take it.
-  Slot* untaken() {
-    if (empty()) return nullptr;
-    Slot& s = slots_[(tail_ + used_ - 1) % slots_.size()];
-    return s.request ? nullptr : &s;
-  }
-  size_t slotBytes() const { return slotBytes_; }
-  void* mhandle() const { return mhandle_; }
-
- private:
-  struct Free {
-    void operator()(char* p) const { std::free(p); }
-  };
-  const NetPlugin& plugin_;
-  const size_t slotBytes_;
-  std::vector<Slot> slots_;
-  std::unique_ptr<char, Free> memory_;
-  void* comm_ = nullptr;
-  void* mhandle_ = nullptr;
-  size_t tail_ = 0, used_ = 0;
 };
 
 // One direction of a pair: the plugin comm, its slots, the requests in

@@ -14,7 +14,9 @@
 // TEST_NET_MAX_P2P_BYTES sets the maxP2pBytes it reports (versions 9+);
 // TEST_NET_NAME the name it gives; TEST_NET_BREAK_AFTER=N makes every send
 // after the N-th fail (a broken network); TEST_NET_UNREACHABLE=1 makes
-// connect never finish (a peer the network cannot reach).
+// connect never finish (a peer the network cannot reach);
+// TEST_NET_DELAY_US=N reports a receive done only N us after its data is in
+// (a slow network: the parts of a message arrive far apart).
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +25,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -79,6 +82,7 @@ struct Req {
   WireHeader header{};
   size_t headerDone = 0, bodyDone = 0;
   bool complete = false;
+  std::chrono::steady_clock::time_point completedAt{};
 };
 
 struct Comm {
@@ -133,6 +137,7 @@ ncclResult_t drive(Comm* c) {
     }
     if (r->bodyDone < r->header.size) return ncclSuccess;
     r->complete = true;
+    r->completedAt = std::chrono::steady_clock::now();
     c->queue.pop_front();
     c->finished.push_back(r);
   }
@@ -276,8 +281,11 @@ ncclResult_t pluginTest(void* request, int* done, int* sizes) {
   Comm* c = r->comm;
   ncclResult_t res = drive(c);
   if (res != ncclSuccess) return res;
-  *done = r->complete ? 1 : 0;
-  if (!r->complete) return ncclSuccess;
+  static const long delayUs = envOr("TEST_NET_DELAY_US", 0);
+  const bool delayed = delayUs > 0 && !c->sender &&
+                       std::chrono::steady_clock::now() - r->completedAt < std::chrono::microseconds(delayUs);
+  *done = r->complete && !delayed ? 1 : 0;
+  if (!*done) return ncclSuccess;
   if (sizes) sizes[0] = static_cast<int>(r->header.size);
   for (auto it = c->finished.begin(); it != c->finished.end(); ++it)
     if (*it == r) {

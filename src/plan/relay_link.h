@@ -1,0 +1,69 @@
+// The wire under the stream relay (stream_relay.h) between two ranks: an
+// ordered stream of messages, each a header and `bytes` of data. Two kinds:
+// a TCP socket (the default), and an ncclNet plugin where both ranks asked
+// for one (HETCCL_TRANSPORT=net-plugin between hosts, net-plugin-all for
+// every pair), so that the GPU streams' traffic between hosts takes the
+// cluster's network.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+
+#include "bootstrap/bootstrap.h"
+#include "common/deadline.h"
+#include "nccl.h"
+
+namespace hetccl {
+
+class NetPlugin;
+
+// What travels: a header, then `bytes` of data for `offset` in the
+// sender's segment (the receiver's mirror of it).
+struct RelayMessage {
+  uint32_t kind;   // the relay's (stream_relay.cc)
+  uint32_t slot;
+  uint32_t value;
+  uint32_t more;   // a link that splits a message: 1 on every part but the last
+  uint64_t offset;
+  uint64_t bytes;
+};
+
+struct RelayOutgoing {
+  RelayMessage message;
+  const char* data;  // in the sender's segment, or `copy`
+  alignas(8) char copy[64];  // a small record, copied when queued
+  size_t sentHeader = 0, sentData = 0;  // the link's progress
+};
+
+class RelayLink {
+ public:
+  virtual ~RelayLink() = default;
+  // Sends the queued messages in order as far as the link takes them now;
+  // a message leaves `out` once the link no longer needs it.
+  virtual ncclResult_t flush(std::deque<RelayOutgoing>* out, bool* moved) = 0;
+  // Receives what arrived. For each header (or part of one), `place`
+  // checks it and says where its data goes; once a whole message is there,
+  // `arrived` applies it.
+  using Place = std::function<ncclResult_t(const RelayMessage&, char** to)>;
+  using Arrived = std::function<ncclResult_t(const RelayMessage&)>;
+  virtual ncclResult_t receive(const Place& place, const Arrived& arrived, bool* moved) = 0;
+  // A descriptor that becomes readable when data arrives (-1: none, the
+  // relay polls instead), and whether to wake for writing too.
+  virtual int pollFd() const = 0;
+  // Something of ours is still in flight (sends not finished).
+  virtual bool busy() const = 0;
+  virtual const char* name() const = 0;
+};
+
+std::unique_ptr<RelayLink> makeSocketRelayLink(Socket socket);
+
+// Over an ncclNet plugin: the pair's socket (connected) carries the
+// plugin's handles both ways, then stays as the liveness line. Both ranks
+// of the pair call it at the same time.
+ncclResult_t makePluginRelayLink(const NetPlugin& plugin, Socket socket, int peer, const Deadline& deadline,
+                                 const AbortFlag* abort, std::unique_ptr<RelayLink>* out);
+
+}  // namespace hetccl
