@@ -10,6 +10,7 @@
 #include "common/params.h"
 #include "comm/init.h"
 #include "runtime/runtime.h"
+#include "transport/net_plugin.h"
 #include "transport/shm_segment.h"
 
 namespace hetccl {
@@ -125,6 +126,22 @@ void Worker::loop() {
 
 Communicator::~Communicator() { waitReady(); }
 
+int Communicator::chooseNetPluginDevice() const {
+  const RankInfo& me = peers[static_cast<size_t>(rank)];
+  const NetPlugin* plugin = me.netPlugin == kBetweenHosts || me.netPlugin == kEveryPair ? netPlugin(nullptr) : nullptr;
+  if (!plugin) return 0;
+  int localIndex = 0;  // among this communicator's ranks on this host
+  for (int r = 0; r < rank; ++r) localIndex += peers[static_cast<size_t>(r)].hostHash == me.hostHash;
+  std::string busId;
+  if (me.device >= 0 && processRuntime().pciBusId(me.device, &busId) != ncclSuccess) busId.clear();
+  const int dev = plugin->deviceFor(busId, localIndex);
+  const std::string why = params().netPluginDevice >= 0 ? "HETCCL_NET_PLUGIN_DEVICE"
+                          : busId.empty()                ? "no GPU: spread by local rank"
+                                                         : "nearest to GPU " + busId;
+  HETCCL_INFO("rank %d uses net plugin device %d of %d (%s)", rank, dev, plugin->devices(), why.c_str());
+  return dev;
+}
+
 ncclResult_t Communicator::finishInit() {
   tunables = peers[0].tunables;
   for (int r = 0; r < nranks; ++r) {
@@ -152,6 +169,7 @@ ncclResult_t Communicator::finishInit() {
   ctx.listener = &listener;
   ctx.abort = &abort;
   ctx.timeoutSeconds = params().timeoutSeconds;
+  ctx.netPluginDevice = netPluginDevice = chooseNetPluginDevice();
   net = std::make_unique<Net>(ctx);
   ctx.lane = TransportContext::Lane::PointToPoint;
   p2pNet = std::make_unique<Net>(ctx);
@@ -215,6 +233,7 @@ ncclResult_t Communicator::createDomains() {
     for (const RankInfo& p : peers) {  // the same test on both ends of every pair
       s.sharesMemory.push_back(p.hostHash == me.hostHash && p.shmAllowed && me.shmAllowed);
       s.relayViaPlugin.push_back(wishesMeet(me.netPlugin, p.netPlugin, p.hostHash == me.hostHash));
+    s.netPluginDevice = netPluginDevice;
       s.addresses.push_back(p.listenAddress);
     }
     s.listener = &listener;

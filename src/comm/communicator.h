@@ -101,6 +101,7 @@ class Communicator {
   std::vector<RankInfo> peers;
   Listener listener;
   Ring ring;
+  int netPluginDevice = 0;      // the net plugin's device (NIC) this rank uses, when it asked for a plugin
   std::unique_ptr<Net> net;     // the collectives' connections
   std::unique_ptr<Net> p2pNet;  // send/recv's: apart, so a group runs both side by side
   AbortFlag abort{false};
@@ -139,6 +140,7 @@ class Communicator {
 
   // Completes the connection setup once peers/listener/ring are in place.
   ncclResult_t finishInit();
+  int chooseNetPluginDevice() const;  // HETCCL_NET_PLUGIN_DEVICE, or the NIC nearest this rank's GPU
   // Waits for a non-blocking init to finish; returns its result.
   ncclResult_t waitReady();
   // Buffers for temporaries: grow, never shrink, kept per comm. Scratch

@@ -27,7 +27,7 @@ struct Params {
   TransportChoice transport = TransportChoice::Auto;  // HETCCL_TRANSPORT
   std::string invalidSettings;        // variables whose values hetccl cannot use, with what it expects: init fails
   std::string netPlugin;              // HETCCL_NET_PLUGIN, else NCCL_NET_PLUGIN, else libnccl-net.so
-  int netPluginDevice = 0;            // HETCCL_NET_PLUGIN_DEVICE: the plugin's NIC to use
+  int netPluginDevice = -1;           // HETCCL_NET_PLUGIN_DEVICE: the plugin's NIC to use (-1: the GPU's nearest)
   size_t netPluginSlotBytes = 512 << 10;  // HETCCL_NET_PLUGIN_SLOT_BYTES: one message through the plugin
   int netPluginSlots = 4;             // HETCCL_NET_PLUGIN_SLOTS: messages in flight per connection
   std::string ucxLib = "libucp.so.0"; // HETCCL_UCX_LIB: the UCP library to load

@@ -63,7 +63,7 @@ std::unique_ptr<RelayLink> makeSocketRelayLink(Socket socket);
 // Over an ncclNet plugin: the pair's socket (connected) carries the
 // plugin's handles both ways, then stays as the liveness line. Both ranks
 // of the pair call it at the same time.
-ncclResult_t makePluginRelayLink(const NetPlugin& plugin, Socket socket, int peer, const Deadline& deadline,
+ncclResult_t makePluginRelayLink(const NetPlugin& plugin, int device, Socket socket, int peer, const Deadline& deadline,
                                  const AbortFlag* abort, std::unique_ptr<RelayLink>* out);
 
 }  // namespace hetccl

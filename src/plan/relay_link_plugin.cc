@@ -36,7 +36,8 @@ struct Handshake {
 
 class PluginRelayLink : public RelayLink {
  public:
-  PluginRelayLink(const NetPlugin& plugin, Socket line, int peer) : plugin_(plugin), line_(std::move(line)), peer_(peer) {}
+  PluginRelayLink(const NetPlugin& plugin, int device, Socket line, int peer)
+      : plugin_(plugin), device_(device), line_(std::move(line)), peer_(peer) {}
   ~PluginRelayLink() override {
     outbox_.reset();
     inbox_.reset();
@@ -48,13 +49,13 @@ class PluginRelayLink : public RelayLink {
   ncclResult_t start(const Deadline& deadline, const AbortFlag* abort) {
     Handshake mine{}, theirs{};
     void* listenComm = nullptr;
-    ncclResult_t r = plugin_.listen(mine.handle, &listenComm);
+    ncclResult_t r = plugin_.listen(device_, mine.handle, &listenComm);
     if (r != ncclSuccess || !listenComm) return fail(ncclSystemError, "net plugin %s: listen failed (error %d)", plugin_.name().c_str(), r);
     mine.slotBytes = slotBytes();
     snprintf(mine.plugin, sizeof mine.plugin, "%s", plugin_.name().c_str());
     r = exchange(&mine, &theirs, deadline, abort);
     while (r == ncclSuccess && (!sendComm_ || !recvComm_)) {
-      if (!sendComm_ && (r = plugin_.connect(theirs.handle, &sendComm_)) != ncclSuccess) break;
+      if (!sendComm_ && (r = plugin_.connect(device_, theirs.handle, &sendComm_)) != ncclSuccess) break;
       if (!recvComm_ && (r = plugin_.accept(listenComm, &recvComm_)) != ncclSuccess) break;
       if (sendComm_ && recvComm_) break;
       if (deadline.expired()) r = fail(ncclRemoteError, "stream relay: rank %d's net plugin did not connect in time", peer_);
@@ -171,6 +172,7 @@ class PluginRelayLink : public RelayLink {
   }
 
   const NetPlugin& plugin_;
+  const int device_;
   Socket line_;
   const int peer_;
   void* sendComm_ = nullptr;
@@ -181,9 +183,9 @@ class PluginRelayLink : public RelayLink {
 
 }  // namespace
 
-ncclResult_t makePluginRelayLink(const NetPlugin& plugin, Socket socket, int peer, const Deadline& deadline,
+ncclResult_t makePluginRelayLink(const NetPlugin& plugin, int device, Socket socket, int peer, const Deadline& deadline,
                                  const AbortFlag* abort, std::unique_ptr<RelayLink>* out) {
-  auto link = std::make_unique<PluginRelayLink>(plugin, std::move(socket), peer);
+  auto link = std::make_unique<PluginRelayLink>(plugin, device, std::move(socket), peer);
   HETCCL_TRY(link->start(deadline, abort));
   *out = std::move(link);
   return ncclSuccess;

@@ -105,6 +105,7 @@ ncclResult_t StreamCollectives::startRelay() {
   }
   if (!any) return ncclSuccess;
   rs.viaPlugin = setup_.relayViaPlugin;
+  rs.netPluginDevice = setup_.netPluginDevice;
   rs.listener = setup_.listener;
   rs.addresses = setup_.addresses;
   rs.timeoutSeconds = setup_.timeoutSeconds;

@@ -81,6 +81,7 @@ struct StreamSetup {
   // connections from the communicator's listener.
   std::vector<bool> sharesMemory;  // by rank
   std::vector<bool> relayViaPlugin;  // by rank: the relay's link is the net plugin (relay_link.h)
+  int netPluginDevice = 0;           // its device (NIC)
   Listener* listener = nullptr;
   std::vector<SocketAddress> addresses;  // every rank's listener
   const AbortFlag* abort = nullptr;

@@ -81,7 +81,8 @@ ncclResult_t StreamRelay::connect() {
       std::string why;
       const NetPlugin* plugin = netPlugin(&why);
       if (!plugin) return fail(ncclSystemError, "stream relay: %s", why.c_str());
-      HETCCL_TRY(makePluginRelayLink(*plugin, std::move(p->socket), p->rank, deadline, setup_.abort, &p->link));
+      HETCCL_TRY(makePluginRelayLink(*plugin, setup_.netPluginDevice, std::move(p->socket), p->rank, deadline,
+                                     setup_.abort, &p->link));
     } else {
       p->link = makeSocketRelayLink(std::move(p->socket));
     }

@@ -42,6 +42,7 @@ struct StreamRelaySetup {
   std::vector<StreamCollectives::Segment*> segments;  // by rank: mine, the mirrors of remote ranks, the shared ones
   std::vector<bool> remote;                           // by rank: reached through the relay
   std::vector<bool> viaPlugin;                        // by rank: over the net plugin (relay_link.h), else TCP
+  int netPluginDevice = 0;                            // the plugin's device (NIC) this rank uses
   Listener* listener = nullptr;
   std::vector<SocketAddress> addresses;  // every rank's listener
   double timeoutSeconds = 300;

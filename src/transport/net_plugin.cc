@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <cctype>
+#include <cstdlib>
 #include <cstdarg>
 #include <cstdio>
 #include <memory>
@@ -75,45 +77,52 @@ class BoundPlugin : public NetPlugin {
     if (r != ncclSuccess) return failed(why, "init failed (error %d)", r);
     int devices = 0;
     if (t_->devices(&devices) != ncclSuccess || devices <= 0) return failed(why, "reports no network device");
-    device_ = params().netPluginDevice;
-    if (device_ >= devices)
-      return failed(why, "has %d devices; HETCCL_NET_PLUGIN_DEVICE=%d is not one of them", devices, device_);
-    int ptrSupport = 0;
+    const int asked = params().netPluginDevice;
+    if (asked >= devices)
+      return failed(why, "has %d devices; HETCCL_NET_PLUGIN_DEVICE=%d is not one of them", devices, asked);
     size_t maxBytes = INT_MAX;
-    if constexpr (kV8) {
-      Properties8 p{};
-      r = t_->getProperties(device_, &p);
-      ptrSupport = p.ptrSupport;
-    } else if constexpr (kV11) {
-      Properties11 p{};
-      r = t_->getProperties(device_, &p);
-      ptrSupport = p.ptrSupport;
-      if (p.maxP2pBytes) maxBytes = std::min(p.maxP2pBytes, maxBytes);
-    } else {
-      Properties9 p{};
-      r = t_->getProperties(device_, &p);
-      ptrSupport = p.ptrSupport;
-      if (p.maxP2pBytes) maxBytes = std::min(p.maxP2pBytes, maxBytes);
+    for (int dev = 0; dev < devices; ++dev) {
+      int ptrSupport = 0;
+      char* pciPath = nullptr;
+      if constexpr (kV8) {
+        Properties8 p{};
+        r = t_->getProperties(dev, &p);
+        ptrSupport = p.ptrSupport;
+        pciPath = p.pciPath;
+      } else if constexpr (kV11) {
+        Properties11 p{};
+        r = t_->getProperties(dev, &p);
+        ptrSupport = p.ptrSupport;
+        pciPath = p.pciPath;
+        if (p.maxP2pBytes) maxBytes = std::min(p.maxP2pBytes, maxBytes);
+      } else {
+        Properties9 p{};
+        r = t_->getProperties(dev, &p);
+        ptrSupport = p.ptrSupport;
+        pciPath = p.pciPath;
+        if (p.maxP2pBytes) maxBytes = std::min(p.maxP2pBytes, maxBytes);
+      }
+      if (r != ncclSuccess) return failed(why, "getProperties(%d) failed (error %d)", dev, r);
+      if (!(ptrSupport & kPtrHost)) return failed(why, "device %d cannot send host memory", dev);
+      pciPaths_.push_back(pciPath ? pciPath : "");
     }
-    if (r != ncclSuccess) return failed(why, "getProperties(%d) failed (error %d)", device_, r);
-    if (!(ptrSupport & kPtrHost)) return failed(why, "device %d cannot send host memory", device_);
     maxMessageBytes_ = maxBytes;
     return true;
   }
 
-  ncclResult_t listen(void* handle, void** listenComm) const override {
-    if constexpr (kV11) return t_->listen(context_, device_, handle, listenComm);
-    else return t_->listen(device_, handle, listenComm);
+  ncclResult_t listen(int dev, void* handle, void** listenComm) const override {
+    if constexpr (kV11) return t_->listen(context_, dev, handle, listenComm);
+    else return t_->listen(dev, handle, listenComm);
   }
-  ncclResult_t connect(void* handle, void** sendComm) const override {
+  ncclResult_t connect(int dev, void* handle, void** sendComm) const override {
     DeviceHandle* noOffload = nullptr;
     if constexpr (kV11) {
-      return t_->connect(context_, device_, handle, sendComm, &noOffload);
+      return t_->connect(context_, dev, handle, sendComm, &noOffload);
     } else if constexpr (kV10) {
       CommConfig config{kTrafficClassUndefined};
-      return t_->connect(device_, &config, handle, sendComm, &noOffload);
+      return t_->connect(dev, &config, handle, sendComm, &noOffload);
     } else {
-      return t_->connect(device_, handle, sendComm, &noOffload);
+      return t_->connect(dev, handle, sendComm, &noOffload);
     }
   }
   ncclResult_t accept(void* listenComm, void** recvComm) const override {
@@ -212,12 +221,44 @@ LoadedPlugin load() {
   }
   if (!out.plugin) return out;
   lib.release();  // its comms live until exit
-  HETCCL_INFO("net plugin %s loaded (%s, ABI v%d, device %d, messages up to %zu bytes)", out.plugin->name().c_str(),
-              out.plugin->path().c_str(), out.plugin->version(), out.plugin->device(), out.plugin->maxMessageBytes());
+  HETCCL_INFO("net plugin %s loaded (%s, ABI v%d, %d devices, messages up to %zu bytes)", out.plugin->name().c_str(),
+              out.plugin->path().c_str(), out.plugin->version(), out.plugin->devices(), out.plugin->maxMessageBytes());
   return out;
 }
 
 }  // namespace
+
+int nearestNetDevice(const std::string& gpuPath, const std::vector<std::string>& nicPaths, int localIndex) {
+  auto shared = [&](const std::string& nic) {  // the '/' of their common start: components in common
+    int n = 0;
+    for (size_t i = 0; i < gpuPath.size() && i < nic.size() && gpuPath[i] == nic[i]; ++i) n += gpuPath[i] == '/';
+    return n;
+  };
+  std::vector<int> best;
+  int most = -1;
+  for (int dev = 0; dev < static_cast<int>(nicPaths.size()); ++dev) {
+    const int n = gpuPath.empty() || nicPaths[static_cast<size_t>(dev)].empty() ? 0 : shared(nicPaths[static_cast<size_t>(dev)]);
+    if (n > most) best.clear();
+    if (n >= most) {
+      most = n;
+      best.push_back(dev);
+    }
+  }
+  if (best.empty()) return 0;
+  return best[static_cast<size_t>(std::max(localIndex, 0)) % best.size()];
+}
+
+int NetPlugin::deviceFor(const std::string& gpuBusId, int localIndex) const {
+  if (params().netPluginDevice >= 0) return params().netPluginDevice;
+  std::string gpuPath;
+  if (!gpuBusId.empty()) {
+    std::string id = gpuBusId;
+    for (char& c : id) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
+    char resolved[PATH_MAX];
+    if (realpath(("/sys/bus/pci/devices/" + id).c_str(), resolved)) gpuPath = resolved;
+  }
+  return nearestNetDevice(gpuPath, pciPaths_, localIndex);
+}
 
 const NetPlugin* netPlugin(std::string* why) {
   static std::once_flag once;

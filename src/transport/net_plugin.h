@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "nccl.h"
 
@@ -18,12 +19,17 @@ class NetPlugin {
   const std::string& name() const { return name_; }    // the plugin's own name
   const std::string& path() const { return path_; }    // the library, as opened
   int version() const { return version_; }             // the ABI version bound
-  int device() const { return device_; }               // the NIC used (HETCCL_NET_PLUGIN_DEVICE)
-  size_t maxMessageBytes() const { return maxMessageBytes_; }
+  int devices() const { return static_cast<int>(pciPaths_.size()); }
+  size_t maxMessageBytes() const { return maxMessageBytes_; }  // the smallest of its devices'
+  // The device (NIC) a rank uses: HETCCL_NET_PLUGIN_DEVICE if set, else
+  // the one nearest its GPU (gpuBusId, "0000:c1:00.0"; empty for a CPU
+  // rank) in the PCI tree, ties (and CPU ranks) spread by the rank's index
+  // among the communicator's ranks on its host.
+  int deviceFor(const std::string& gpuBusId, int localIndex) const;
 
   // Each may leave its out-pointer null: call again later (never waits).
-  virtual ncclResult_t listen(void* handle, void** listenComm) const = 0;
-  virtual ncclResult_t connect(void* handle, void** sendComm) const = 0;
+  virtual ncclResult_t listen(int dev, void* handle, void** listenComm) const = 0;
+  virtual ncclResult_t connect(int dev, void* handle, void** sendComm) const = 0;
   virtual ncclResult_t accept(void* listenComm, void** recvComm) const = 0;
   // Host memory only: hetccl hands the plugin its own registered buffers.
   virtual ncclResult_t regMr(void* comm, void* data, size_t size, void** mhandle) const = 0;
@@ -40,9 +46,14 @@ class NetPlugin {
  protected:
   std::string name_, path_;
   int version_ = 0;
-  int device_ = 0;
+  std::vector<std::string> pciPaths_;  // by device: its sysfs path ("" when the plugin gives none)
   size_t maxMessageBytes_ = 0;
 };
+
+// The device whose sysfs path shares the most components with the GPU's
+// (a NIC behind the same PCIe switch shares more than one on another
+// socket); among equals, the localIndex-th, round robin.
+int nearestNetDevice(const std::string& gpuPath, const std::vector<std::string>& nicPaths, int localIndex);
 
 // The process's plugin (HETCCL_NET_PLUGIN), loaded and initialised on the
 // first call; nullptr and *why when it cannot be.

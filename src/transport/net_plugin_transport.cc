@@ -136,7 +136,8 @@ class PluginConnection : public Connection {
 
 class PluginSender : public PluginConnection {
  public:
-  PluginSender(const NetPlugin& plugin, Socket line, int peer) : PluginConnection(plugin, std::move(line), peer) {
+  PluginSender(const NetPlugin& plugin, int device, Socket line, int peer)
+      : PluginConnection(plugin, std::move(line), peer), device_(device) {
     line_.setNonBlocking();
   }
   ~PluginSender() override {
@@ -173,7 +174,7 @@ class PluginSender : public PluginConnection {
                     static_cast<unsigned long long>(hello_.slotBytes));
     }
     if (!comm_) {
-      ncclResult_t r = plugin_.connect(hello_.handle, &comm_);
+      ncclResult_t r = plugin_.connect(device_, hello_.handle, &comm_);
       if (r != ncclSuccess) return fail(ncclRemoteError, "net plugin %s cannot connect to rank %d (error %d)", plugin_.name().c_str(), peer_, r);
       if (!comm_) return ncclSuccess;
     }
@@ -207,6 +208,7 @@ class PluginSender : public PluginConnection {
 
   ncclResult_t finished(const SlotRing::Slot&, size_t) override { return ncclSuccess; }
 
+  const int device_;
   Hello hello_{};
   size_t helloRead_ = 0;
 };
@@ -299,7 +301,7 @@ class PluginTransport : public Transport {
     Socket line;
     HETCCL_TRY(Listener::connectTo((*ctx_.peers)[peer].listenAddress, ctx_.secret, ctx_.rank, handshakeTag(),
                                    Deadline(ctx_.timeoutSeconds), ctx_.abort, &line));
-    *out = std::make_unique<PluginSender>(plugin_, std::move(line), peer);
+    *out = std::make_unique<PluginSender>(plugin_, ctx_.netPluginDevice, std::move(line), peer);
     return ncclSuccess;
   }
 
@@ -314,7 +316,7 @@ class PluginTransport : public Transport {
     hello.slotBytes = PluginReceiver::slotBytes(plugin_);
     snprintf(hello.plugin, sizeof hello.plugin, "%s", plugin_.name().c_str());
     void* listenComm = nullptr;
-    ncclResult_t r = plugin_.listen(hello.handle, &listenComm);
+    ncclResult_t r = plugin_.listen(ctx_.netPluginDevice, hello.handle, &listenComm);
     if (r != ncclSuccess || !listenComm)
       return fail(ncclSystemError, "net plugin %s: listen failed (error %d)", plugin_.name().c_str(), r);
     auto receiver = std::make_unique<PluginReceiver>(plugin_, std::move(line), listenComm, peer);  // owns listenComm now

@@ -20,6 +20,7 @@ struct TransportContext {
   Listener* listener = nullptr;
   const AbortFlag* abort = nullptr;
   double timeoutSeconds = 300.0;
+  int netPluginDevice = 0;  // the net plugin's device (NIC) this rank uses
   // A communicator keeps two sets of connections, its collectives' and
   // its send/recv's, so that the two can run side by side (a group's
   // send/recv beside its collectives) and never take each other's

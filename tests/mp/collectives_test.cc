@@ -80,6 +80,11 @@ INSTANTIATE_TEST_SUITE_P(
                               {{"HETCCL_TRANSPORT", "net-plugin-all"}, {"HETCCL_NET_PLUGIN", HETCCL_TEST_NET_PLUGIN(11)},
                                {"TEST_NET_MAX_P2P_BYTES", "5000"}, {"TEST_NET_MAX_REQUESTS", "2"}},
                               70001},
+                      // Two NICs: the local ranks spread over them.
+                      Variant{"4_ranks_net_plugin_v10_two_devices", 4,
+                              {{"HETCCL_TRANSPORT", "net-plugin-all"}, {"HETCCL_NET_PLUGIN", HETCCL_TEST_NET_PLUGIN(10)},
+                               {"TEST_NET_DEVICES", "2"}},
+                              4099},
                       Variant{"3_ranks_shm_copy_only", 3, {{"HETCCL_CMA", "0"}}, 70001},
                       Variant{"5_ranks_tiny_slots_and_chunks", 5,
                               {{"HETCCL_SHM_SLOT_BYTES", "4096"}, {"HETCCL_SHM_SLOTS", "2"}, {"HETCCL_CHUNK_BYTES", "8192"}},

@@ -16,7 +16,8 @@
 // after the N-th fail (a broken network); TEST_NET_UNREACHABLE=1 makes
 // connect never finish (a peer the network cannot reach);
 // TEST_NET_DELAY_US=N reports a receive done only N us after its data is in
-// (a slow network: the parts of a message arrive far apart).
+// (a slow network: the parts of a message arrive far apart);
+// TEST_NET_DEVICES=N reports N devices (NICs), all on loopback.
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -176,18 +177,25 @@ ncclResult_t post(void* comm, bool sender, void* data, size_t size, int tag, voi
   return ncclSuccess;
 }
 
+int deviceCount() { return static_cast<int>(envOr("TEST_NET_DEVICES", 1)); }
+bool knownDevice(int dev) {
+  if (dev >= 0 && dev < deviceCount()) return true;
+  PLUGIN_WARN("loopback net: device %d asked for; there are %d", dev, deviceCount());
+  return false;
+}
+
 ncclResult_t pluginDevices(int* count) {
-  *count = 1;
+  *count = deviceCount();
   return ncclSuccess;
 }
 
 template <typename Props>
 ncclResult_t fillProperties(int dev, Props* p) {
-  if (dev != 0) return ncclInvalidArgument;
+  if (!knownDevice(dev)) return ncclInvalidArgument;
   memset(p, 0, sizeof *p);
   p->name = const_cast<char*>("loopback");
   p->pciPath = nullptr;
-  p->guid = 0x4c4f4f50;
+  p->guid = 0x4c4f4f50 + static_cast<uint64_t>(dev);
   p->ptrSupport = kPtrHost;
   p->speed = 10000;
   p->maxComms = 65536;
@@ -202,7 +210,7 @@ ncclResult_t fillProperties(int dev, Props* p) {
 }
 
 ncclResult_t listenOn(int dev, void* handle, void** listenComm) {
-  if (dev != 0) return ncclInvalidArgument;
+  if (!knownDevice(dev)) return ncclInvalidArgument;
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return ncclSystemError;
   Handle h{};
@@ -224,7 +232,7 @@ ncclResult_t listenOn(int dev, void* handle, void** listenComm) {
 ncclResult_t connectTo(int dev, void* handle, void** sendComm) {
   *sendComm = nullptr;
   auto* h = static_cast<Handle*>(handle);
-  if (dev != 0 || h->magic != kHandleMagic) return ncclInvalidArgument;
+  if (!knownDevice(dev) || h->magic != kHandleMagic) return ncclInvalidArgument;
   if (h->connectStage++ == 0 || envOr("TEST_NET_UNREACHABLE", 0)) return ncclSuccess;  // the caller must ask again
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return ncclSystemError;

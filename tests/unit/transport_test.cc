@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "transport/net_plugin.h"
 #include "transport/transport.h"
 #include "transport/transport_context.h"
 
@@ -105,3 +106,23 @@ TEST(ShmTransport, SmallMessagesAndMismatch) { exchange(&makeShmTransport, 1000)
 TEST(ShmTransport, LargeMessagesAndMismatch) { exchange(&makeShmTransport, 3 << 20); }
 TEST(SocketTransport, SmallMessagesAndMismatch) { exchange(&makeSocketTransport, 1000); }
 TEST(SocketTransport, LargeMessagesAndMismatch) { exchange(&makeSocketTransport, 3 << 20); }
+
+// The net plugin's device for a rank: the NIC sharing the most of the GPU's
+// PCI path; equals (and CPU ranks, with no path) spread by local index.
+TEST(NetPluginDevice, NearestNicToTheGpuThenRoundRobin) {
+  const std::vector<std::string> nics = {
+      "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0",  // behind switch 01
+      "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:01.0",  // behind switch 01 too
+      "/sys/devices/pci0000:80/0000:80:01.0/0000:81:00.0/0000:82:00.0",  // the other socket
+  };
+  const std::string gpuOnSwitch01 = "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:03:00.0";
+  const std::string gpuOnSocket1 = "/sys/devices/pci0000:80/0000:80:01.0/0000:81:00.0/0000:84:00.0";
+  EXPECT_EQ(hetccl::nearestNetDevice(gpuOnSwitch01, nics, 0), 0);
+  EXPECT_EQ(hetccl::nearestNetDevice(gpuOnSwitch01, nics, 1), 1);
+  EXPECT_EQ(hetccl::nearestNetDevice(gpuOnSwitch01, nics, 2), 0);
+  EXPECT_EQ(hetccl::nearestNetDevice(gpuOnSocket1, nics, 0), 2);
+  EXPECT_EQ(hetccl::nearestNetDevice(gpuOnSocket1, nics, 5), 2);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(hetccl::nearestNetDevice("", nics, i), i % 3) << "CPU rank " << i;
+  EXPECT_EQ(hetccl::nearestNetDevice(gpuOnSwitch01, {"", "", ""}, 4), 1);  // a plugin that gives no paths
+  EXPECT_EQ(hetccl::nearestNetDevice(gpuOnSwitch01, {}, 3), 0);
+}
