@@ -209,20 +209,40 @@ bool tryVersion(const DynamicLibrary& lib, int version, LoadedPlugin* out) {
   return true;
 }
 
-LoadedPlugin load() {
+// One library: the newest ABI version it exports, started.
+LoadedPlugin loadOne(const std::string& name) {
   LoadedPlugin out;
-  DynamicLibrary lib = openPlugin(params().netPlugin, &out.why);
+  DynamicLibrary lib = openPlugin(name, &out.why);
   if (!lib.loaded()) return out;
-  // The newest version the library exports.
   if (!tryVersion<Net11>(lib, 11, &out) && !tryVersion<Net10>(lib, 10, &out) && !tryVersion<Net9>(lib, 9, &out) &&
       !tryVersion<Net8>(lib, 8, &out)) {
     out.why = "net plugin " + lib.path() + " exports none of ncclNetPlugin_v8 to ncclNetPlugin_v11";
     return out;
   }
-  if (!out.plugin) return out;
-  lib.release();  // its comms live until exit
-  HETCCL_INFO("net plugin %s loaded (%s, ABI v%d, %d devices, messages up to %zu bytes)", out.plugin->name().c_str(),
-              out.plugin->path().c_str(), out.plugin->version(), out.plugin->devices(), out.plugin->maxMessageBytes());
+  if (out.plugin) lib.release();  // its comms live until exit
+  return out;
+}
+
+// HETCCL_NET_PLUGIN may list several, comma-separated (as NCCL_NET_PLUGIN
+// may): the first that loads and starts is used.
+LoadedPlugin load() {
+  LoadedPlugin out;
+  const std::string& list = params().netPlugin;
+  std::string whys;
+  for (size_t at = 0; at <= list.size();) {
+    const size_t comma = list.find(',', at);
+    const std::string name = list.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    at = comma == std::string::npos ? list.size() + 1 : comma + 1;
+    if (name.empty()) continue;
+    out = loadOne(name);
+    if (out.plugin) {
+      HETCCL_INFO("net plugin %s loaded (%s, ABI v%d, %d devices, messages up to %zu bytes)", out.plugin->name().c_str(),
+                  out.plugin->path().c_str(), out.plugin->version(), out.plugin->devices(), out.plugin->maxMessageBytes());
+      return out;
+    }
+    whys += (whys.empty() ? "" : "; ") + out.why;
+  }
+  out.why = whys.empty() ? "HETCCL_NET_PLUGIN names no library" : whys;
   return out;
 }
 

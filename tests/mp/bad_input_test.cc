@@ -244,6 +244,23 @@ TEST(BadInput, NetPluginMissingOnOneRankFailsEveryInit) {
   initFailsOnEveryRank(pluginRanksBut("net-plugin-all", "no-such-network"), ncclSystemError, "net plugin",
                        "libnccl-net-no-such-network.so");
 }
+// A list of plugins (as NCCL_NET_PLUGIN takes): the first that loads is
+// used; the message of a list where none loads names each.
+TEST(BadInput, NetPluginListTakesTheFirstThatLoads) {
+  mp::Env env{{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "net-plugin-all"},
+              {"HETCCL_NET_PLUGIN", "no-such-network," HETCCL_TEST_NET_PLUGIN(9)}};
+  EXPECT_RANKS_PASS(2, env, 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<float> buf(1000, 1.0f);
+    RANK_NCCL(ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat32, ncclSum, comm, nullptr));
+    RANK_EXPECT(buf[0] == 2.0f && buf.back() == 2.0f, "sum %g", buf[0]);
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+  initFailsOnEveryRank(pluginRanksBut("net-plugin-all", "no-such-network,nor-this-one"), ncclSystemError, "net plugin",
+                       "libnccl-net-nor-this-one.so");
+}
 TEST(BadInput, UnknownTransportFailsEveryInit) {
   initFailsOnEveryRank(pluginRanksBut("infiniband", HETCCL_TEST_NET_PLUGIN(8)), ncclInvalidArgument, "environment",
                        "HETCCL_TRANSPORT=infiniband");
