@@ -148,7 +148,7 @@ step net_plugin_in_nccl_v8 bash -c "nccl_through_plugin 8 29611"
 step net_plugin_in_nccl_v11 bash -c "nccl_through_plugin 11 29612"
 step gpu_and_cpu_ranks_net_plugin env HETCCL_TRANSPORT=net-plugin-all HETCCL_NET_PLUGIN="$build/tests/libnccl-net-hetccltest-v11.so" \
   "$build/hetccl-perf" $all -N 3 --host-ranks 2 -b 8 -e 1M -f 32 -d float,bfloat16,int32 -o all -n 1 -w 0 -c 1
-step net_plugin_transport_cpu_ranks env HETCCL_DEVICE=host bash -c "'$build/tests/collectives_test' --gtest_filter='*net_plugin*' && '$build/tests/bad_input_test' --gtest_filter='*NetPlugin*:*UnknownTransport*' && '$build/tests/group_test' --gtest_filter='*net_plugin*' && '$build/tests/stream_collectives_test' --gtest_filter='*NetPlugin*'"
+step net_plugin_transport_cpu_ranks env HETCCL_DEVICE=host bash -c "'$build/tests/collectives_test' --gtest_filter='*net_plugin*' && '$build/tests/bad_input_test' --gtest_filter='*NetPlugin*:*UnknownTransport*' && '$build/tests/group_test' --gtest_filter='*net_plugin*' && '$build/tests/stream_relay_plugin_test'"
 # Their bandwidth (host-staged; consecutive domains: reduce-scatter to the
 # owners, all-gather from them), checked.
 # What fp8 conversion between OCP and FNUZ ranks costs, side by side with

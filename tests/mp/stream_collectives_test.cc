@@ -14,15 +14,11 @@
 
 #include "hetccl.h"
 #include "matrix.h"
+#include "stream_test_util.h"
 
 namespace {
 
-// Small parts and three slots: every call of the matrix spans many pieces
-// and wraps around the slots several times.
-mp::Env streamEnv(const char* timeout = "60") {
-  return {{"HETCCL_FORCE_STAGING", "1"}, {"HETCCL_STREAM_PART_BYTES", "4096"}, {"HETCCL_STREAM_SLOTS", "3"},
-          {"HETCCL_TIMEOUT", timeout}};
-}
+using namespace streamtest;
 
 // The call's own error, or else the communicator's asynchronous one once it
 // shows (polled for up to 10 s); ncclSuccess if neither came.
@@ -230,29 +226,6 @@ TEST(StreamCollectives, DifferentRootsAcrossRanksFail) {
   });
 }
 
-void deadPeerIsAnError(mp::Env env) {
-  // The error must come within 15 s (checked below); the 120 s bound is
-  // for the whole run, abort included, on a loaded 2-core machine.
-  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 120, [](int rank, int n, const ncclUniqueId& id) {
-    ncclComm_t comm;
-    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
-    std::vector<float> x(1 << 18, 1.0f);
-    RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr));
-    if (rank == 2) _exit(0);
-    const auto t0 = std::chrono::steady_clock::now();
-    ncclResult_t r = ncclSuccess, async = ncclSuccess;
-    for (int i = 0; i < 5 && r == ncclSuccess && async == ncclSuccess; ++i) {
-      r = ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr);
-      ncclCommGetAsyncError(comm, &async);
-    }
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    RANK_EXPECT(r != ncclSuccess || async != ncclSuccess, "all-reduces with a dead peer succeeded");
-    RANK_EXPECT(waited < 15, "the error took %.1f s", waited);
-    ncclCommAbort(comm);
-    return 0;
-  });
-}
-
 TEST(StreamCollectives, DeadPeerIsAnErrorNotAHang) { deadPeerIsAnError(streamEnv("20")); }
 
 // Ranks that cannot map each other's segments (on different hosts, or
@@ -260,10 +233,6 @@ TEST(StreamCollectives, DeadPeerIsAnErrorNotAHang) { deadPeerIsAnError(streamEnv
 // them through the relay (src/plan/stream_relay.h): the plan is still the
 // stream one and every collective is right, with every pair relayed, and
 // with one rank relayed while the other two share memory.
-int relayedMatrix(int rank, int n, const ncclUniqueId& id, uint64_t seed) {
-  return mp::runMatrix(rank, n, id, seed, 70001, "stream: through pinned memory, shared on a host and relayed");
-}
-
 TEST(StreamCollectives, ThroughTheRelayEveryCollectiveIsRight) {
   const uint64_t seed = hetccl::testing::runSeed();
   mp::Env env = streamEnv();
@@ -281,23 +250,6 @@ TEST(StreamCollectives, SharedAndRelayedPeersTogether) {
     return e;
   };
   EXPECT_RANKS_PASS_EACH(3, env, 500,
-                         [&](int rank, int n, const ncclUniqueId& id) { return relayedMatrix(rank, n, id, seed); });
-}
-
-// The relay over the net plugin (HETCCL_TRANSPORT=net-plugin-all: every
-// pair relayed, as between hosts): every collective right, a peer that
-// destroys first no error, a dead peer an error.
-mp::Env pluginRelayEnv(const char* timeout = "60") {
-  mp::Env env = streamEnv(timeout);
-  env.push_back({"HETCCL_TRANSPORT", "net-plugin-all"});
-  env.push_back({"HETCCL_NET_PLUGIN", HETCCL_TEST_NET_PLUGIN(9)});
-  env.push_back({"HETCCL_NET_PLUGIN_SLOT_BYTES", "4096"});  // every 4 KiB piece goes in two parts
-  return env;
-}
-
-TEST(StreamCollectives, ThroughTheRelayOverTheNetPluginEveryCollectiveIsRight) {
-  const uint64_t seed = hetccl::testing::runSeed();
-  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, pluginRelayEnv()), 500,
                          [&](int rank, int n, const ncclUniqueId& id) { return relayedMatrix(rank, n, id, seed); });
 }
 
@@ -326,66 +278,11 @@ TEST(StreamCollectives, RelayCanBeTurnedOff) {
 
 // A relayed peer that destroys its communicator first says goodbye: the
 // others' communicators stay healthy until they destroy theirs.
-void relayedPeerThatDestroysFirstIsNoError(const mp::Env& env) {
-  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 60, [](int rank, int n, const ncclUniqueId& id) {
-    ncclComm_t comm;
-    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
-    std::vector<float> x(50000, 1.0f);
-    for (int i = 0; i < 3; ++i) RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr));
-    if (rank == 0) {
-      RANK_NCCL(ncclCommDestroy(comm));
-      return 0;
-    }
-    ncclResult_t async = ncclSuccess;
-    for (int i = 0; i < 50 && async == ncclSuccess; ++i) {
-      usleep(20000);
-      RANK_NCCL(ncclCommGetAsyncError(comm, &async));
-    }
-    RANK_EXPECT(async == ncclSuccess, "after rank 0 destroyed its communicator: %d (%s)", async, ncclGetLastError(comm));
-    RANK_NCCL(ncclCommDestroy(comm));
-    return 0;
-  });
-}
-
 TEST(StreamCollectives, RelayedPeerThatDestroysFirstIsNoError) {
   mp::Env env = streamEnv();
   env.push_back({"HETCCL_TRANSPORT", "socket"});
   relayedPeerThatDestroysFirstIsNoError(env);
 }
-TEST(StreamCollectives, RelayedPeerThatDestroysFirstIsNoErrorOverTheNetPlugin) {
-  relayedPeerThatDestroysFirstIsNoError(pluginRelayEnv());
-}
-
-// A message the plugin link splits into parts is applied (its flag
-// raised) only once every part is in: with parts arriving 3 ms apart, an
-// early flag would let the other rank read what has not arrived.
-TEST(StreamCollectives, RelayOverTheNetPluginAppliesAMessageOnlyWhole) {
-  mp::Env env = pluginRelayEnv("20");
-  env.push_back({"TEST_NET_DELAY_US", "3000"});
-  env.push_back({"HETCCL_STREAM_PART_BYTES", "1048576"});
-  env.push_back({"HETCCL_NET_PLUGIN_SLOT_BYTES", "65536"});
-  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 120, [](int rank, int n, const ncclUniqueId& id) {
-    ncclComm_t comm;
-    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
-    const size_t count = 1 << 18;  // 1 MiB: 16 parts of 64 KiB
-    const char* plan = hetcclCommDescribePlan(comm, "all_gather", count * sizeof(float), ncclFloat32);
-    RANK_EXPECT(plan && strncmp(plan, "stream", 6) == 0, "all_gather plan: %s", plan ? plan : "(null)");
-    std::vector<float> x(count), gathered(count * 2);
-    for (size_t i = 0; i < count; ++i) x[i] = static_cast<float>((i * 7 + static_cast<size_t>(rank) * 3) % 1024);
-    RANK_NCCL(ncclAllGather(x.data(), gathered.data(), count, ncclFloat32, comm, nullptr));
-    RANK_NCCL(ncclAllReduce(x.data(), x.data(), count, ncclFloat32, ncclSum, comm, nullptr));
-    size_t wrong = 0;
-    for (size_t i = 0; i < count; ++i) {
-      const float a = static_cast<float>((i * 7) % 1024), b = static_cast<float>((i * 7 + 3) % 1024);
-      wrong += x[i] != a + b || gathered[i] != a || gathered[count + i] != b;
-    }
-    RANK_EXPECT(wrong == 0, "%zu of %zu elements wrong", wrong, count);
-    RANK_NCCL(ncclCommDestroy(comm));
-    return 0;
-  });
-}
-
-TEST(StreamCollectives, DeadPeerThroughTheRelayOverTheNetPluginIsAnErrorNotAHang) { deadPeerIsAnError(pluginRelayEnv("20")); }
 
 TEST(StreamCollectives, DeadPeerThroughTheRelayIsAnErrorNotAHang) {
   mp::Env env = streamEnv("20");
@@ -467,21 +364,13 @@ TEST(StreamCollectives, SendRecvOnTheStreamsEveryTypeAndCount) {
                          [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
 }
 
-// The same through the relay (every pair), as between hosts, over TCP and
-// over the net plugin.
+// The same through the relay (every pair), as between hosts (over the net
+// plugin: stream_relay_plugin_test.cc).
 TEST(StreamCollectives, SendRecvThroughTheRelayEveryTypeAndCount) {
   const uint64_t seed = hetccl::testing::runSeed();
   EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, relayedP2pEnv()), 500,
                          [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
 }
-TEST(StreamCollectives, SendRecvThroughTheRelayOverTheNetPluginEveryTypeAndCount) {
-  const uint64_t seed = hetccl::testing::runSeed();
-  mp::Env env = pluginRelayEnv("20");
-  env.push_back({"HETCCL_STREAM_P2P", "1"});
-  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 500,
-                         [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
-}
-
 void sendRecvPatternsAndWrongSizes(mp::Env env, bool patterns = true, bool wrongSizes = true) {
   EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 120, [=](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;

@@ -1,0 +1,76 @@
+// The stream relay over an ncclNet plugin (HETCCL_TRANSPORT=net-plugin-all,
+// the loopback test plugin): the relay tests of stream_collectives_test.cc
+// again, with every pair on the plugin link (src/plan/relay_link_plugin.cc).
+#include <cstring>
+#include <vector>
+
+#include "hetccl.h"
+#include "matrix.h"
+#include "stream_test_util.h"
+
+namespace {
+
+using namespace streamtest;
+
+// The relay over the net plugin (HETCCL_TRANSPORT=net-plugin-all: every
+// pair relayed, as between hosts): every collective right, a peer that
+// destroys first no error, a dead peer an error.
+mp::Env pluginRelayEnv(const char* timeout = "60") {
+  mp::Env env = streamEnv(timeout);
+  env.push_back({"HETCCL_TRANSPORT", "net-plugin-all"});
+  env.push_back({"HETCCL_NET_PLUGIN", HETCCL_TEST_NET_PLUGIN(9)});
+  env.push_back({"HETCCL_NET_PLUGIN_SLOT_BYTES", "4096"});  // every 4 KiB piece goes in two parts
+  return env;
+}
+
+TEST(StreamCollectives, ThroughTheRelayOverTheNetPluginEveryCollectiveIsRight) {
+  const uint64_t seed = hetccl::testing::runSeed();
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, pluginRelayEnv()), 500,
+                         [&](int rank, int n, const ncclUniqueId& id) { return relayedMatrix(rank, n, id, seed); });
+}
+
+TEST(StreamCollectives, RelayedPeerThatDestroysFirstIsNoErrorOverTheNetPlugin) {
+  relayedPeerThatDestroysFirstIsNoError(pluginRelayEnv());
+}
+
+// A message the plugin link splits into parts is applied (its flag
+// raised) only once every part is in: with parts arriving 3 ms apart, an
+// early flag would let the other rank read what has not arrived.
+TEST(StreamCollectives, RelayOverTheNetPluginAppliesAMessageOnlyWhole) {
+  mp::Env env = pluginRelayEnv("20");
+  env.push_back({"TEST_NET_DELAY_US", "3000"});
+  env.push_back({"HETCCL_STREAM_PART_BYTES", "1048576"});
+  env.push_back({"HETCCL_NET_PLUGIN_SLOT_BYTES", "65536"});
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 120, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    const size_t count = 1 << 18;  // 1 MiB: 16 parts of 64 KiB
+    const char* plan = hetcclCommDescribePlan(comm, "all_gather", count * sizeof(float), ncclFloat32);
+    RANK_EXPECT(plan && strncmp(plan, "stream", 6) == 0, "all_gather plan: %s", plan ? plan : "(null)");
+    std::vector<float> x(count), gathered(count * 2);
+    for (size_t i = 0; i < count; ++i) x[i] = static_cast<float>((i * 7 + static_cast<size_t>(rank) * 3) % 1024);
+    RANK_NCCL(ncclAllGather(x.data(), gathered.data(), count, ncclFloat32, comm, nullptr));
+    RANK_NCCL(ncclAllReduce(x.data(), x.data(), count, ncclFloat32, ncclSum, comm, nullptr));
+    size_t wrong = 0;
+    for (size_t i = 0; i < count; ++i) {
+      const float a = static_cast<float>((i * 7) % 1024), b = static_cast<float>((i * 7 + 3) % 1024);
+      wrong += x[i] != a + b || gathered[i] != a || gathered[count + i] != b;
+    }
+    RANK_EXPECT(wrong == 0, "%zu of %zu elements wrong", wrong, count);
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
+TEST(StreamCollectives, DeadPeerThroughTheRelayOverTheNetPluginIsAnErrorNotAHang) { deadPeerIsAnError(pluginRelayEnv("20")); }
+
+
+TEST(StreamCollectives, SendRecvThroughTheRelayOverTheNetPluginEveryTypeAndCount) {
+  const uint64_t seed = hetccl::testing::runSeed();
+  mp::Env env = pluginRelayEnv("20");
+  env.push_back({"HETCCL_STREAM_P2P", "1"});
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 500,
+                         [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
+}
+
+}  // namespace

@@ -1,0 +1,72 @@
+// What the stream collectives' tests share (stream_collectives_test.cc,
+// stream_relay_plugin_test.cc).
+#pragma once
+
+#include <unistd.h>
+
+#include <chrono>
+#include <vector>
+
+#include "matrix.h"
+
+namespace streamtest {
+
+// Small parts and three slots: every call of the matrix spans many pieces
+// and wraps around the slots several times.
+inline mp::Env streamEnv(const char* timeout = "60") {
+  return {{"HETCCL_FORCE_STAGING", "1"}, {"HETCCL_STREAM_PART_BYTES", "4096"}, {"HETCCL_STREAM_SLOTS", "3"},
+          {"HETCCL_TIMEOUT", timeout}};
+}
+
+inline void deadPeerIsAnError(mp::Env env) {
+  // The error must come within 15 s (checked below); the 120 s bound is
+  // for the whole run, abort included, on a loaded 2-core machine.
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 120, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<float> x(1 << 18, 1.0f);
+    RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr));
+    if (rank == 2) _exit(0);
+    const auto t0 = std::chrono::steady_clock::now();
+    ncclResult_t r = ncclSuccess, async = ncclSuccess;
+    for (int i = 0; i < 5 && r == ncclSuccess && async == ncclSuccess; ++i) {
+      r = ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr);
+      ncclCommGetAsyncError(comm, &async);
+    }
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    RANK_EXPECT(r != ncclSuccess || async != ncclSuccess, "all-reduces with a dead peer succeeded");
+    RANK_EXPECT(waited < 15, "the error took %.1f s", waited);
+    ncclCommAbort(comm);
+    return 0;
+  });
+}
+
+// The plan of relayed ranks is still the stream one, and every collective right.
+inline int relayedMatrix(int rank, int n, const ncclUniqueId& id, uint64_t seed) {
+  return mp::runMatrix(rank, n, id, seed, 70001, "stream: through pinned memory, shared on a host and relayed");
+}
+
+// A relayed peer that destroys its communicator first says goodbye: the
+// others' communicators stay healthy until they destroy theirs.
+inline void relayedPeerThatDestroysFirstIsNoError(const mp::Env& env) {
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<float> x(50000, 1.0f);
+    for (int i = 0; i < 3; ++i) RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr));
+    if (rank == 0) {
+      RANK_NCCL(ncclCommDestroy(comm));
+      return 0;
+    }
+    ncclResult_t async = ncclSuccess;
+    for (int i = 0; i < 50 && async == ncclSuccess; ++i) {
+      usleep(20000);
+      RANK_NCCL(ncclCommGetAsyncError(comm, &async));
+    }
+    RANK_EXPECT(async == ncclSuccess, "after rank 0 destroyed its communicator: %d (%s)", async, ncclGetLastError(comm));
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
+}  // namespace streamtest
