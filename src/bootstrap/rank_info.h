@@ -28,11 +28,11 @@ struct Tunables {
 // or ucx-all; an ncclNet plugin: net-plugin or net-plugin-all), for which
 // pairs (between hosts, or every pair), and whether it could load it.
 enum TransportWish : uint8_t { kNotAsked = 0, kBetweenHosts = 1, kMissing = 2, kEveryPair = 3 };
+inline bool wished(uint8_t wish) { return wish == kBetweenHosts || wish == kEveryPair; }
 // Whether two ranks' wishes put that transport between them: both asked,
 // and they are on different hosts or both asked for every pair.
 inline bool wishesMeet(uint8_t mine, uint8_t theirs, bool sameHost) {
-  auto asked = [](uint8_t w) { return w == kBetweenHosts || w == kEveryPair; };
-  return asked(mine) && asked(theirs) && (!sameHost || (mine == kEveryPair && theirs == kEveryPair));
+  return wished(mine) && wished(theirs) && (!sameHost || (mine == kEveryPair && theirs == kEveryPair));
 }
 
 struct RankInfo {

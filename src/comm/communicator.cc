@@ -128,7 +128,7 @@ Communicator::~Communicator() { waitReady(); }
 
 int Communicator::chooseNetPluginDevice() const {
   const RankInfo& me = peers[static_cast<size_t>(rank)];
-  const NetPlugin* plugin = me.netPlugin == kBetweenHosts || me.netPlugin == kEveryPair ? netPlugin(nullptr) : nullptr;
+  const NetPlugin* plugin = wished(me.netPlugin) ? netPlugin(nullptr) : nullptr;
   if (!plugin) return 0;
   int localIndex = 0;  // among this communicator's ranks on this host
   for (int r = 0; r < rank; ++r) localIndex += peers[static_cast<size_t>(r)].hostHash == me.hostHash;

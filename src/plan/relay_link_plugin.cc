@@ -26,7 +26,6 @@ namespace hetccl {
 namespace {
 
 constexpr int kRelayTag = 0x5245;
-constexpr size_t kMinSlotBytes = 4096;
 
 struct Handshake {
   char handle[netabi::kHandleBytes];
@@ -51,7 +50,7 @@ class PluginRelayLink : public RelayLink {
     void* listenComm = nullptr;
     ncclResult_t r = plugin_.listen(device_, mine.handle, &listenComm);
     if (r != ncclSuccess || !listenComm) return fail(ncclSystemError, "net plugin %s: listen failed (error %d)", plugin_.name().c_str(), r);
-    mine.slotBytes = slotBytes();
+    mine.slotBytes = pluginSlotBytes(plugin_);
     snprintf(mine.plugin, sizeof mine.plugin, "%s", plugin_.name().c_str());
     r = exchange(&mine, &theirs, deadline, abort);
     while (r == ncclSuccess && (!sendComm_ || !recvComm_)) {
@@ -68,12 +67,10 @@ class PluginRelayLink : public RelayLink {
       return fail(r, "stream relay: net plugin %s cannot connect rank %d: %s", plugin_.name().c_str(), peer_, cause.c_str());
     }
     theirs.plugin[sizeof theirs.plugin - 1] = '\0';
-    if (plugin_.name() != theirs.plugin)
-      return fail(ncclInvalidUsage, "rank %d uses the net plugin %s, this rank %s: the ranks must load the same plugin", peer_,
-                  theirs.plugin, plugin_.name().c_str());
-    if (theirs.slotBytes < kMinSlotBytes) return fail(ncclInternalError, "stream relay: rank %d's slots are too small", peer_);
-    outbox_ = std::make_unique<SlotRing>(plugin_, std::min<size_t>(theirs.slotBytes, slotBytes()), params().netPluginSlots);
-    inbox_ = std::make_unique<SlotRing>(plugin_, slotBytes(), params().netPluginSlots);
+    HETCCL_TRY(checkSamePlugin(plugin_, theirs.plugin, peer_));
+    if (theirs.slotBytes < kMinPluginSlotBytes) return fail(ncclInternalError, "stream relay: rank %d's slots are too small", peer_);
+    outbox_ = std::make_unique<SlotRing>(plugin_, std::min<size_t>(theirs.slotBytes, pluginSlotBytes(plugin_)), params().netPluginSlots);
+    inbox_ = std::make_unique<SlotRing>(plugin_, pluginSlotBytes(plugin_), params().netPluginSlots);
     HETCCL_TRY(outbox_->registerWith(sendComm_));
     HETCCL_TRY(inbox_->registerWith(recvComm_));
     line_.setNonBlocking();
@@ -151,10 +148,6 @@ class PluginRelayLink : public RelayLink {
   const char* name() const override { return "net-plugin"; }
 
  private:
-  size_t slotBytes() const {
-    return std::max(kMinSlotBytes, std::min(params().netPluginSlotBytes, plugin_.maxMessageBytes()));
-  }
-
   ncclResult_t exchange(const Handshake* mine, Handshake* theirs, const Deadline& deadline, const AbortFlag* abort) {
     HETCCL_TRY(line_.sendAll(mine, sizeof *mine, deadline, abort));
     return line_.recvAll(theirs, sizeof *theirs, deadline, abort);

@@ -13,18 +13,14 @@
 
 namespace hetccl {
 
-namespace {
-bool asked(uint8_t wish) { return wish == kBetweenHosts || wish == kEveryPair; }
-}  // namespace
-
 Net::Net(const TransportContext& ctx)
     : ctx_(ctx), send_(static_cast<size_t>(ctx.nranks)), recv_(static_cast<size_t>(ctx.nranks)) {
   socket_ = makeSocketTransport(ctx_);
   if (params().transport != TransportChoice::Socket) shm_ = makeShmTransport(ctx_);
   const RankInfo& me = (*ctx_.peers)[ctx_.rank];
   std::string why;
-  if (asked(me.ucx) && makeUcxTransport(ctx_, &ucx_, &why) != ncclSuccess) HETCCL_WARN("UCX transport: %s", why.c_str());
-  if (asked(me.netPlugin) && makeNetPluginTransport(ctx_, &plugin_, &why) != ncclSuccess)
+  if (wished(me.ucx) && makeUcxTransport(ctx_, &ucx_, &why) != ncclSuccess) HETCCL_WARN("UCX transport: %s", why.c_str());
+  if (wished(me.netPlugin) && makeNetPluginTransport(ctx_, &plugin_, &why) != ncclSuccess)
     HETCCL_WARN("net plugin transport: %s", why.c_str());
 }
 

@@ -17,6 +17,7 @@
 #include "common/params.h"
 #include "runtime/dynamic_library.h"
 #include "transport/net_plugin_abi.h"
+#include "transport/net_plugin_slots.h"
 
 namespace hetccl {
 
@@ -247,6 +248,16 @@ LoadedPlugin load() {
 }
 
 }  // namespace
+
+size_t pluginSlotBytes(const NetPlugin& plugin) {
+  return std::max(kMinPluginSlotBytes, std::min(params().netPluginSlotBytes, plugin.maxMessageBytes()));
+}
+
+ncclResult_t checkSamePlugin(const NetPlugin& plugin, const char* theirs, int peer) {
+  if (plugin.name() == theirs) return ncclSuccess;
+  return fail(ncclInvalidUsage, "rank %d uses the net plugin %s, this rank %s: the ranks must load the same plugin", peer,
+              theirs, plugin.name().c_str());
+}
 
 int nearestNetDevice(const std::string& gpuPath, const std::vector<std::string>& nicPaths, int localIndex) {
   auto shared = [&](const std::string& nic) {  // the '/' of their common start: components in common

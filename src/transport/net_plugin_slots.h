@@ -27,7 +27,7 @@ class SlotRing {
   ncclResult_t registerWith(void* comm) {
     const size_t bytes = slotBytes_ * slots_.size();
     memory_.reset(static_cast<char*>(std::aligned_alloc(4096, (bytes + 4095) & ~size_t(4095))));
-    if (!memory_) return fail(ncclSystemError, "net plugin transport: cannot allocate %zu bytes of slots", bytes);
+    if (!memory_) return fail(ncclSystemError, "net plugin: cannot allocate %zu bytes of slots", bytes);
     comm_ = comm;
     ncclResult_t r = plugin_.regMr(comm, memory_.get(), bytes, &mhandle_);
     if (r != ncclSuccess) {
@@ -75,5 +75,13 @@ class SlotRing {
   void* mhandle_ = nullptr;
   size_t tail_ = 0, used_ = 0;
 };
+
+// The slot size a rank receives into (HETCCL_NET_PLUGIN_SLOT_BYTES, at
+// most the plugin's largest message, at least 4 KiB); a sender chunks to
+// its peer's, which it learns in the handshake.
+constexpr size_t kMinPluginSlotBytes = 4096;
+size_t pluginSlotBytes(const NetPlugin& plugin);
+// Both ends of a pair must load the same network: an error naming both.
+ncclResult_t checkSamePlugin(const NetPlugin& plugin, const char* theirs, int peer);
 
 }  // namespace hetccl

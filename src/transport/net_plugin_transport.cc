@@ -56,8 +56,7 @@ struct ChunkHeader {
 
 // What the receiver tells the sender once it accepted the line.
 struct Hello {
-  uint32_t magic;
-  uint32_t version;
+  uint64_t magic;
   uint64_t slotBytes;  // chunks are at most this long, header included
   char plugin[64];
   char handle[netabi::kHandleBytes];
@@ -166,9 +165,7 @@ class PluginSender : public PluginConnection {
       if (helloRead_ < sizeof hello_) return ncclSuccess;
       hello_.plugin[sizeof hello_.plugin - 1] = '\0';
       if (hello_.magic != kHelloMagic) return fail(ncclInternalError, "rank %d sent a malformed net plugin handshake", peer_);
-      if (plugin_.name() != hello_.plugin)
-        return fail(ncclInvalidUsage, "rank %d uses the net plugin %s, this rank %s: the ranks must load the same plugin", peer_,
-                    hello_.plugin, plugin_.name().c_str());
+      HETCCL_TRY(checkSamePlugin(plugin_, hello_.plugin, peer_));
       if (hello_.slotBytes <= sizeof(ChunkHeader) || hello_.slotBytes > plugin_.maxMessageBytes())
         return fail(ncclInvalidUsage, "rank %d's net plugin slots of %llu bytes do not fit this rank's plugin", peer_,
                     static_cast<unsigned long long>(hello_.slotBytes));
@@ -238,9 +235,6 @@ class PluginReceiver : public PluginConnection {
     return line_.sendAll(&hello, sizeof hello, deadline, abort);
   }
 
-  static size_t slotBytes(const NetPlugin& plugin) {
-    return std::max(sizeof(ChunkHeader) + 64, std::min(params().netPluginSlotBytes, plugin.maxMessageBytes()));
-  }
 
  private:
   ncclResult_t accept(bool* progressed) {
@@ -249,7 +243,7 @@ class PluginReceiver : public PluginConnection {
     if (!comm_) return ncclSuccess;
     plugin_.closeListen(listenComm_);
     listenComm_ = nullptr;
-    auto ring = std::make_unique<SlotRing>(plugin_, slotBytes(plugin_), params().netPluginSlots);
+    auto ring = std::make_unique<SlotRing>(plugin_, pluginSlotBytes(plugin_), params().netPluginSlots);
     HETCCL_TRY(ring->registerWith(comm_));
     slots_ = std::move(ring);
     *progressed = true;
@@ -312,8 +306,7 @@ class PluginTransport : public Transport {
     if (!accepted) return ncclSuccess;
     Hello hello{};
     hello.magic = kHelloMagic;
-    hello.version = static_cast<uint32_t>(plugin_.version());
-    hello.slotBytes = PluginReceiver::slotBytes(plugin_);
+    hello.slotBytes = pluginSlotBytes(plugin_);
     snprintf(hello.plugin, sizeof hello.plugin, "%s", plugin_.name().c_str());
     void* listenComm = nullptr;
     ncclResult_t r = plugin_.listen(ctx_.netPluginDevice, hello.handle, &listenComm);
