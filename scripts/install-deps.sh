@@ -7,7 +7,7 @@ set -euo pipefail
 # not: gfx942, gfx950, gfx1100 and later (nvcc comes with the CUDA toolkit
 # in /usr/local/cuda); CI compiles both images without GPUs. libucx-dev:
 # UCX's header for the UCX transport (UCX itself is loaded at run time).
-packages=(cmake g++ ninja-build libgtest-dev pkg-config libucx-dev hipcc libamdhip64-dev clang-22 lld-22 clang-tools-22 "$@")
+packages=(cmake g++ ninja-build libgtest-dev pkg-config libucx-dev libibverbs-dev hipcc libamdhip64-dev clang-22 lld-22 clang-tools-22 "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -211,7 +211,8 @@ RankInfo RankInfo::local(const SocketAddress& listenAddress, int device) {
   info.device = device;
   // net-plugin-all: the plugin between every pair, the stream collectives'
   // segments too (relayed over it), as between hosts.
-  info.shmAllowed = params().transport != TransportChoice::Socket && params().transport != TransportChoice::NetPluginAll;
+  const TransportChoice t = params().transport;
+  info.shmAllowed = t != TransportChoice::Socket && t != TransportChoice::NetPluginAll && t != TransportChoice::RdmaAll;
   info.tunables = Tunables::fromParams();
   snprintf(info.domain, sizeof(info.domain), "%s", params().domain.empty() ? "host" : params().domain.c_str());
   snprintf(info.runtime, sizeof(info.runtime), "host");

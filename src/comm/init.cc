@@ -46,11 +46,11 @@ RankInfo localRankInfo(const SocketAddress& listenAddress, int device) {
     why.clear();
   }
   info.invalidSettings = !params().invalidSettings.empty();
-  if (choice == TransportChoice::NetPlugin || choice == TransportChoice::NetPluginAll) {
-    info.netPlugin = !netPluginUsable(&why)                     ? kMissing
-                     : choice == TransportChoice::NetPlugin ? kBetweenHosts
-                                                                : kEveryPair;
-    if (info.netPlugin == kMissing) HETCCL_WARN("HETCCL_TRANSPORT asks for a net plugin, but: %s", why.c_str());
+  if (usesNetPlugin(choice)) {
+    const bool betweenHosts = choice == TransportChoice::NetPlugin || choice == TransportChoice::Rdma;
+    info.netPlugin = !netPluginUsable(&why) ? kMissing : betweenHosts ? kBetweenHosts : kEveryPair;
+    if (info.netPlugin == kMissing)
+      HETCCL_WARN("HETCCL_TRANSPORT asks for %s, but: %s", usesRdma(choice) ? "RDMA" : "a net plugin", why.c_str());
     why.clear();
   }
   const Fp8Format fp8 = rankFp8Format(rt, device, &why);

@@ -70,8 +70,10 @@ Params load() {
     else if (!strcasecmp(v, "ucx-all")) p.transport = TransportChoice::UcxAll;
     else if (!strcasecmp(v, "net-plugin")) p.transport = TransportChoice::NetPlugin;
     else if (!strcasecmp(v, "net-plugin-all")) p.transport = TransportChoice::NetPluginAll;
+    else if (!strcasecmp(v, "rdma")) p.transport = TransportChoice::Rdma;
+    else if (!strcasecmp(v, "rdma-all")) p.transport = TransportChoice::RdmaAll;
     else if (strcasecmp(v, "auto") != 0)
-      invalid("HETCCL_TRANSPORT", v, "auto, socket, shm, ucx, ucx-all, net-plugin or net-plugin-all");
+      invalid("HETCCL_TRANSPORT", v, "auto, socket, shm, ucx, ucx-all, net-plugin, net-plugin-all, rdma or rdma-all");
   }
   if (const char* v = env("HETCCL_NET_PLUGIN") ? env("HETCCL_NET_PLUGIN") : env("NCCL_NET_PLUGIN")) p.netPlugin = v;
   if (p.netPlugin.empty()) p.netPlugin = "libnccl-net.so";
@@ -79,6 +81,9 @@ Params load() {
   p.netPluginSlotBytes = static_cast<size_t>(envLong("HETCCL_NET_PLUGIN_SLOT_BYTES", p.netPluginSlotBytes, 4096));
   p.netPluginSlots = static_cast<int>(envLong("HETCCL_NET_PLUGIN_SLOTS", p.netPluginSlots, 1));
   if (const char* v = env("HETCCL_UCX_LIB")) p.ucxLib = v;
+  if (const char* v = env("HETCCL_IB_LIB")) p.ibLib = v;
+  p.ibGidIndex = static_cast<int>(envLong(env("HETCCL_IB_GID_INDEX") ? "HETCCL_IB_GID_INDEX" : "NCCL_IB_GID_INDEX",
+                                          p.ibGidIndex, -1));
   if (const char* v = env("HETCCL_UCX_ERROR_MODE")) {
     if (!strcasecmp(v, "peer")) p.ucxErrorMode = UcxErrorMode::Peer;
     else if (!strcasecmp(v, "none")) p.ucxErrorMode = UcxErrorMode::None;

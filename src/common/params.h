@@ -12,7 +12,14 @@ constexpr int kMaxSocketsPerPeer = 16;  // the socket transport's connection tag
 
 // Ucx: UCX between hosts, shared memory on one; UcxAll: UCX between every
 // pair. NetPlugin / NetPluginAll: the same with an ncclNet plugin.
-enum class TransportChoice { Auto, Socket, Shm, Ucx, UcxAll, NetPlugin, NetPluginAll };
+enum class TransportChoice { Auto, Socket, Shm, Ucx, UcxAll, NetPlugin, NetPluginAll, Rdma, RdmaAll };
+// Rdma / RdmaAll: the net plugin transport over hetccl's own RDMA verbs
+// network (src/transport/verbs_network.cc) instead of a plugin library.
+inline bool usesNetPlugin(TransportChoice c) {
+  return c == TransportChoice::NetPlugin || c == TransportChoice::NetPluginAll || c == TransportChoice::Rdma ||
+         c == TransportChoice::RdmaAll;
+}
+inline bool usesRdma(TransportChoice c) { return c == TransportChoice::Rdma || c == TransportChoice::RdmaAll; }
 // How a UCX sender learns that its peer failed (src/transport/ucx_transport.cc).
 enum class UcxErrorMode { Auto, Peer, None };
 
@@ -31,6 +38,8 @@ struct Params {
   size_t netPluginSlotBytes = 512 << 10;  // HETCCL_NET_PLUGIN_SLOT_BYTES: one message through the plugin
   int netPluginSlots = 4;             // HETCCL_NET_PLUGIN_SLOTS: messages in flight per connection
   std::string ucxLib = "libucp.so.0"; // HETCCL_UCX_LIB: the UCP library to load
+  std::string ibLib = "libibverbs.so.1";  // HETCCL_IB_LIB: the verbs library to load (rdma-core's)
+  int ibGidIndex = -1;                // HETCCL_IB_GID_INDEX, else NCCL_IB_GID_INDEX (-1: a RoCE v2 IPv4 GID)
   UcxErrorMode ucxErrorMode = UcxErrorMode::Auto;  // HETCCL_UCX_ERROR_MODE: auto, peer or none
   int socketsPerPeer = 2;             // HETCCL_SOCKETS_PER_PEER (at most kMaxSocketsPerPeer)
   bool cma = true;                    // HETCCL_CMA: single-copy shm via process_vm_readv

@@ -292,6 +292,7 @@ int NetPlugin::deviceFor(const std::string& gpuBusId, int localIndex) const {
 }
 
 const NetPlugin* netPlugin(std::string* why) {
+  if (usesRdma(params().transport)) return verbsNetwork(why);
   static std::once_flag once;
   static LoadedPlugin* loaded = nullptr;  // never freed: the plugin stays loaded until exit
   std::call_once(once, [] { loaded = new LoadedPlugin(load()); });

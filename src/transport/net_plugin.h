@@ -56,7 +56,12 @@ class NetPlugin {
 int nearestNetDevice(const std::string& gpuPath, const std::vector<std::string>& nicPaths, int localIndex);
 
 // The process's plugin (HETCCL_NET_PLUGIN), loaded and initialised on the
-// first call; nullptr and *why when it cannot be.
+// first call; with HETCCL_TRANSPORT=rdma or rdma-all, hetccl's own RDMA
+// network instead. nullptr and *why when it cannot be.
 const NetPlugin* netPlugin(std::string* why);
+
+// hetccl's RDMA network over libibverbs (verbs_network.cc; verbs_missing.cc
+// in a build without rdma-core's header).
+const NetPlugin* verbsNetwork(std::string* why);
 
 }  // namespace hetccl

@@ -289,7 +289,7 @@ class PluginReceiver : public PluginConnection {
 class PluginTransport : public Transport {
  public:
   PluginTransport(const TransportContext& ctx, const NetPlugin& plugin) : ctx_(ctx), plugin_(plugin) {}
-  const char* name() const override { return "net-plugin"; }
+  const char* name() const override { return usesRdma(params().transport) ? "rdma" : "net-plugin"; }
 
   ncclResult_t connect(int peer, std::unique_ptr<Connection>* out) override {
     Socket line;

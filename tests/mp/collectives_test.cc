@@ -85,6 +85,9 @@ INSTANTIATE_TEST_SUITE_P(
                               {{"HETCCL_TRANSPORT", "net-plugin-all"}, {"HETCCL_NET_PLUGIN", HETCCL_TEST_NET_PLUGIN(10)},
                                {"TEST_NET_DEVICES", "2"}},
                               4099},
+                      // hetccl's RDMA network over the stand-in verbs library.
+                      Variant{"3_ranks_rdma", 3,
+                              {{"HETCCL_TRANSPORT", "rdma-all"}, {"HETCCL_IB_LIB", HETCCL_TEST_FAKE_IBVERBS}}, 70001},
                       Variant{"3_ranks_shm_copy_only", 3, {{"HETCCL_CMA", "0"}}, 70001},
                       Variant{"5_ranks_tiny_slots_and_chunks", 5,
                               {{"HETCCL_SHM_SLOT_BYTES", "4096"}, {"HETCCL_SHM_SLOTS", "2"}, {"HETCCL_CHUNK_BYTES", "8192"}},

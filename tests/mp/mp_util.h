@@ -16,6 +16,8 @@
 
 // The loopback ncclNet plugin of ABI version v (tests/net_plugin/).
 #define HETCCL_TEST_NET_PLUGIN(v) HETCCL_TEST_NET_PLUGIN_DIR "/libnccl-net-hetccltest-v" #v ".so"
+// The stand-in for libibverbs (tests/verbs/), for HETCCL_TRANSPORT=rdma.
+#define HETCCL_TEST_FAKE_IBVERBS HETCCL_TEST_NET_PLUGIN_DIR "/libfake-ibverbs.so"
 
 namespace mp {
 
