@@ -157,7 +157,8 @@ ncclResult_t Communicator::finishInit() {
     if (peers[r].netPlugin == kMissing) {
       if (r == rank) netPluginUsable(&why);
       return fail(ncclSystemError,
-                  "rank %d (%s) asked for a net plugin (HETCCL_TRANSPORT=net-plugin or net-plugin-all) but cannot use it%s%s",
+                  "rank %d (%s) asked for a net plugin or RDMA (HETCCL_TRANSPORT=net-plugin, net-plugin-all, rdma or "
+                  "rdma-all) but cannot use it%s%s",
                   r, peers[r].hostname, why.empty() ? "" : ": ", why.c_str());
     }
   }

@@ -143,6 +143,11 @@ TEST(BadInput, MismatchedCountsAndCollectivesAreErrorsNetPlugin) {
       {{"HETCCL_TIMEOUT", "10"}, {"HETCCL_TRANSPORT", "net-plugin-all"}, {"HETCCL_NET_PLUGIN", HETCCL_TEST_NET_PLUGIN(9)}});
 }
 
+TEST(BadInput, MismatchedCountsAndCollectivesAreErrorsRdma) {
+  mismatchedCountsAndCollectives(
+      {{"HETCCL_TIMEOUT", "10"}, {"HETCCL_TRANSPORT", "rdma-all"}, {"HETCCL_IB_LIB", HETCCL_TEST_FAKE_IBVERBS}});
+}
+
 void deadRankDuringCollective(const mp::Env& env) {
   EXPECT_RANKS_PASS(3, env, 60, [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
@@ -177,6 +182,11 @@ TEST(BadInput, DeadRankUcxPeerErrorMode) {
 TEST(BadInput, DeadRankNetPlugin) {
   deadRankDuringCollective(
       {{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "net-plugin-all"}, {"HETCCL_NET_PLUGIN", HETCCL_TEST_NET_PLUGIN(10)}});
+}
+
+TEST(BadInput, DeadRankRdma) {
+  deadRankDuringCollective(
+      {{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "rdma-all"}, {"HETCCL_IB_LIB", HETCCL_TEST_FAKE_IBVERBS}});
 }
 
 // `ucx` keeps ranks of one host on hetccl's shared memory; `ucx-all` puts
@@ -278,9 +288,7 @@ TEST(BadInput, UnusableSettingsFailEveryInit) {
 // A network that breaks mid-run gives an error naming the plugin's failure,
 // never a hang; with `net-plugin` (between hosts only) ranks on one host
 // never use it.
-void allReduceOverBreakingPlugin(const char* choice, bool expectPluginUsed) {
-  mp::Env env{{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", choice}, {"HETCCL_NET_PLUGIN", HETCCL_TEST_NET_PLUGIN(11)},
-              {"TEST_NET_BREAK_AFTER", "3"}};
+void allReduceOverBreakingNetwork(const mp::Env& env, bool expectPluginUsed) {
   EXPECT_RANKS_PASS(2, env, 60, [expectPluginUsed](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
@@ -301,8 +309,65 @@ void allReduceOverBreakingPlugin(const char* choice, bool expectPluginUsed) {
     return 0;
   });
 }
-TEST(BadInput, NetPluginFailureIsAnError) { allReduceOverBreakingPlugin("net-plugin-all", true); }
-TEST(BadInput, NetPluginBetweenHostsOnlyLeavesOneHostOnSharedMemory) { allReduceOverBreakingPlugin("net-plugin", false); }
+mp::Env breakingPlugin(const char* choice) {
+  return {{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", choice}, {"HETCCL_NET_PLUGIN", HETCCL_TEST_NET_PLUGIN(11)},
+          {"TEST_NET_BREAK_AFTER", "3"}};
+}
+TEST(BadInput, NetPluginFailureIsAnError) { allReduceOverBreakingNetwork(breakingPlugin("net-plugin-all"), true); }
+TEST(BadInput, NetPluginBetweenHostsOnlyLeavesOneHostOnSharedMemory) {
+  allReduceOverBreakingNetwork(breakingPlugin("net-plugin"), false);
+}
+
+// The same over the RDMA network: the stand-in NIC's links break after
+// 1 MiB, so the queue pairs' writes fail (retry exceeded).
+mp::Env breakingRdma(const char* choice) {
+  return {{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", choice}, {"HETCCL_IB_LIB", HETCCL_TEST_FAKE_IBVERBS},
+          {"FAKE_IBV_BREAK_AFTER", "1048576"}};
+}
+TEST(BadInput, RdmaFailureIsAnError) { allReduceOverBreakingNetwork(breakingRdma("rdma-all"), true); }
+TEST(BadInput, RdmaBetweenHostsOnlyLeavesOneHostOnSharedMemory) {
+  allReduceOverBreakingNetwork(breakingRdma("rdma"), false);
+}
+
+// No RDMA device, or no libibverbs, on one rank: every rank's init fails,
+// naming it; RDMA on one rank and a plugin on another is an error too.
+mp::EnvForRank rdmaRanksBut(const char* variable, const char* value) {
+  return [=](int rank) {
+    mp::Env e{{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "rdma-all"}, {"HETCCL_IB_LIB", HETCCL_TEST_FAKE_IBVERBS}};
+    if (rank == 1) e.push_back({variable, value});
+    return e;
+  };
+}
+TEST(BadInput, RdmaWithoutADeviceOnOneRankFailsEveryInit) {
+  initFailsOnEveryRank(rdmaRanksBut("FAKE_IBV_DEVICES", "0"), ncclSystemError, "RDMA", "no RDMA device");
+}
+TEST(BadInput, RdmaWithoutLibibverbsOnOneRankFailsEveryInit) {
+  initFailsOnEveryRank(rdmaRanksBut("HETCCL_IB_LIB", "libibverbs-not-here.so.1"), ncclSystemError, "RDMA",
+                       "libibverbs-not-here.so.1");
+}
+// Rank 1 with rdma-core's own libibverbs on a machine without an RDMA NIC
+// (this one, CI's): every rank's init fails, rank 1's saying why (or that
+// it has no libibverbs).
+TEST(BadInput, RdmaOnAMachineWithoutAnRdmaNicFailsEveryInit) {
+  initFailsOnEveryRank(rdmaRanksBut("HETCCL_IB_LIB", "libibverbs.so.1"), ncclSystemError, "RDMA", "libibverbs.so.1");
+}
+TEST(BadInput, RdmaOnOneRankAndAPluginOnAnotherIsAnError) {
+  auto envFor = [](int rank) {
+    if (rank == 1) return mp::Env{{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "rdma-all"}, {"HETCCL_IB_LIB", HETCCL_TEST_FAKE_IBVERBS}};
+    return mp::Env{{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "net-plugin-all"}, {"HETCCL_NET_PLUGIN", HETCCL_TEST_NET_PLUGIN(8)}};
+  };
+  EXPECT_RANKS_PASS_EACH(2, envFor, 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<float> buf(1000, 1.0f);
+    ncclResult_t r = ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat32, ncclSum, comm, nullptr);
+    RANK_EXPECT(r != ncclSuccess, "all-reduce between RDMA and a plugin succeeded");
+    RANK_EXPECT(strstr(ncclGetLastError(nullptr), "hetccl-rdma") || strstr(ncclGetLastError(nullptr), "rank"), "message: %s",
+                ncclGetLastError(nullptr));
+    ncclCommAbort(comm);
+    return 0;
+  });
+}
 
 // A peer the network cannot reach (connect never finishes): an error
 // after HETCCL_TIMEOUT, not a hang.

@@ -40,7 +40,7 @@ TEST(StreamCollectives, RelayOverTheNetPluginAppliesAMessageOnlyWhole) {
   mp::Env env = pluginRelayEnv("20");
   env.push_back({"TEST_NET_DELAY_US", "3000"});
   env.push_back({"HETCCL_STREAM_PART_BYTES", "1048576"});
-  env.push_back({"HETCCL_NET_PLUGIN_SLOT_BYTES", "65536"});
+  env.push_back({"HETCCL_NET_PLUGIN_SLOT_BYTES", "4096"});
   EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 120, [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
@@ -64,7 +64,6 @@ TEST(StreamCollectives, RelayOverTheNetPluginAppliesAMessageOnlyWhole) {
 
 TEST(StreamCollectives, DeadPeerThroughTheRelayOverTheNetPluginIsAnErrorNotAHang) { deadPeerIsAnError(pluginRelayEnv("20")); }
 
-
 TEST(StreamCollectives, SendRecvThroughTheRelayOverTheNetPluginEveryTypeAndCount) {
   const uint64_t seed = hetccl::testing::runSeed();
   mp::Env env = pluginRelayEnv("20");
@@ -72,5 +71,34 @@ TEST(StreamCollectives, SendRecvThroughTheRelayOverTheNetPluginEveryTypeAndCount
   EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 500,
                          [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
 }
+
+// The same relay over hetccl's RDMA network (HETCCL_TRANSPORT=rdma-all,
+// the stand-in libibverbs): every collective, every send/recv, a peer that
+// destroys first, a dead peer.
+mp::Env rdmaRelayEnv(const char* timeout = "60") {
+  mp::Env env = streamEnv(timeout);
+  env.push_back({"HETCCL_TRANSPORT", "rdma-all"});
+  env.push_back({"HETCCL_IB_LIB", HETCCL_TEST_FAKE_IBVERBS});
+  env.push_back({"HETCCL_NET_PLUGIN_SLOT_BYTES", "4096"});
+  return env;
+}
+
+TEST(StreamCollectives, ThroughTheRelayOverRdmaEveryCollectiveIsRight) {
+  const uint64_t seed = hetccl::testing::runSeed();
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, rdmaRelayEnv()), 500,
+                         [&](int rank, int n, const ncclUniqueId& id) { return relayedMatrix(rank, n, id, seed); });
+}
+
+TEST(StreamCollectives, SendRecvThroughTheRelayOverRdmaEveryTypeAndCount) {
+  const uint64_t seed = hetccl::testing::runSeed();
+  mp::Env env = rdmaRelayEnv("20");
+  env.push_back({"HETCCL_STREAM_P2P", "1"});
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 500,
+                         [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
+}
+
+TEST(StreamCollectives, RelayedPeerThatDestroysFirstIsNoErrorOverRdma) { relayedPeerThatDestroysFirstIsNoError(rdmaRelayEnv()); }
+
+TEST(StreamCollectives, DeadPeerThroughTheRelayOverRdmaIsAnErrorNotAHang) { deadPeerIsAnError(rdmaRelayEnv("20")); }
 
 }  // namespace

@@ -1,0 +1,190 @@
+// hetccl's RDMA network (src/transport/verbs_network.cc) through its
+// NetPlugin interface, over the stand-in libibverbs (tests/verbs/), two
+// comms of one process connected to each other: data, sizes, the
+// receiver-driven flow, the limits, and the errors a NIC reports.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "transport/net_plugin.h"
+
+namespace hetccl {
+namespace {
+
+const NetPlugin& network() {
+  std::string why;
+  const NetPlugin* n = verbsNetwork(&why);
+  if (!n) ADD_FAILURE() << why;
+  return *n;
+}
+
+// A connected pair: send comm -> recv comm.
+struct Pair {
+  const NetPlugin& net = network();
+  void* sendComm = nullptr;
+  void* recvComm = nullptr;
+
+  Pair() {
+    char handle[128] = {};
+    void* listenComm = nullptr;
+    EXPECT_EQ(net.listen(0, handle, &listenComm), ncclSuccess);
+    for (int i = 0; i < 100000 && (!sendComm || !recvComm); ++i) {
+      if (!sendComm) EXPECT_EQ(net.connect(0, handle, &sendComm), ncclSuccess) << lastError();
+      if (!recvComm) EXPECT_EQ(net.accept(listenComm, &recvComm), ncclSuccess) << lastError();
+    }
+    EXPECT_TRUE(sendComm && recvComm);
+    net.closeListen(listenComm);
+  }
+  ~Pair() {
+    net.closeSend(sendComm);
+    net.closeRecv(recvComm);
+  }
+
+  // Tests until done (or an error), at most a few seconds.
+  ncclResult_t wait(void* request, size_t* bytes) {
+    bool done = false;
+    for (int i = 0; i < 2000000 && !done; ++i) {
+      ncclResult_t r = net.test(request, &done, bytes);
+      if (r != ncclSuccess) return r;
+    }
+    return done ? ncclSuccess : ncclInternalError;
+  }
+};
+
+struct Registered {
+  Registered(const NetPlugin& net, void* comm, size_t bytes) : net(net), comm(comm), data(bytes) {
+    EXPECT_EQ(net.regMr(comm, data.data(), std::max<size_t>(bytes, 1), &mr), ncclSuccess);
+  }
+  ~Registered() { net.deregMr(comm, mr); }
+  const NetPlugin& net;
+  void* comm;
+  std::vector<unsigned char> data;
+  void* mr = nullptr;
+};
+
+TEST(VerbsNetwork, FindsTheDevices) {
+  EXPECT_EQ(network().name(), "hetccl-rdma");
+  EXPECT_EQ(network().devices(), 2);  // FAKE_IBV_DEVICES (main)
+  EXPECT_GE(network().maxMessageBytes(), size_t(1) << 30);
+}
+
+TEST(VerbsNetwork, MovesMessagesOfEverySizeInOrder) {
+  Pair p;
+  const std::vector<size_t> sizes = {0, 1, 7, 4096, 4097, 65536, 1 << 20, 3};
+  for (size_t size : sizes) {
+    Registered src(p.net, p.sendComm, size), dst(p.net, p.recvComm, size + 64);
+    for (size_t i = 0; i < size; ++i) src.data[i] = static_cast<unsigned char>(rand());
+    void* recv = nullptr;
+    void* send = nullptr;
+    // The sender cannot write before the receiver says where.
+    ASSERT_EQ(p.net.isend(p.sendComm, src.data.data(), size, 5, src.mr, &send), ncclSuccess);
+    EXPECT_EQ(send, nullptr);
+    ASSERT_EQ(p.net.irecv(p.recvComm, dst.data.data(), size + 64, 5, dst.mr, &recv), ncclSuccess);
+    ASSERT_NE(recv, nullptr);
+    for (int i = 0; i < 1000000 && !send; ++i)
+      ASSERT_EQ(p.net.isend(p.sendComm, src.data.data(), size, 5, src.mr, &send), ncclSuccess);
+    ASSERT_NE(send, nullptr);
+    size_t sent = 0, received = 0;
+    ASSERT_EQ(p.wait(send, &sent), ncclSuccess) << lastError();
+    ASSERT_EQ(p.wait(recv, &received), ncclSuccess) << lastError();
+    EXPECT_EQ(received, size);
+    EXPECT_EQ(memcmp(src.data.data(), dst.data.data(), size), 0) << size << " bytes";
+  }
+}
+
+// Many in flight: every receive posted first (up to the limit, 32), then
+// every send; the sends take their receives in order.
+TEST(VerbsNetwork, KeepsManyRequestsInFlightAndLimitsThem) {
+  Pair p;
+  constexpr int kMessages = 32;
+  Registered src(p.net, p.sendComm, kMessages * 100), dst(p.net, p.recvComm, kMessages * 100);
+  std::iota(src.data.begin(), src.data.end(), 0);
+  std::vector<void*> recvs(kMessages), sends(kMessages);
+  for (int i = 0; i < kMessages; ++i) {
+    ASSERT_EQ(p.net.irecv(p.recvComm, dst.data.data() + i * 100, 100, 1, dst.mr, &recvs[i]), ncclSuccess);
+    ASSERT_NE(recvs[i], nullptr) << i;
+  }
+  void* extra = nullptr;
+  ASSERT_EQ(p.net.irecv(p.recvComm, dst.data.data(), 100, 1, dst.mr, &extra), ncclSuccess);
+  EXPECT_EQ(extra, nullptr) << "a 33rd receive in flight";
+  for (int i = 0; i < kMessages; ++i) {
+    for (int k = 0; k < 1000000 && !sends[i]; ++k)
+      ASSERT_EQ(p.net.isend(p.sendComm, src.data.data() + i * 100, 100 - i, 1, src.mr, &sends[i]), ncclSuccess);
+    ASSERT_NE(sends[i], nullptr) << i;
+  }
+  for (int i = 0; i < kMessages; ++i) {
+    size_t bytes = 0;
+    ASSERT_EQ(p.wait(sends[i], &bytes), ncclSuccess);
+    ASSERT_EQ(p.wait(recvs[i], &bytes), ncclSuccess);
+    EXPECT_EQ(bytes, static_cast<size_t>(100 - i));
+    EXPECT_EQ(memcmp(src.data.data() + i * 100, dst.data.data() + i * 100, 100 - i), 0) << i;
+  }
+}
+
+TEST(VerbsNetwork, AMessageLargerThanItsReceiveIsAnError) {
+  Pair p;
+  Registered src(p.net, p.sendComm, 200), dst(p.net, p.recvComm, 100);
+  void* recv = nullptr;
+  void* send = nullptr;
+  ASSERT_EQ(p.net.irecv(p.recvComm, dst.data.data(), 100, 1, dst.mr, &recv), ncclSuccess);
+  ncclResult_t r = ncclSuccess;
+  for (int i = 0; i < 1000000 && r == ncclSuccess && !send; ++i)
+    r = p.net.isend(p.sendComm, src.data.data(), 200, 1, src.mr, &send);
+  EXPECT_EQ(r, ncclInvalidUsage);
+  EXPECT_NE(std::string(lastError()).find("200 bytes met a receive of 100"), std::string::npos) << lastError();
+}
+
+TEST(VerbsNetwork, ATagMismatchIsAnError) {
+  Pair p;
+  Registered src(p.net, p.sendComm, 10), dst(p.net, p.recvComm, 10);
+  void* recv = nullptr;
+  void* send = nullptr;
+  ASSERT_EQ(p.net.irecv(p.recvComm, dst.data.data(), 10, 1, dst.mr, &recv), ncclSuccess);
+  ncclResult_t r = ncclSuccess;
+  for (int i = 0; i < 1000000 && r == ncclSuccess && !send; ++i)
+    r = p.net.isend(p.sendComm, src.data.data(), 10, 2, src.mr, &send);
+  EXPECT_NE(r, ncclSuccess);
+  EXPECT_NE(std::string(lastError()).find("tag"), std::string::npos) << lastError();
+}
+
+// Data outside the region its handle names: the NIC refuses to read it (a
+// local protection error), and the comm stays broken.
+TEST(VerbsNetwork, DataOutsideItsRegionIsAnErrorCompletion) {
+  Pair p;
+  Registered src(p.net, p.sendComm, 64), dst(p.net, p.recvComm, 4096);
+  std::vector<unsigned char> elsewhere(4096);
+  void* recv = nullptr;
+  void* send = nullptr;
+  ASSERT_EQ(p.net.irecv(p.recvComm, dst.data.data(), 4096, 1, dst.mr, &recv), ncclSuccess);
+  for (int i = 0; i < 1000000 && !send; ++i)
+    ASSERT_EQ(p.net.isend(p.sendComm, elsewhere.data(), 4096, 1, src.mr, &send), ncclSuccess);
+  ASSERT_NE(send, nullptr);
+  size_t bytes = 0;
+  EXPECT_EQ(p.wait(send, &bytes), ncclRemoteError);
+  EXPECT_NE(std::string(lastError()).find("local protection"), std::string::npos) << lastError();
+  void* again = nullptr;
+  EXPECT_NE(p.net.isend(p.sendComm, src.data.data(), 1, 1, src.mr, &again), ncclSuccess);
+}
+
+TEST(VerbsNetwork, AnUnknownDeviceIsAnError) {
+  char handle[128] = {};
+  void* listenComm = nullptr;
+  EXPECT_EQ(network().listen(7, handle, &listenComm), ncclInvalidArgument);
+  EXPECT_NE(std::string(lastError()).find("no device 7"), std::string::npos) << lastError();
+}
+
+}  // namespace
+}  // namespace hetccl
+
+int main(int argc, char** argv) {
+  // Read once, at the first use of hetccl's parameters.
+  setenv("HETCCL_IB_LIB", HETCCL_TEST_FAKE_IBVERBS, 1);
+  setenv("FAKE_IBV_DEVICES", "2", 1);
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
