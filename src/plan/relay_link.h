@@ -26,7 +26,7 @@ struct RelayMessage {
   uint32_t kind;   // the relay's (stream_relay.cc)
   uint32_t slot;
   uint32_t value;
-  uint32_t more;   // a link that splits a message: 1 on every part but the last
+  uint32_t more;   // the link's own (the plugin link: 2 when the data travels apart)
   uint64_t offset;
   uint64_t bytes;
 };
@@ -60,10 +60,18 @@ class RelayLink {
 
 std::unique_ptr<RelayLink> makeSocketRelayLink(Socket socket);
 
+// Memory the link may move directly: my segment, my mirror of the peer's.
+struct RelayRegion {
+  char* base;
+  size_t bytes;
+};
+
 // Over an ncclNet plugin: the pair's socket (connected) carries the
 // plugin's handles both ways, then stays as the liveness line. Both ranks
-// of the pair call it at the same time.
-ncclResult_t makePluginRelayLink(const NetPlugin& plugin, int device, Socket socket, int peer, const Deadline& deadline,
-                                 const AbortFlag* abort, std::unique_ptr<RelayLink>* out);
+// of the pair call it at the same time. Larger messages go straight from
+// `segment` into the peer's mirror (registered with the plugin).
+ncclResult_t makePluginRelayLink(const NetPlugin& plugin, int device, Socket socket, int peer, RelayRegion segment,
+                                 RelayRegion mirror, const Deadline& deadline, const AbortFlag* abort,
+                                 std::unique_ptr<RelayLink>* out);
 
 }  // namespace hetccl

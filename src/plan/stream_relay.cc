@@ -81,8 +81,11 @@ ncclResult_t StreamRelay::connect() {
       std::string why;
       const NetPlugin* plugin = netPlugin(&why);
       if (!plugin) return fail(ncclSystemError, "stream relay: %s", why.c_str());
-      HETCCL_TRY(makePluginRelayLink(*plugin, setup_.netPluginDevice, std::move(p->socket), p->rank, deadline,
-                                     setup_.abort, &p->link));
+      StreamCollectives::Segment* mine = setup_.segments[static_cast<size_t>(setup_.rank)];
+      HETCCL_TRY(makePluginRelayLink(*plugin, setup_.netPluginDevice, std::move(p->socket), p->rank,
+                                     {mine->shared.base(), mine->shared.bytes()},
+                                     {p->mirror->shared.base(), p->mirror->shared.bytes()}, deadline, setup_.abort,
+                                     &p->link));
     } else {
       p->link = makeSocketRelayLink(std::move(p->socket));
     }

@@ -4,6 +4,7 @@
 // and released in ring order.
 #pragma once
 
+#include <cstddef>
 #include <cstdlib>
 #include <memory>
 #include <vector>
@@ -74,6 +75,39 @@ class SlotRing {
   void* comm_ = nullptr;
   void* mhandle_ = nullptr;
   size_t tail_ = 0, used_ = 0;
+};
+
+// Memory of someone else's (a stream segment, a mirror) registered with a
+// plugin comm for as long as this lives, so the plugin moves it directly.
+class RegisteredRegion {
+ public:
+  explicit RegisteredRegion(const NetPlugin& plugin) : plugin_(plugin) {}
+  ~RegisteredRegion() {
+    if (mhandle_) plugin_.deregMr(comm_, mhandle_);
+  }
+  RegisteredRegion(const RegisteredRegion&) = delete;
+  RegisteredRegion& operator=(const RegisteredRegion&) = delete;
+
+  ncclResult_t registerWith(void* comm, char* base, size_t bytes) {
+    ncclResult_t r = plugin_.regMr(comm, base, bytes, &mhandle_);
+    if (r != ncclSuccess) {
+      mhandle_ = nullptr;
+      return fail(r, "net plugin %s: regMr of %zu bytes failed", plugin_.name().c_str(), bytes);
+    }
+    comm_ = comm;
+    base_ = base;
+    bytes_ = bytes;
+    return ncclSuccess;
+  }
+  bool contains(const char* p, size_t n) const { return p >= base_ && n <= bytes_ && p - base_ <= static_cast<ptrdiff_t>(bytes_ - n); }
+  void* mhandle() const { return mhandle_; }
+
+ private:
+  const NetPlugin& plugin_;
+  void* comm_ = nullptr;
+  void* mhandle_ = nullptr;
+  char* base_ = nullptr;
+  size_t bytes_ = 0;
 };
 
 // The slot size a rank receives into (HETCCL_NET_PLUGIN_SLOT_BYTES, at

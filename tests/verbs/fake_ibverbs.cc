@@ -352,40 +352,43 @@ bool writeLink(Link* link) {
   return true;
 }
 
+// Everything that can move now, without waiting: new links, what arrived,
+// posted sends, parked writes, bytes for the sockets. The service thread
+// runs it whenever a socket or a post wakes it.
+void progress(FakeContext* c) {
+  for (;;) {
+    const int fd = accept4(c->listenFd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) break;
+    c->links.push_back(new Link{fd});
+  }
+  for (Link* l : std::vector<Link*>(c->links)) {
+    const bool open = readLink(l);
+    if (!parseFrames(c, l) || !open) closeLink(c, l);
+  }
+  for (auto& [qpn, q] : c->qps) {
+    transmit(c, q);
+    apply(c, q);
+  }
+  const bool broken = c->breakAfter >= 0 && c->sentBytes >= c->breakAfter;
+  for (Link* l : std::vector<Link*>(c->links))
+    if (broken || !writeLink(l)) closeLink(c, l);
+}
+
 void serve(FakeContext* c) {
   std::vector<pollfd> fds;
-  std::vector<Link*> polled;
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(c->mu);
       if (c->stop) return;
       fds.assign({{c->listenFd, POLLIN, 0}, {c->wake[0], POLLIN, 0}});
-      polled = c->links;
-      for (Link* l : polled) fds.push_back({l->fd, static_cast<short>(POLLIN | (l->out.empty() ? 0 : POLLOUT)), 0});
+      for (Link* l : c->links) fds.push_back({l->fd, static_cast<short>(POLLIN | (l->out.empty() ? 0 : POLLOUT)), 0});
     }
     ::poll(fds.data(), fds.size(), 50);
     std::lock_guard<std::mutex> lock(c->mu);
-    if (fds[1].revents) {
-      char b[64];
-      while (read(c->wake[0], b, sizeof b) > 0) {}
+    char b[64];
+    while (read(c->wake[0], b, sizeof b) > 0) {
     }
-    if (fds[0].revents) {
-      const int fd = accept4(c->listenFd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd >= 0) c->links.push_back(new Link{fd});
-    }
-    for (size_t i = 0; i < polled.size(); ++i) {
-      Link* l = polled[i];
-      if (std::find(c->links.begin(), c->links.end(), l) == c->links.end()) continue;  // closed meanwhile
-      const bool open = !(fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) || readLink(l);
-      if (!parseFrames(c, l) || !open) closeLink(c, l);
-    }
-    for (auto& [qpn, q] : c->qps) {
-      transmit(c, q);
-      apply(c, q);
-    }
-    const bool broken = c->breakAfter >= 0 && c->sentBytes >= c->breakAfter;
-    for (Link* l : std::vector<Link*>(c->links))
-      if (broken || !writeLink(l)) closeLink(c, l);
+    progress(c);
   }
 }
 
