@@ -14,6 +14,7 @@
 #include <cstring>
 #include <thread>
 
+#include "common/name_list.h"
 #include "common/error.h"
 #include "common/params.h"
 
@@ -61,27 +62,6 @@ ncclResult_t SocketAddress::parse(const std::string& text, SocketAddress* out) {
   return ncclSuccess;
 }
 
-namespace {
-
-bool nameMatches(const std::string& filter, const char* name) {
-  if (filter.empty()) return true;
-  bool exclude = filter[0] == '^';
-  std::string list = exclude ? filter.substr(1) : filter;
-  bool exact = !list.empty() && list[0] == '=';
-  if (exact) list = list.substr(1);
-  bool hit = false;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
-    std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!item.empty() && (exact ? item == name : strncmp(name, item.c_str(), item.size()) == 0)) hit = true;
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return exclude ? !hit : hit;
-}
-
-}  // namespace
 
 ncclResult_t findInterfaceAddress(SocketAddress* out, std::string* ifname) {
   return findInterfaceAddress(params().socketIfname, params().socketFamily, out, ifname);
@@ -102,7 +82,7 @@ ncclResult_t findInterfaceAddress(const std::string& ifnameFilter, int family, S
       auto* a6 = reinterpret_cast<const sockaddr_in6*>(i->ifa_addr);
       if (IN6_IS_ADDR_LINKLOCAL(&a6->sin6_addr)) continue;  // needs a scope id; skip
     }
-    if (!nameMatches(ifnameFilter, i->ifa_name)) continue;
+    if (!nameListMatches(ifnameFilter, i->ifa_name)) continue;
     bool isLoop = (i->ifa_flags & IFF_LOOPBACK) != 0;
     if (!ifnameFilter.empty() || !isLoop) {
       best = i;

@@ -82,6 +82,7 @@ Params load() {
   p.netPluginSlots = static_cast<int>(envLong("HETCCL_NET_PLUGIN_SLOTS", p.netPluginSlots, 1));
   if (const char* v = env("HETCCL_UCX_LIB")) p.ucxLib = v;
   if (const char* v = env("HETCCL_IB_LIB")) p.ibLib = v;
+  if (const char* v = env("HETCCL_IB_HCA") ? env("HETCCL_IB_HCA") : env("NCCL_IB_HCA")) p.ibHca = v;
   p.ibGidIndex = static_cast<int>(envLong(env("HETCCL_IB_GID_INDEX") ? "HETCCL_IB_GID_INDEX" : "NCCL_IB_GID_INDEX",
                                           p.ibGidIndex, -1));
   if (const char* v = env("HETCCL_UCX_ERROR_MODE")) {

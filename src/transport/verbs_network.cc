@@ -31,6 +31,7 @@
 #include "bootstrap/socket.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/name_list.h"
 #include "common/params.h"
 #include "transport/net_plugin.h"
 #include "transport/net_plugin_abi.h"
@@ -525,7 +526,8 @@ struct LoadedNetwork {
   std::string why;
 };
 
-// Every device with an active port (its first), opened for the process.
+// Every device with an active port (its first) that HETCCL_IB_HCA takes,
+// opened for the process.
 LoadedNetwork open() {
   LoadedNetwork out;
   const VerbsApi* api = verbsApi(&out.why);
@@ -549,6 +551,7 @@ LoadedNetwork open() {
     ibv_port_attr port{};
     for (uint8_t p = 1; !found && api->queryDevice(d.context, &attr) == 0 && p <= attr.phys_port_cnt; ++p) {
       port = ibv_port_attr{};
+      if (!nameListMatches(params().ibHca, d.name, p)) continue;
       if (api->queryPort(d.context, p, &port) != 0 || port.state != IBV_PORT_ACTIVE) continue;
       d.port = p;
       found = true;
@@ -571,7 +574,8 @@ LoadedNetwork open() {
   }
   api->freeDeviceList(list);
   if (devices.empty()) {
-    out.why = "no RDMA device has an active port";
+    out.why = params().ibHca.empty() ? "no RDMA device has an active port"
+                                     : "no RDMA device with an active port matches HETCCL_IB_HCA='" + params().ibHca + "'";
     return out;
   }
   SocketAddress address;

@@ -341,6 +341,9 @@ mp::EnvForRank rdmaRanksBut(const char* variable, const char* value) {
 TEST(BadInput, RdmaWithoutADeviceOnOneRankFailsEveryInit) {
   initFailsOnEveryRank(rdmaRanksBut("FAKE_IBV_DEVICES", "0"), ncclSystemError, "RDMA", "no RDMA device");
 }
+TEST(BadInput, RdmaWithNoNicThatHcaListTakesFailsEveryInit) {
+  initFailsOnEveryRank(rdmaRanksBut("HETCCL_IB_HCA", "=mlx5_0:1"), ncclSystemError, "RDMA", "HETCCL_IB_HCA='=mlx5_0:1'");
+}
 TEST(BadInput, RdmaWithoutLibibverbsOnOneRankFailsEveryInit) {
   initFailsOnEveryRank(rdmaRanksBut("HETCCL_IB_LIB", "libibverbs-not-here.so.1"), ncclSystemError, "RDMA",
                        "libibverbs-not-here.so.1");

@@ -7,6 +7,7 @@
 
 #include "comm/communicator.h"
 #include "common/error.h"
+#include "common/name_list.h"
 
 using namespace hetccl;
 
@@ -149,4 +150,29 @@ TEST(Config, NewerLayoutIsReadWithANote) {
   ncclConfig_t current = NCCL_CONFIG_INITIALIZER;
   ASSERT_EQ(hetccl::readConfig(&current, &out), ncclSuccess);
   EXPECT_TRUE(out.note.empty());
+}
+
+// NCCL's device-list syntax (NCCL_SOCKET_IFNAME, NCCL_IB_HCA).
+TEST(NameList, PrefixesExactNamesExclusionAndPorts) {
+  using hetccl::nameListMatches;
+  EXPECT_TRUE(nameListMatches("", "mlx5_0", 1));
+  EXPECT_TRUE(nameListMatches("mlx5", "mlx5_3", 1));
+  EXPECT_FALSE(nameListMatches("mlx5", "bnxt_re0", 1));
+  EXPECT_TRUE(nameListMatches("bnxt,mlx5", "mlx5_0", 2));
+  EXPECT_FALSE(nameListMatches("=mlx5", "mlx5_0", 1));
+  EXPECT_TRUE(nameListMatches("=mlx5_0,mlx5_1", "mlx5_1", 1));
+  EXPECT_FALSE(nameListMatches("=mlx5_0,mlx5_1", "mlx5_10", 1));
+  EXPECT_TRUE(nameListMatches("=mlx5_0:1,mlx5_1:1", "mlx5_0", 1));
+  EXPECT_FALSE(nameListMatches("=mlx5_0:1,mlx5_1:1", "mlx5_0", 2));
+  EXPECT_TRUE(nameListMatches("mlx5_0:2", "mlx5_0", 2));
+  EXPECT_FALSE(nameListMatches("^mlx5", "mlx5_0", 1));
+  EXPECT_TRUE(nameListMatches("^mlx5", "irdma0", 1));
+  EXPECT_FALSE(nameListMatches("^=mlx5_1,mlx5_4", "mlx5_4", 1));
+  EXPECT_TRUE(nameListMatches("^=mlx5_1,mlx5_4", "mlx5_2", 1));
+  EXPECT_TRUE(nameListMatches("^=mlx5_1:2", "mlx5_1", 1));
+  // Interfaces: the name is whole, colons and all (an IP alias).
+  EXPECT_TRUE(nameListMatches("=eth0:1", "eth0:1"));
+  EXPECT_FALSE(nameListMatches("=eth0:1", "eth0"));
+  EXPECT_TRUE(nameListMatches("eth", "eth0"));
+  EXPECT_FALSE(nameListMatches("^docker,lo", "lo"));
 }

@@ -69,7 +69,7 @@ struct Registered {
 
 TEST(VerbsNetwork, FindsTheDevices) {
   EXPECT_EQ(network().name(), "hetccl-rdma");
-  EXPECT_EQ(network().devices(), 2);  // FAKE_IBV_DEVICES (main)
+  EXPECT_EQ(network().devices(), 2);  // FAKE_IBV_DEVICES=3, HETCCL_IB_HCA leaving out one (main)
   EXPECT_GE(network().maxMessageBytes(), size_t(1) << 30);
 }
 
@@ -184,7 +184,8 @@ TEST(VerbsNetwork, AnUnknownDeviceIsAnError) {
 int main(int argc, char** argv) {
   // Read once, at the first use of hetccl's parameters.
   setenv("HETCCL_IB_LIB", HETCCL_TEST_FAKE_IBVERBS, 1);
-  setenv("FAKE_IBV_DEVICES", "2", 1);
+  setenv("FAKE_IBV_DEVICES", "3", 1);
+  setenv("HETCCL_IB_HCA", "^=fakeib1", 1);
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }
