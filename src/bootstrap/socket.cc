@@ -14,8 +14,8 @@
 #include <cstring>
 #include <thread>
 
-#include "common/name_list.h"
 #include "common/error.h"
+#include "common/name_list.h"
 #include "common/params.h"
 
 namespace hetccl {

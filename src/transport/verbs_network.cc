@@ -47,7 +47,9 @@ constexpr uint32_t kHandleMagic = 0x52444d41;
 constexpr uint32_t kAddressMagic = 0x51504144;
 constexpr size_t kMaxMessageBytes = size_t(1) << 30;  // the immediate data (32 bits) carries the size
 
-struct FifoEntry {
+// One cache line each, so that a NIC's write of an entry never spans two
+// lines the sender could see half-written (it reads `sequence` last).
+struct alignas(64) FifoEntry {
   uint64_t addr;
   uint64_t size;
   uint32_t rkey;
