@@ -7,6 +7,9 @@ set -euo pipefail
 # not: gfx942, gfx950, gfx1100 and later (nvcc comes with the CUDA toolkit
 # in /usr/local/cuda); CI compiles both images without GPUs. libucx-dev:
 # UCX's header for the UCX transport (UCX itself is loaded at run time).
+# libibverbs-dev: rdma-core's header for the RDMA network (libibverbs is
+# loaded at run time; its runtime package comes along, with which a test
+# checks the error on a machine without an RDMA NIC).
 packages=(cmake g++ ninja-build libgtest-dev pkg-config libucx-dev libibverbs-dev hipcc libamdhip64-dev clang-22 lld-22 clang-tools-22 "$@")
 missing=()
 for p in "${packages[@]}"; do

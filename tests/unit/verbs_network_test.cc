@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/socket.h"
 #include "common/error.h"
 #include "transport/net_plugin.h"
 
@@ -169,6 +170,51 @@ TEST(VerbsNetwork, DataOutsideItsRegionIsAnErrorCompletion) {
   EXPECT_NE(std::string(lastError()).find("local protection"), std::string::npos) << lastError();
   void* again = nullptr;
   EXPECT_NE(p.net.isend(p.sendComm, src.data.data(), 1, 1, src.mr, &again), ncclSuccess);
+}
+
+// A peer that goes away during the handshake: an error on the other
+// side, not a comm that never comes (and not a hang).
+TEST(VerbsNetwork, AListenerClosedBeforeItAcceptsFailsTheConnect) {
+  const NetPlugin& net = network();
+  char handle[128] = {};
+  void* listenComm = nullptr;
+  ASSERT_EQ(net.listen(0, handle, &listenComm), ncclSuccess);
+  void* sendComm = nullptr;
+  ASSERT_EQ(net.connect(0, handle, &sendComm), ncclSuccess);  // its address sent, waiting for the answer
+  EXPECT_EQ(sendComm, nullptr);
+  net.closeListen(listenComm);
+  ncclResult_t r = ncclSuccess;
+  for (int i = 0; i < 100000 && r == ncclSuccess && !sendComm; ++i) r = net.connect(0, handle, &sendComm);
+  EXPECT_NE(r, ncclSuccess);
+  EXPECT_EQ(sendComm, nullptr);
+}
+
+TEST(VerbsNetwork, ASenderGoneBeforeItConfirmsFailsTheAccept) {
+  const NetPlugin& net = network();
+  char handle[128] = {};
+  void* listenComm = nullptr;
+  ASSERT_EQ(net.listen(0, handle, &listenComm), ncclSuccess);
+  {
+    // Only the sender's first step, done by hand: its address, then gone.
+    struct {
+      uint32_t magic, addressBytes;
+      unsigned char address[28];
+    } h;
+    memcpy(&h, handle, sizeof h);
+    SocketAddress to;
+    memcpy(&to.storage, h.address, h.addressBytes);
+    to.length = h.addressBytes;
+    Socket s;
+    ASSERT_EQ(Socket::connect(to, Deadline(5), nullptr, &s), ncclSuccess);
+    const char garbage[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    ASSERT_EQ(s.sendAll(garbage, sizeof garbage, Deadline(5), nullptr), ncclSuccess);
+  }
+  void* recvComm = nullptr;
+  ncclResult_t r = ncclSuccess;
+  for (int i = 0; i < 100000 && r == ncclSuccess && !recvComm; ++i) r = net.accept(listenComm, &recvComm);
+  EXPECT_NE(r, ncclSuccess);
+  EXPECT_EQ(recvComm, nullptr);
+  net.closeListen(listenComm);
 }
 
 TEST(VerbsNetwork, AnUnknownDeviceIsAnError) {
