@@ -76,6 +76,11 @@ const char* hetcclCommDescribePlan(ncclComm_t comm, const char* collective, size
 /* The communicator's domains, e.g. "d0{0,2} d1{1,3}". */
 const char* hetcclCommDescribeDomains(ncclComm_t comm);
 
+/* How this rank reaches each rank of `comm` (host-staged messages and CPU
+ * ranks), e.g. "0:self 1:shm 2:rdma 3:rdma": shm, socket, ucx, net-plugin
+ * or rdma. */
+const char* hetcclCommDescribeTransports(ncclComm_t comm);
+
 /* Loads (once) the vendor collective library "nccl" or "rccl" as hetccl
  * uses it for a domain and describes it, e.g. "nccl 2.28.9 (/usr/lib/...,
  * private copy)"; NULL if it cannot be used, with the reason in

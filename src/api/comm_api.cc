@@ -402,7 +402,7 @@ HETCCL_EXPORT const char* hetcclCommDescribePlan(ncclComm_t comm, const char* co
              "through the cross group's streams, other pairs host-staged";
     if (c->streamCollectives && StreamCollectives::handles(k.kind))
       return c->streamCollectives->relayed()
-                 ? "stream: through pinned memory, shared on a host and relayed over sockets between hosts, on the devices' streams"
+                 ? "stream: through pinned memory, shared on a host and relayed between hosts (TCP, a net plugin or RDMA), on the devices' streams"
                  : "stream: through shared pinned memory, on the devices' streams";
     return planName(*c, op);
   }
@@ -414,6 +414,14 @@ HETCCL_EXPORT const char* hetcclCommDescribeDomains(ncclComm_t comm) {
   if (liveComm(comm, "hetcclCommDescribeDomains", &c) != ncclSuccess) return nullptr;
   thread_local std::string text;
   text = c->partition.describe();
+  return text.c_str();
+}
+
+HETCCL_EXPORT const char* hetcclCommDescribeTransports(ncclComm_t comm) {
+  Communicator* c = nullptr;
+  if (liveComm(comm, "hetcclCommDescribeTransports", &c) != ncclSuccess) return nullptr;
+  thread_local std::string text;
+  text = c->describeTransports();
   return text.c_str();
 }
 

@@ -219,7 +219,9 @@ RankInfo RankInfo::local(const SocketAddress& listenAddress, int device) {
   snprintf(info.library, sizeof(info.library), "hetccl-native");
   info.reducibleTypes = params().reducibleTypes;
   gethostname(info.hostname, sizeof(info.hostname) - 1);
-  // Same host = same hostname and the same boot (shared /dev/shm).
+  // Same host = same hostname and the same boot (shared /dev/shm), unless
+  // HETCCL_HOSTID (NCCL_HOSTID) names the host: ranks of one machine can
+  // then act as ranks of several (shared memory only among equal ids).
   std::string key = info.hostname;
   char boot[64] = {0};
   if (FILE* f = fopen("/proc/sys/kernel/random/boot_id", "r")) {
@@ -227,6 +229,7 @@ RankInfo RankInfo::local(const SocketAddress& listenAddress, int device) {
     fclose(f);
   }
   key += boot;
+  if (!params().hostId.empty()) key = "hostid:" + params().hostId;
   info.hostHash = std::hash<std::string>{}(key);
   return info;
 }

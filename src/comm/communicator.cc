@@ -346,6 +346,13 @@ ncclResult_t Communicator::checkPeersAlive() {
   return ncclSuccess;
 }
 
+std::string Communicator::describeTransports() const {
+  std::string text;
+  for (int r = 0; r < nranks; ++r)
+    text += (r ? " " : "") + std::to_string(r) + ":" + (r == rank ? "self" : net->transportName(r));
+  return text;
+}
+
 void Communicator::printSummary() const {
   if (!logEnabled(LogLevel::Info)) return;
   int hosts = 0;
@@ -355,11 +362,20 @@ void Communicator::printSummary() const {
     for (uint64_t h : seen) found |= h == p.hostHash;
     if (!found) { seen.push_back(p.hostHash); ++hosts; }
   }
-  HETCCL_INFO("comm %p%s%s: %d ranks on %d host(s), %zu domain(s); transports: %s",
+  std::vector<std::pair<std::string, int>> used;  // transport, peers reached through it
+  for (int r = 0; r < nranks; ++r) {
+    if (r == rank) continue;
+    const std::string name = net->transportName(r);
+    auto it = std::find_if(used.begin(), used.end(), [&](const auto& u) { return u.first == name; });
+    if (it == used.end()) used.push_back({name, 1});
+    else ++it->second;
+  }
+  std::string transports;
+  for (const auto& [name, peersThrough] : used)
+    transports += (transports.empty() ? "" : ", ") + name + " to " + std::to_string(peersThrough) + " rank(s)";
+  HETCCL_INFO("comm %p%s%s: %d ranks on %d host(s), %zu domain(s); rank %d's transports: %s",
               static_cast<const void*>(this), config.name.empty() ? "" : " ", config.name.c_str(), nranks, hosts,
-              partition.domains.size(),
-              nranks > 1 ? (hosts > 1 ? "shm within a host, socket between hosts" : net->transportName(1))
-                         : "none (single rank)");
+              partition.domains.size(), rank, transports.empty() ? "none (single rank)" : transports.c_str());
   for (const Domain& d : partition.domains) {
     std::string members;
     for (int m : d.members) {

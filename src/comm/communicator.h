@@ -165,6 +165,8 @@ class Communicator {
     calls_.fetch_add(1, std::memory_order_relaxed);
   }
   void printSummary() const;
+  // How this rank reaches each rank: "0:self 1:shm 2:rdma ..." (the collectives' transports).
+  std::string describeTransports() const;
 
  private:
   ncclResult_t createDomains();

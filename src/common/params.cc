@@ -81,6 +81,7 @@ Params load() {
   p.netPluginSlotBytes = static_cast<size_t>(envLong("HETCCL_NET_PLUGIN_SLOT_BYTES", p.netPluginSlotBytes, 4096));
   p.netPluginSlots = static_cast<int>(envLong("HETCCL_NET_PLUGIN_SLOTS", p.netPluginSlots, 1));
   if (const char* v = env("HETCCL_UCX_LIB")) p.ucxLib = v;
+  if (const char* v = env("HETCCL_HOSTID") ? env("HETCCL_HOSTID") : env("NCCL_HOSTID")) p.hostId = v;
   if (const char* v = env("HETCCL_IB_LIB")) p.ibLib = v;
   if (const char* v = env("HETCCL_IB_HCA") ? env("HETCCL_IB_HCA") : env("NCCL_IB_HCA")) p.ibHca = v;
   p.ibGidIndex = static_cast<int>(envLong(env("HETCCL_IB_GID_INDEX") ? "HETCCL_IB_GID_INDEX" : "NCCL_IB_GID_INDEX",

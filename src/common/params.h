@@ -39,6 +39,7 @@ struct Params {
   int netPluginSlots = 4;             // HETCCL_NET_PLUGIN_SLOTS: messages in flight per connection
   std::string ucxLib = "libucp.so.0"; // HETCCL_UCX_LIB: the UCP library to load
   std::string ibLib = "libibverbs.so.1";  // HETCCL_IB_LIB: the verbs library to load (rdma-core's)
+  std::string hostId;                 // HETCCL_HOSTID, else NCCL_HOSTID: ranks with different ids are on different hosts
   std::string ibHca;                  // HETCCL_IB_HCA, else NCCL_IB_HCA: which RDMA NICs (and ports) to use
   int ibGidIndex = -1;                // HETCCL_IB_GID_INDEX, else NCCL_IB_GID_INDEX (-1: a RoCE v2 IPv4 GID)
   UcxErrorMode ucxErrorMode = UcxErrorMode::Auto;  // HETCCL_UCX_ERROR_MODE: auto, peer or none

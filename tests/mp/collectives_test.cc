@@ -62,6 +62,23 @@ TEST(CollectivesMixedTransports, NetPluginOnSomeRanks) {
   });
 }
 
+// Two hosts of two ranks each (HETCCL_HOSTID makes one machine act as
+// two), with `rdma` (between hosts only): shared memory inside a host,
+// the RDMA network (the stand-in libibverbs) between them, side by side.
+TEST(CollectivesMixedTransports, RdmaBetweenHostsSharedMemoryWithin) {
+  const uint64_t seed = runSeed();
+  fprintf(stderr, "seed %llu (HETCCL_TEST_SEED)\n", static_cast<unsigned long long>(seed));
+  auto envFor = [](int rank) {
+    return mp::Env{{"HETCCL_TRANSPORT", "rdma"}, {"HETCCL_IB_LIB", HETCCL_TEST_FAKE_IBVERBS},
+                   {"HETCCL_HOSTID", rank < 2 ? "host-a" : "host-b"}};
+  };
+  EXPECT_RANKS_PASS_EACH(4, envFor, 500, [&](int rank, int n, const ncclUniqueId& id) {
+    const char* expected[] = {"0:self 1:shm 2:rdma 3:rdma", "0:shm 1:self 2:rdma 3:rdma", "0:rdma 1:rdma 2:self 3:shm",
+                              "0:rdma 1:rdma 2:shm 3:self"};
+    return mp::runMatrix(rank, n, id, seed, 4099, nullptr, expected[rank]);
+  });
+}
+
 // "large" crosses the small-message threshold (64 KiB) for every type, so
 // both all-reduce algorithms, multi-slot and rendezvous transfers run.
 INSTANTIATE_TEST_SUITE_P(

@@ -37,11 +37,17 @@ inline ncclResult_t launch(ncclComm_t comm, const Case& k, ncclRedOp_t op, int r
   return ncclInternalError;
 }
 
-// planPrefix: the all-reduce plan must start with it (the path under test is taken).
+// planPrefix: the all-reduce plan must start with it (the path under test
+// is taken); transports: how this rank must reach each rank
+// (hetcclCommDescribeTransports).
 inline int runMatrix(int rank, int n, const ncclUniqueId& id, uint64_t seed, size_t large,
-                     const char* planPrefix = nullptr) {
+                     const char* planPrefix = nullptr, const char* transports = nullptr) {
   ncclComm_t comm;
   RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+  if (transports) {
+    const char* got = hetcclCommDescribeTransports(comm);
+    RANK_EXPECT(got && strcmp(got, transports) == 0, "transports: %s (expected %s)", got ? got : "(null)", transports);
+  }
   if (planPrefix) {
     const char* plan = hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32);
     RANK_EXPECT(plan && strncmp(plan, planPrefix, strlen(planPrefix)) == 0, "all_reduce plan: %s", plan ? plan : "(null)");

@@ -99,6 +99,26 @@ TEST(StreamCollectives, SendRecvThroughTheRelayOverRdmaEveryTypeAndCount) {
                          [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 20011); });
 }
 
+// The shape of a real mixed cluster: ranks 0 and 1 on one host (their
+// segments shared), rank 2 on another (HETCCL_HOSTID), `rdma` between
+// hosts only: the relay to and from rank 2 takes the RDMA network, as do
+// the host-staged messages; ranks 0 and 1 keep shared memory.
+TEST(StreamCollectives, AcrossTwoHostsTheRelayTakesRdmaAndOneHostSharesMemory) {
+  const uint64_t seed = hetccl::testing::runSeed();
+  auto envFor = [](int rank) {
+    mp::Env env = streamEnv("60");
+    env.push_back({"HETCCL_TRANSPORT", "rdma"});
+    env.push_back({"HETCCL_IB_LIB", HETCCL_TEST_FAKE_IBVERBS});
+    env.push_back({"HETCCL_HOSTID", rank < 2 ? "host-x" : "host-y"});
+    env.push_back({"HETCCL_DOMAIN", std::string(1, static_cast<char>('a' + rank))});
+    return env;
+  };
+  EXPECT_RANKS_PASS_EACH(3, envFor, 500, [&](int rank, int n, const ncclUniqueId& id) {
+    const char* expected[] = {"0:self 1:shm 2:rdma", "0:shm 1:self 2:rdma", "0:rdma 1:rdma 2:self"};
+    return mp::runMatrix(rank, n, id, seed, 20011, "stream: through pinned memory, shared on a host and relayed", expected[rank]);
+  });
+}
+
 TEST(StreamCollectives, RelayedPeerThatDestroysFirstIsNoErrorOverRdma) { relayedPeerThatDestroysFirstIsNoError(rdmaRelayEnv()); }
 
 TEST(StreamCollectives, DeadPeerThroughTheRelayOverRdmaIsAnErrorNotAHang) { deadPeerIsAnError(rdmaRelayEnv("20")); }
