@@ -83,6 +83,8 @@ step gpu_comm_tests "$build/tests/gpu_comm_tests" --gtest_filter='-GpuFp8Formats
 # buffer (about 25 s); FULL adds host staging and GPU ranks beside a CPU rank.
 step fp8_formats_gpu "$build/tests/gpu_comm_tests" --gtest_filter="$(big 'GpuFp8Formats.*' \
   'GpuFp8Formats.OcpAndFnuzRanksOnTheStreams:GpuFp8Formats.DomainsOfTwoOcpAndFnuz:GpuFp8Formats.HostBuffer*')"
+step hetccl_info env HETCCL_NET_PLUGIN="$build/tests/libnccl-net-hetccltest-v11.so" HETCCL_IB_LIB="$build/tests/libfake-ibverbs.so" \
+  FAKE_IBV_DEVICES=2 "$build/hetccl-info"
 step gpu_machine_topology bash -c "nvidia-smi topo -m; lscpu | grep -i -E 'numa|socket|model name|thread'; lscpu -e"
 step pinned_copy_bandwidth python3 bench/pinned_copy_bandwidth.py
 # 2. One domain of both GPUs: every collective x type x op through NCCL, checked.

@@ -85,27 +85,32 @@ class BoundPlugin : public NetPlugin {
     for (int dev = 0; dev < devices; ++dev) {
       int ptrSupport = 0;
       char* pciPath = nullptr;
+      char* deviceName = nullptr;
       if constexpr (kV8) {
         Properties8 p{};
         r = t_->getProperties(dev, &p);
         ptrSupport = p.ptrSupport;
         pciPath = p.pciPath;
+        deviceName = p.name;
       } else if constexpr (kV11) {
         Properties11 p{};
         r = t_->getProperties(dev, &p);
         ptrSupport = p.ptrSupport;
         pciPath = p.pciPath;
+        deviceName = p.name;
         if (p.maxP2pBytes) maxBytes = std::min(p.maxP2pBytes, maxBytes);
       } else {
         Properties9 p{};
         r = t_->getProperties(dev, &p);
         ptrSupport = p.ptrSupport;
         pciPath = p.pciPath;
+        deviceName = p.name;
         if (p.maxP2pBytes) maxBytes = std::min(p.maxP2pBytes, maxBytes);
       }
       if (r != ncclSuccess) return failed(why, "getProperties(%d) failed (error %d)", dev, r);
       if (!(ptrSupport & kPtrHost)) return failed(why, "device %d cannot send host memory", dev);
       pciPaths_.push_back(pciPath ? pciPath : "");
+      deviceNames_.push_back(deviceName ? deviceName : "device " + std::to_string(dev));
     }
     maxMessageBytes_ = maxBytes;
     return true;
@@ -292,7 +297,10 @@ int NetPlugin::deviceFor(const std::string& gpuBusId, int localIndex) const {
 }
 
 const NetPlugin* netPlugin(std::string* why) {
-  if (usesRdma(params().transport)) return verbsNetwork(why);
+  return usesRdma(params().transport) ? verbsNetwork(why) : netPluginLibrary(why);
+}
+
+const NetPlugin* netPluginLibrary(std::string* why) {
   static std::once_flag once;
   static LoadedPlugin* loaded = nullptr;  // never freed: the plugin stays loaded until exit
   std::call_once(once, [] { loaded = new LoadedPlugin(load()); });

@@ -20,6 +20,8 @@ class NetPlugin {
   const std::string& path() const { return path_; }    // the library, as opened
   int version() const { return version_; }             // the ABI version bound
   int devices() const { return static_cast<int>(pciPaths_.size()); }
+  const std::string& deviceName(int dev) const { return deviceNames_[static_cast<size_t>(dev)]; }
+  const std::string& pciPath(int dev) const { return pciPaths_[static_cast<size_t>(dev)]; }
   size_t maxMessageBytes() const { return maxMessageBytes_; }  // the smallest of its devices'
   // The device (NIC) a rank uses: HETCCL_NET_PLUGIN_DEVICE if set, else
   // the one nearest its GPU (gpuBusId, "0000:c1:00.0"; empty for a CPU
@@ -47,6 +49,7 @@ class NetPlugin {
   std::string name_, path_;
   int version_ = 0;
   std::vector<std::string> pciPaths_;  // by device: its sysfs path ("" when the plugin gives none)
+  std::vector<std::string> deviceNames_;  // by device: its name ("mlx5_0", "mlx5_0:1")
   size_t maxMessageBytes_ = 0;
 };
 
@@ -59,6 +62,9 @@ int nearestNetDevice(const std::string& gpuPath, const std::vector<std::string>&
 // first call; with HETCCL_TRANSPORT=rdma or rdma-all, hetccl's own RDMA
 // network instead. nullptr and *why when it cannot be.
 const NetPlugin* netPlugin(std::string* why);
+
+// The plugin library alone (HETCCL_NET_PLUGIN), whatever the transport.
+const NetPlugin* netPluginLibrary(std::string* why);
 
 // hetccl's RDMA network over libibverbs (verbs_network.cc; verbs_missing.cc
 // in a build without rdma-core's header).

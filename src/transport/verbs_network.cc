@@ -334,6 +334,10 @@ class VerbsNetwork : public NetPlugin {
     name_ = "hetccl-rdma";
     path_ = params().ibLib;
     pciPaths_ = std::move(pciPaths);
+    for (const VerbsDevice& d : devices_)
+      deviceNames_.push_back(d.name + ":" + std::to_string(d.port) + " (" +
+                             (d.linkLayer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand") + ", GID index " +
+                             std::to_string(d.gidIndex) + ")");
     maxMessageBytes_ = kMaxMessageBytes;
   }
 
