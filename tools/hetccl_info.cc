@@ -42,7 +42,7 @@ void listGpus(Runtime* rt, const char* label, const std::string& why, const NetP
   }
   int count = 0;
   if (rt->deviceCount(&count) != ncclSuccess) count = 0;
-  printf("  %s %s: %d device(s)\n", label, rt->version().c_str(), count);
+  printf("  %s (version %s): %d device(s)\n", label, rt->version().c_str(), count);
   for (int d = 0; d < count; ++d) {
     std::string busId;
     if (rt->pciBusId(d, &busId) != ncclSuccess) busId = "?";
