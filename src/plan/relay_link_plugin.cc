@@ -181,7 +181,7 @@ class PluginRelayLink : public RelayLink {
 
   int pollFd() const override { return -1; }
   bool busy() const override { return !outbox_->empty() || !sending_.empty(); }
-  const char* name() const override { return "net-plugin"; }
+  const char* name() const override { return usesRdma(params().transport) ? "rdma" : "net-plugin"; }
 
  private:
   struct DataSend {
