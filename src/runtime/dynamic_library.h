@@ -18,6 +18,15 @@ class DynamicLibrary {
   static DynamicLibrary open(const std::string& name, int flags, std::string* why);
 
   void* symbol(const char* name) const;
+  // Binds *slot to the function `name`; when there is none, appends the
+  // name to *missing (comma-separated; null: an optional symbol) and
+  // returns false.
+  template <typename Fn>
+  bool bind(Fn** slot, const char* name, std::string* missing) const {
+    *slot = reinterpret_cast<Fn*>(symbol(name));
+    if (!*slot && missing) *missing += std::string(missing->empty() ? "" : ", ") + name;
+    return *slot != nullptr;
+  }
   bool loaded() const { return handle_ != nullptr; }
   const std::string& path() const { return path_; }  // as opened
   // Forgets the handle without closing it (for libraries that must stay

@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 
 #include <mutex>
-#include <type_traits>
 
 #include "common/log.h"
 #include "common/params.h"
@@ -21,30 +20,23 @@ struct LoadedUcx {
 // Binds every entry; false (and *why) when one is missing.
 bool bind(const DynamicLibrary& lib, UcxApi* api, std::string* why) {
   bool ok = true;
-  auto one = [&](auto* slot, const char* name) {
-    *slot = reinterpret_cast<std::remove_pointer_t<decltype(slot)>>(lib.symbol(name));
-    if (!*slot) {
-      *why += std::string(why->empty() ? "" : ", ") + name;
-      ok = false;
-    }
-  };
-  one(&api->configRead, "ucp_config_read");
-  one(&api->configRelease, "ucp_config_release");
-  one(&api->initVersion, "ucp_init_version");
-  one(&api->workerCreate, "ucp_worker_create");
-  one(&api->workerDestroy, "ucp_worker_destroy");
-  one(&api->workerGetAddress, "ucp_worker_get_address");
-  one(&api->workerReleaseAddress, "ucp_worker_release_address");
-  one(&api->workerProgress, "ucp_worker_progress");
-  one(&api->epCreate, "ucp_ep_create");
-  one(&api->epCloseNbx, "ucp_ep_close_nbx");
-  one(&api->tagSendNbx, "ucp_tag_send_nbx");
-  one(&api->tagRecvNbx, "ucp_tag_recv_nbx");
-  one(&api->tagRecvRequestTest, "ucp_tag_recv_request_test");
-  one(&api->requestCheckStatus, "ucp_request_check_status");
-  one(&api->requestCancel, "ucp_request_cancel");
-  one(&api->requestFree, "ucp_request_free");
-  one(&api->statusString, "ucs_status_string");
+  ok &= lib.bind(&api->configRead, "ucp_config_read", why);
+  ok &= lib.bind(&api->configRelease, "ucp_config_release", why);
+  ok &= lib.bind(&api->initVersion, "ucp_init_version", why);
+  ok &= lib.bind(&api->workerCreate, "ucp_worker_create", why);
+  ok &= lib.bind(&api->workerDestroy, "ucp_worker_destroy", why);
+  ok &= lib.bind(&api->workerGetAddress, "ucp_worker_get_address", why);
+  ok &= lib.bind(&api->workerReleaseAddress, "ucp_worker_release_address", why);
+  ok &= lib.bind(&api->workerProgress, "ucp_worker_progress", why);
+  ok &= lib.bind(&api->epCreate, "ucp_ep_create", why);
+  ok &= lib.bind(&api->epCloseNbx, "ucp_ep_close_nbx", why);
+  ok &= lib.bind(&api->tagSendNbx, "ucp_tag_send_nbx", why);
+  ok &= lib.bind(&api->tagRecvNbx, "ucp_tag_recv_nbx", why);
+  ok &= lib.bind(&api->tagRecvRequestTest, "ucp_tag_recv_request_test", why);
+  ok &= lib.bind(&api->requestCheckStatus, "ucp_request_check_status", why);
+  ok &= lib.bind(&api->requestCancel, "ucp_request_cancel", why);
+  ok &= lib.bind(&api->requestFree, "ucp_request_free", why);
+  ok &= lib.bind(&api->statusString, "ucs_status_string", why);
   if (!ok) *why = params().ucxLib + " lacks " + *why + " (UCX older than 1.10?)";
   return ok;
 }

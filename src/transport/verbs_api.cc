@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 
 #include <mutex>
-#include <type_traits>
 
 #include "common/params.h"
 #include "runtime/dynamic_library.h"
@@ -19,32 +18,25 @@ struct LoadedVerbs {
 
 bool bind(const DynamicLibrary& lib, VerbsApi* api, std::string* why) {
   bool ok = true;
-  auto one = [&](auto* slot, const char* name, bool required = true) {
-    *slot = reinterpret_cast<std::remove_pointer_t<decltype(slot)>>(lib.symbol(name));
-    if (!*slot && required) {
-      *why += std::string(why->empty() ? "" : ", ") + name;
-      ok = false;
-    }
-  };
-  one(&api->getDeviceList, "ibv_get_device_list");
-  one(&api->freeDeviceList, "ibv_free_device_list");
-  one(&api->getDeviceName, "ibv_get_device_name");
-  one(&api->openDevice, "ibv_open_device");
-  one(&api->closeDevice, "ibv_close_device");
-  one(&api->queryDevice, "ibv_query_device");
-  one(&api->queryPort, "ibv_query_port");
-  one(&api->queryGid, "ibv_query_gid");
-  one(&api->allocPd, "ibv_alloc_pd");
-  one(&api->deallocPd, "ibv_dealloc_pd");
-  one(&api->regMr, "ibv_reg_mr");
-  one(&api->regDmabufMr, "ibv_reg_dmabuf_mr", false);
-  one(&api->deregMr, "ibv_dereg_mr");
-  one(&api->createCq, "ibv_create_cq");
-  one(&api->destroyCq, "ibv_destroy_cq");
-  one(&api->createQp, "ibv_create_qp");
-  one(&api->modifyQp, "ibv_modify_qp");
-  one(&api->destroyQp, "ibv_destroy_qp");
-  one(&api->wcStatusString, "ibv_wc_status_str");
+  ok &= lib.bind(&api->getDeviceList, "ibv_get_device_list", why);
+  ok &= lib.bind(&api->freeDeviceList, "ibv_free_device_list", why);
+  ok &= lib.bind(&api->getDeviceName, "ibv_get_device_name", why);
+  ok &= lib.bind(&api->openDevice, "ibv_open_device", why);
+  ok &= lib.bind(&api->closeDevice, "ibv_close_device", why);
+  ok &= lib.bind(&api->queryDevice, "ibv_query_device", why);
+  ok &= lib.bind(&api->queryPort, "ibv_query_port", why);
+  ok &= lib.bind(&api->queryGid, "ibv_query_gid", why);
+  ok &= lib.bind(&api->allocPd, "ibv_alloc_pd", why);
+  ok &= lib.bind(&api->deallocPd, "ibv_dealloc_pd", why);
+  ok &= lib.bind(&api->regMr, "ibv_reg_mr", why);
+  lib.bind(&api->regDmabufMr, "ibv_reg_dmabuf_mr", nullptr);  // optional
+  ok &= lib.bind(&api->deregMr, "ibv_dereg_mr", why);
+  ok &= lib.bind(&api->createCq, "ibv_create_cq", why);
+  ok &= lib.bind(&api->destroyCq, "ibv_destroy_cq", why);
+  ok &= lib.bind(&api->createQp, "ibv_create_qp", why);
+  ok &= lib.bind(&api->modifyQp, "ibv_modify_qp", why);
+  ok &= lib.bind(&api->destroyQp, "ibv_destroy_qp", why);
+  ok &= lib.bind(&api->wcStatusString, "ibv_wc_status_str", why);
   if (!ok) *why = params().ibLib + " lacks " + *why;
   return ok;
 }

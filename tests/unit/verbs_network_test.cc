@@ -127,29 +127,27 @@ TEST(VerbsNetwork, KeepsManyRequestsInFlightAndLimitsThem) {
   }
 }
 
-TEST(VerbsNetwork, AMessageLargerThanItsReceiveIsAnError) {
+// A receive of recvBytes with tag 1 meets a send of sendBytes with
+// sendTag: what isend says once the receive is there.
+ncclResult_t sendAgainstReceive(size_t sendBytes, int sendTag, size_t recvBytes) {
   Pair p;
-  Registered src(p.net, p.sendComm, 200), dst(p.net, p.recvComm, 100);
+  Registered src(p.net, p.sendComm, sendBytes), dst(p.net, p.recvComm, recvBytes);
   void* recv = nullptr;
   void* send = nullptr;
-  ASSERT_EQ(p.net.irecv(p.recvComm, dst.data.data(), 100, 1, dst.mr, &recv), ncclSuccess);
+  EXPECT_EQ(p.net.irecv(p.recvComm, dst.data.data(), recvBytes, 1, dst.mr, &recv), ncclSuccess);
   ncclResult_t r = ncclSuccess;
   for (int i = 0; i < 1000000 && r == ncclSuccess && !send; ++i)
-    r = p.net.isend(p.sendComm, src.data.data(), 200, 1, src.mr, &send);
-  EXPECT_EQ(r, ncclInvalidUsage);
+    r = p.net.isend(p.sendComm, src.data.data(), sendBytes, sendTag, src.mr, &send);
+  return r;
+}
+
+TEST(VerbsNetwork, AMessageLargerThanItsReceiveIsAnError) {
+  EXPECT_EQ(sendAgainstReceive(200, 1, 100), ncclInvalidUsage);
   EXPECT_NE(std::string(lastError()).find("200 bytes met a receive of 100"), std::string::npos) << lastError();
 }
 
 TEST(VerbsNetwork, ATagMismatchIsAnError) {
-  Pair p;
-  Registered src(p.net, p.sendComm, 10), dst(p.net, p.recvComm, 10);
-  void* recv = nullptr;
-  void* send = nullptr;
-  ASSERT_EQ(p.net.irecv(p.recvComm, dst.data.data(), 10, 1, dst.mr, &recv), ncclSuccess);
-  ncclResult_t r = ncclSuccess;
-  for (int i = 0; i < 1000000 && r == ncclSuccess && !send; ++i)
-    r = p.net.isend(p.sendComm, src.data.data(), 10, 2, src.mr, &send);
-  EXPECT_NE(r, ncclSuccess);
+  EXPECT_NE(sendAgainstReceive(10, 2, 10), ncclSuccess);
   EXPECT_NE(std::string(lastError()).find("tag"), std::string::npos) << lastError();
 }
 
