@@ -15,70 +15,8 @@
 
 namespace hetccl {
 
-class SlotRing {
- public:
-  SlotRing(const NetPlugin& plugin, size_t slotBytes, int slots)
-      : plugin_(plugin), slotBytes_(slotBytes), slots_(static_cast<size_t>(slots)) {}
-  ~SlotRing() {
-    if (mhandle_) plugin_.deregMr(comm_, mhandle_);
-  }
-  SlotRing(const SlotRing&) = delete;
-  SlotRing& operator=(const SlotRing&) = delete;
-
-  ncclResult_t registerWith(void* comm) {
-    const size_t bytes = slotBytes_ * slots_.size();
-    memory_.reset(static_cast<char*>(std::aligned_alloc(4096, (bytes + 4095) & ~size_t(4095))));
-    if (!memory_) return fail(ncclSystemError, "net plugin: cannot allocate %zu bytes of slots", bytes);
-    comm_ = comm;
-    ncclResult_t r = plugin_.regMr(comm, memory_.get(), bytes, &mhandle_);
-    if (r != ncclSuccess) {
-      mhandle_ = nullptr;
-      return fail(r, "net plugin %s: regMr of %zu bytes failed", plugin_.name().c_str(), bytes);
-    }
-    return ncclSuccess;
-  }
-
-  struct Slot {
-    void* request = nullptr;  // the plugin's; null: staged, not yet taken
-    Request* owner = nullptr;
-    size_t offset = 0, payload = 0;
-  };
-  bool full() const { return used_ == slots_.size(); }
-  bool empty() const { return used_ == 0; }
-  // The next free slot (not full()) and the oldest used one (not empty()).
-  Slot& head() { return slots_[(tail_ + used_) % slots_.size()]; }
-  Slot& tail() { return slots_[tail_]; }
-  char* bytesOf(const Slot& s) const { return memory_.get() + static_cast<size_t>(&s - slots_.data()) * slotBytes_; }
-  void take() { ++used_; }
-  void release() {
-    tail() = Slot{};
-    tail_ = (tail_ + 1) % slots_.size();
-    --used_;
-  }
-  // The newest used slot, when it was staged but the plugin did not take it.
-  Slot* untaken() {
-    if (empty()) return nullptr;
-    Slot& s = slots_[(tail_ + used_ - 1) % slots_.size()];
-    return s.request ? nullptr : &s;
-  }
-  size_t slotBytes() const { return slotBytes_; }
-  void* mhandle() const { return mhandle_; }
-
- private:
-  struct Free {
-    void operator()(char* p) const { std::free(p); }
-  };
-  const NetPlugin& plugin_;
-  const size_t slotBytes_;
-  std::vector<Slot> slots_;
-  std::unique_ptr<char, Free> memory_;
-  void* comm_ = nullptr;
-  void* mhandle_ = nullptr;
-  size_t tail_ = 0, used_ = 0;
-};
-
-// Memory of someone else's (a stream segment, a mirror) registered with a
-// plugin comm for as long as this lives, so the plugin moves it directly.
+// Memory registered with a plugin comm for as long as this lives (a slot
+// ring's, or a stream segment or mirror the plugin then moves directly).
 class RegisteredRegion {
  public:
   explicit RegisteredRegion(const NetPlugin& plugin) : plugin_(plugin) {}
@@ -108,6 +46,57 @@ class RegisteredRegion {
   void* mhandle_ = nullptr;
   char* base_ = nullptr;
   size_t bytes_ = 0;
+};
+
+class SlotRing {
+ public:
+  SlotRing(const NetPlugin& plugin, size_t slotBytes, int slots)
+      : slotBytes_(slotBytes), slots_(static_cast<size_t>(slots)), region_(plugin) {}
+  SlotRing(const SlotRing&) = delete;
+  SlotRing& operator=(const SlotRing&) = delete;
+
+  ncclResult_t registerWith(void* comm) {
+    const size_t bytes = slotBytes_ * slots_.size();
+    memory_.reset(static_cast<char*>(std::aligned_alloc(4096, (bytes + 4095) & ~size_t(4095))));
+    if (!memory_) return fail(ncclSystemError, "net plugin: cannot allocate %zu bytes of slots", bytes);
+    return region_.registerWith(comm, memory_.get(), bytes);
+  }
+
+  struct Slot {
+    void* request = nullptr;  // the plugin's; null: staged, not yet taken
+    Request* owner = nullptr;
+    size_t offset = 0, payload = 0;
+  };
+  bool full() const { return used_ == slots_.size(); }
+  bool empty() const { return used_ == 0; }
+  // The next free slot (not full()) and the oldest used one (not empty()).
+  Slot& head() { return slots_[(tail_ + used_) % slots_.size()]; }
+  Slot& tail() { return slots_[tail_]; }
+  char* bytesOf(const Slot& s) const { return memory_.get() + static_cast<size_t>(&s - slots_.data()) * slotBytes_; }
+  void take() { ++used_; }
+  void release() {
+    tail() = Slot{};
+    tail_ = (tail_ + 1) % slots_.size();
+    --used_;
+  }
+  // The newest used slot, when it was staged but the plugin did not take it.
+  Slot* untaken() {
+    if (empty()) return nullptr;
+    Slot& s = slots_[(tail_ + used_ - 1) % slots_.size()];
+    return s.request ? nullptr : &s;
+  }
+  size_t slotBytes() const { return slotBytes_; }
+  void* mhandle() const { return region_.mhandle(); }
+
+ private:
+  struct Free {
+    void operator()(char* p) const { std::free(p); }
+  };
+  const size_t slotBytes_;
+  std::vector<Slot> slots_;
+  std::unique_ptr<char, Free> memory_;
+  RegisteredRegion region_;  // after memory_: deregistered before it is freed
+  size_t tail_ = 0, used_ = 0;
 };
 
 // The slot size a rank receives into (HETCCL_NET_PLUGIN_SLOT_BYTES, at
