@@ -150,7 +150,7 @@ step net_plugin_in_nccl_v8 bash -c "nccl_through_plugin 8 29611"
 step net_plugin_in_nccl_v11 bash -c "nccl_through_plugin 11 29612"
 step gpu_and_cpu_ranks_net_plugin env HETCCL_TRANSPORT=net-plugin-all HETCCL_NET_PLUGIN="$build/tests/libnccl-net-hetccltest-v11.so" \
   "$build/hetccl-perf" $all -N 3 --host-ranks 2 -b 8 -e 1M -f 32 -d float,bfloat16,int32 -o all -n 1 -w 0 -c 1
-step net_plugin_transport_cpu_ranks env HETCCL_DEVICE=host bash -c "'$build/tests/collectives_test' --gtest_filter='*net_plugin*' && '$build/tests/bad_input_test' --gtest_filter='*NetPlugin*:*UnknownTransport*' && '$build/tests/group_test' --gtest_filter='*net_plugin*' && '$build/tests/stream_relay_plugin_test'"
+step net_plugin_transport_cpu_ranks env HETCCL_DEVICE=host bash -c "'$build/tests/collectives_test' --gtest_filter='*net_plugin*' && '$build/tests/bad_input_test' --gtest_filter='*NetPlugin*:*UnknownTransport*' && '$build/tests/group_test' --gtest_filter='*net_plugin*' && '$build/tests/stream_relay_links_test'"
 # The RDMA network on CPU ranks (the stand-in libibverbs), and rdma-core's
 # real libibverbs on this machine without an RDMA NIC: a clear error at init.
 step rdma_network_cpu_ranks env HETCCL_DEVICE=host bash -c "'$build/tests/verbs_network_tests' && '$build/tests/collectives_test' --gtest_filter='*rdma*' && '$build/tests/bad_input_test' --gtest_filter='*Rdma*'"
@@ -232,6 +232,14 @@ step gpu_and_cpu_ranks_rdma env HETCCL_TRANSPORT=rdma-all HETCCL_IB_LIB="$build/
   "$build/hetccl-perf" $all -N 3 --host-ranks 2 -b 8 -e 1M -f 32 -d float,bfloat16,int32 -o all -n 1 -w 0 -c 1
 full_step two_gpu_domains_stream_relay_rdma_bandwidth env HETCCL_TRANSPORT=rdma-all \
   HETCCL_IB_LIB="$build/tests/libfake-ibverbs.so" \
+  "$build/hetccl-perf" all_reduce,all_gather -N 2 --domains 2 -b 1M -e 256M -f 4 -n 5 -w 2 -c 1
+# And over UCX (HETCCL_TRANSPORT=ucx-all relays every pair over it; on one
+# machine UCX takes its shared-memory transports): checked, and with FULL
+# its bandwidth beside the socket relay's above.
+step two_gpu_domains_stream_relay_ucx env HETCCL_TRANSPORT=ucx-all HETCCL_STREAM_P2P=1 \
+  "$build/hetccl-perf" all_reduce,reduce_scatter,all_gather,broadcast,reduce,alltoall,gather,scatter,sendrecv -N 2 --domains 2 \
+  -b 8 -e "$(big 4M 1M)" -f 32 -d float,bfloat16,int32 -o all -n 1 -w 0 -c 1
+full_step two_gpu_domains_stream_relay_ucx_bandwidth env HETCCL_TRANSPORT=ucx-all \
   "$build/hetccl-perf" all_reduce,all_gather -N 2 --domains 2 -b 1M -e 256M -f 4 -n 5 -w 2 -c 1
 # Send/recv on the streams too (HETCCL_STREAM_P2P, on by default): checked,
 # bandwidth, and host-staged (HETCCL_STREAM_P2P=0) for comparison.

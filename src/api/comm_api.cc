@@ -400,10 +400,13 @@ HETCCL_EXPORT const char* hetcclCommDescribePlan(ncclComm_t comm, const char* co
     if (c->streamHierarchy && k.kind == OpKind::Send && c->streamHierarchy->p2p())
       return "stream hierarchy: send/recv in a domain through its library, to the same position in another domain "
              "through the cross group's streams, other pairs host-staged";
-    if (c->streamCollectives && StreamCollectives::handles(k.kind))
-      return c->streamCollectives->relayed()
-                 ? "stream: through pinned memory, shared on a host and relayed between hosts (TCP, a net plugin or RDMA), on the devices' streams"
-                 : "stream: through shared pinned memory, on the devices' streams";
+    if (c->streamCollectives && StreamCollectives::handles(k.kind)) {
+      if (!c->streamCollectives->relayed()) return "stream: through shared pinned memory, on the devices' streams";
+      thread_local std::string text;
+      text = "stream: through pinned memory, shared on a host and relayed {" + c->streamCollectives->relayLinks() +
+             "}, on the devices' streams";
+      return text.c_str();
+    }
     return planName(*c, op);
   }
   return nullptr;

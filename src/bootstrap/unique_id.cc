@@ -209,10 +209,11 @@ RankInfo RankInfo::local(const SocketAddress& listenAddress, int device) {
   struct stat ns{};
   if (stat("/proc/self/ns/pid", &ns) == 0) info.pidNamespace = static_cast<uint64_t>(ns.st_ino);
   info.device = device;
-  // net-plugin-all: the plugin between every pair, the stream collectives'
-  // segments too (relayed over it), as between hosts.
+  // net-plugin-all, rdma-all, ucx-all: that network between every pair,
+  // the stream collectives' segments too (relayed over it), as between hosts.
   const TransportChoice t = params().transport;
-  info.shmAllowed = t != TransportChoice::Socket && t != TransportChoice::NetPluginAll && t != TransportChoice::RdmaAll;
+  info.shmAllowed = t != TransportChoice::Socket && t != TransportChoice::NetPluginAll && t != TransportChoice::RdmaAll &&
+                    t != TransportChoice::UcxAll;
   info.tunables = Tunables::fromParams();
   snprintf(info.domain, sizeof(info.domain), "%s", params().domain.empty() ? "host" : params().domain.c_str());
   snprintf(info.runtime, sizeof(info.runtime), "host");

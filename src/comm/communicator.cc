@@ -233,10 +233,14 @@ ncclResult_t Communicator::createDomains() {
     const RankInfo& me = peers[static_cast<size_t>(rank)];
     for (const RankInfo& p : peers) {  // the same test on both ends of every pair
       s.sharesMemory.push_back(p.hostHash == me.hostHash && p.shmAllowed && me.shmAllowed);
-      s.relayViaPlugin.push_back(wishesMeet(me.netPlugin, p.netPlugin, p.hostHash == me.hostHash));
-    s.netPluginDevice = netPluginDevice;
+      const bool sameHost = p.hostHash == me.hostHash;
+      s.sameHost.push_back(sameHost);
+      s.relayLinks.push_back(wishesMeet(me.netPlugin, p.netPlugin, sameHost) ? RelayLinkKind::NetPlugin
+                             : wishesMeet(me.ucx, p.ucx, sameHost)          ? RelayLinkKind::Ucx
+                                                                            : RelayLinkKind::Socket);
       s.addresses.push_back(p.listenAddress);
     }
+    s.netPluginDevice = netPluginDevice;
     s.listener = &listener;
     s.abort = &abort;
     s.partBytes = tunables.streamPartBytes;  // rank 0's, as every rank's

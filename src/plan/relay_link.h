@@ -1,13 +1,15 @@
 // The wire under the stream relay (stream_relay.h) between two ranks: an
-// ordered stream of messages, each a header and `bytes` of data. Two kinds:
-// a TCP socket (the default), and an ncclNet plugin where both ranks asked
-// for one (HETCCL_TRANSPORT=net-plugin between hosts, net-plugin-all for
-// every pair), so that the GPU streams' traffic between hosts takes the
-// cluster's network.
+// ordered stream of messages, each a header and `bytes` of data. Three
+// kinds: a TCP socket (the default); an ncclNet plugin or hetccl's RDMA
+// network where both ranks asked for one (HETCCL_TRANSPORT=net-plugin or
+// rdma between hosts, -all for every pair); UCX where both asked for it
+// (ucx, ucx-all). So the GPU streams' traffic between hosts takes the
+// cluster's network, as the host-staged messages do.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -19,6 +21,9 @@
 namespace hetccl {
 
 class NetPlugin;
+
+enum class RelayLinkKind : uint8_t { Socket, NetPlugin, Ucx };
+const char* relayLinkKindName(RelayLinkKind kind);
 
 // What travels: a header, then `bytes` of data for `offset` in the
 // sender's segment (the receiver's mirror of it).
@@ -60,6 +65,22 @@ class RelayLink {
 
 std::unique_ptr<RelayLink> makeSocketRelayLink(Socket socket);
 
+// The pair's socket once a link of another kind carries the messages: the
+// liveness line. The peer closing it is an error only once nothing has
+// arrived for 500 ms: what it sent before closing (its goodbye) may still
+// be on its way through the link.
+class RelayLine {
+ public:
+  RelayLine(Socket socket, int peer) : socket_(std::move(socket)), peer_(peer) {}
+  const Socket& socket() const { return socket_; }
+  ncclResult_t check(bool moved);
+
+ private:
+  Socket socket_;
+  int peer_;
+  std::chrono::steady_clock::time_point closedAt_{};
+};
+
 // Memory the link may move directly: my segment, my mirror of the peer's.
 struct RelayRegion {
   char* base;
@@ -73,5 +94,13 @@ struct RelayRegion {
 ncclResult_t makePluginRelayLink(const NetPlugin& plugin, int device, Socket socket, int peer, RelayRegion segment,
                                  RelayRegion mirror, const Deadline& deadline, const AbortFlag* abort,
                                  std::unique_ptr<RelayLink>* out);
+
+// Over UCX (relay_link_ucx.cc): each side's own worker, the addresses
+// exchanged over the pair's socket (connected), which then stays as the
+// liveness line. A message is a tag send of its header, then one of its
+// data straight from `segment`'s memory into the mirror (UCX registers
+// both as it sees fit). Both ranks of the pair call it at the same time.
+ncclResult_t makeUcxRelayLink(Socket socket, int peer, bool sameHost, const Deadline& deadline, const AbortFlag* abort,
+                              std::unique_ptr<RelayLink>* out);
 
 }  // namespace hetccl

@@ -16,7 +16,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <deque>
 #include <string>
@@ -70,7 +69,7 @@ struct Comms {
 class PluginRelayLink : public RelayLink {
  public:
   PluginRelayLink(const NetPlugin& plugin, int device, Socket line, int peer, RelayRegion segment, RelayRegion mirror)
-      : plugin_(plugin), device_(device), line_(std::move(line)), peer_(peer), segmentRegion_(segment),
+      : plugin_(plugin), device_(device), line_(std::move(line), peer), peer_(peer), segmentRegion_(segment),
         mirrorRegion_(mirror), comms_(plugin), segment_(plugin), mirror_(plugin) {}
 
   // Handles both ways over the line, then connect and accept, polled.
@@ -113,7 +112,7 @@ class PluginRelayLink : public RelayLink {
     HETCCL_TRY(inbox_->registerWith(headers_.recv));
     HETCCL_TRY(segment_.registerWith(data_.send, segmentRegion_.base, segmentRegion_.bytes));
     HETCCL_TRY(mirror_.registerWith(data_.recv, mirrorRegion_.base, mirrorRegion_.bytes));
-    line_.setNonBlocking();
+    line_.socket().setNonBlocking();
     return ncclSuccess;
   }
 
@@ -173,15 +172,14 @@ class PluginRelayLink : public RelayLink {
         arriving_.pop_front();
         HETCCL_TRY(arrived(m));
       }
-      if (!progressed) return checkLine(*moved);
+      if (!progressed) return line_.check(*moved);
       *moved = true;
-      lineClosedAt_ = {};
     }
   }
 
   int pollFd() const override { return -1; }
   bool busy() const override { return !outbox_->empty() || !sending_.empty(); }
-  const char* name() const override { return usesRdma(params().transport) ? "rdma" : "net-plugin"; }
+  const char* name() const override { return relayLinkKindName(RelayLinkKind::NetPlugin); }
 
  private:
   struct DataSend {
@@ -303,24 +301,13 @@ class PluginRelayLink : public RelayLink {
   }
 
   ncclResult_t exchange(const Handshake* mine, Handshake* theirs, const Deadline& deadline, const AbortFlag* abort) {
-    HETCCL_TRY(line_.sendAll(mine, sizeof *mine, deadline, abort));
-    return line_.recvAll(theirs, sizeof *theirs, deadline, abort);
-  }
-
-  // The peer closed the line: what it sent before (its goodbye) may still
-  // be on its way through the plugin, so that is an error only once
-  // nothing has arrived for a while.
-  ncclResult_t checkLine(bool moved) {
-    if (moved || !line_.peerClosed()) return ncclSuccess;
-    const auto now = std::chrono::steady_clock::now();
-    if (lineClosedAt_ == std::chrono::steady_clock::time_point{}) lineClosedAt_ = now;
-    if (now - lineClosedAt_ < std::chrono::milliseconds(500)) return ncclSuccess;
-    return fail(ncclRemoteError, "rank %d closed its stream relay connection (its process ended or it gave up)", peer_);
+    HETCCL_TRY(line_.socket().sendAll(mine, sizeof *mine, deadline, abort));
+    return line_.socket().recvAll(theirs, sizeof *theirs, deadline, abort);
   }
 
   const NetPlugin& plugin_;
   const int device_;
-  Socket line_;
+  RelayLine line_;
   const int peer_;
   const RelayRegion segmentRegion_, mirrorRegion_;
   Comms comms_;  // first: closed after what is registered with them
@@ -332,7 +319,6 @@ class PluginRelayLink : public RelayLink {
   std::deque<DataSend> sending_;
   std::deque<Arriving> arriving_;
   std::deque<DataReceive> receiving_;
-  std::chrono::steady_clock::time_point lineClosedAt_{};
 };
 
 }  // namespace

@@ -1,9 +1,11 @@
 // The stream relay's TCP link: headers and data back to back on one
 // connection; the data is sent straight from the segment and received
-// straight into the mirror.
+// straight into the mirror. Also what every link shares: the kinds' names
+// and the liveness line.
 #include "plan/relay_link.h"
 
 #include "common/error.h"
+#include "common/params.h"
 
 namespace hetccl {
 
@@ -63,6 +65,26 @@ class SocketRelayLink : public RelayLink {
 };
 
 }  // namespace
+
+const char* relayLinkKindName(RelayLinkKind kind) {
+  switch (kind) {
+    case RelayLinkKind::Socket: return "socket";
+    case RelayLinkKind::NetPlugin: return usesRdma(params().transport) ? "rdma" : "net-plugin";
+    case RelayLinkKind::Ucx: return "ucx";
+  }
+  return "?";
+}
+
+ncclResult_t RelayLine::check(bool moved) {
+  if (moved || !socket_.peerClosed()) {
+    closedAt_ = {};
+    return ncclSuccess;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (closedAt_ == std::chrono::steady_clock::time_point{}) closedAt_ = now;
+  if (now - closedAt_ < std::chrono::milliseconds(500)) return ncclSuccess;
+  return fail(ncclRemoteError, "rank %d closed its stream relay connection (its process ended or it gave up)", peer_);
+}
 
 std::unique_ptr<RelayLink> makeSocketRelayLink(Socket socket) {
   return std::make_unique<SocketRelayLink>(std::move(socket));

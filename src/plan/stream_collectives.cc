@@ -104,7 +104,8 @@ ncclResult_t StreamCollectives::startRelay() {
     any |= rs.remote.back();
   }
   if (!any) return ncclSuccess;
-  rs.viaPlugin = setup_.relayViaPlugin;
+  rs.links = setup_.relayLinks;
+  rs.sameHost = setup_.sameHost;
   rs.netPluginDevice = setup_.netPluginDevice;
   rs.listener = setup_.listener;
   rs.addresses = setup_.addresses;
@@ -120,14 +121,14 @@ ncclResult_t StreamCollectives::startRelay() {
   std::string which;
   for (int r = 0; r < nranks_; ++r)
     if (rs.remote[static_cast<size_t>(r)]) {
-      if (!which.empty()) which += ",";
-      which += std::to_string(r);
+      if (!which.empty()) which += " ";
+      which += std::to_string(r) + ":" + relayLinkKindName(rs.links[static_cast<size_t>(r)]);
     }
-  const bool plugin = std::find(rs.viaPlugin.begin(), rs.viaPlugin.end(), true) != rs.viaPlugin.end();
-  HETCCL_INFO("rank %d: stream collectives reach ranks {%s} through the relay (%s)", rank_, which.c_str(),
-              plugin ? "net plugin where both ranks asked for it, else TCP" : "TCP");
+  HETCCL_INFO("rank %d: stream collectives reach ranks {%s} through the relay", rank_, which.c_str());
   return StreamRelay::create(rs, &relay_);
 }
+
+std::string StreamCollectives::relayLinks() const { return relay_ ? relay_->describeLinks() : std::string(); }
 
 size_t StreamCollectives::segmentBytes() const {
   return segments_[static_cast<size_t>(rank_)]->bytes();

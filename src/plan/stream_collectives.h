@@ -60,6 +60,7 @@
 #include "algorithms/op.h"
 #include "common/deadline.h"
 #include "kernels/reducer.h"
+#include "plan/relay_link.h"
 #include "runtime/runtime.h"
 #include "bootstrap/socket.h"
 #include "transport/shm_segment.h"
@@ -80,8 +81,9 @@ struct StreamSetup {
   // memory refused) are reached through a relay (stream_relay.h) over
   // connections from the communicator's listener.
   std::vector<bool> sharesMemory;  // by rank
-  std::vector<bool> relayViaPlugin;  // by rank: the relay's link is the net plugin (relay_link.h)
-  int netPluginDevice = 0;           // its device (NIC)
+  std::vector<RelayLinkKind> relayLinks;  // by rank: the relay's link to it (relay_link.h)
+  std::vector<bool> sameHost;             // by rank
+  int netPluginDevice = 0;                // the net plugin's device (NIC) for its links
   Listener* listener = nullptr;
   std::vector<SocketAddress> addresses;  // every rank's listener
   const AbortFlag* abort = nullptr;
@@ -116,6 +118,7 @@ class StreamCollectives {
   // Raises every flag so that no stream waits any longer (abort, dead peer).
   void release();
   bool relayed() const { return relay_ != nullptr; }  // some peers are reached through the relay
+  std::string relayLinks() const;                     // StreamRelay::describeLinks; "" when none
   // Send/recv (alone or a group of them, one stream): on the streams when
   // HETCCL_STREAM_P2P is on and every peer's segment is mapped here.
   bool handlesP2p(std::span<const Op* const> ops) const;

@@ -77,7 +77,8 @@ ncclResult_t StreamRelay::connect() {
   // made by both ranks together; that order always lets one pair finish).
   for (auto& p : peers_) {
     const size_t r = static_cast<size_t>(p->rank);
-    if (r < setup_.viaPlugin.size() && setup_.viaPlugin[r]) {
+    const RelayLinkKind kind = r < setup_.links.size() ? setup_.links[r] : RelayLinkKind::Socket;
+    if (kind == RelayLinkKind::NetPlugin) {
       std::string why;
       const NetPlugin* plugin = netPlugin(&why);
       if (!plugin) return fail(ncclSystemError, "stream relay: %s", why.c_str());
@@ -86,11 +87,23 @@ ncclResult_t StreamRelay::connect() {
                                      {mine->shared.base(), mine->shared.bytes()},
                                      {p->mirror->shared.base(), p->mirror->shared.bytes()}, deadline, setup_.abort,
                                      &p->link));
+    } else if (kind == RelayLinkKind::Ucx) {
+      HETCCL_TRY(makeUcxRelayLink(std::move(p->socket), p->rank, r < setup_.sameHost.size() && setup_.sameHost[r], deadline,
+                                  setup_.abort, &p->link));
     } else {
       p->link = makeSocketRelayLink(std::move(p->socket));
     }
   }
   return ncclSuccess;
+}
+
+std::string StreamRelay::describeLinks() const {
+  std::string text;
+  for (const auto& p : peers_) {
+    if (!text.empty()) text += " ";
+    text += std::to_string(p->rank) + ":" + p->link->name();
+  }
+  return text;
 }
 
 StreamRelay::~StreamRelay() {

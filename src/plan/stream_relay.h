@@ -41,7 +41,8 @@ struct StreamRelaySetup {
   int rank = 0, nranks = 1;
   std::vector<StreamCollectives::Segment*> segments;  // by rank: mine, the mirrors of remote ranks, the shared ones
   std::vector<bool> remote;                           // by rank: reached through the relay
-  std::vector<bool> viaPlugin;                        // by rank: over the net plugin (relay_link.h), else TCP
+  std::vector<RelayLinkKind> links;                   // by rank: the link's kind (relay_link.h)
+  std::vector<bool> sameHost;                         // by rank
   int netPluginDevice = 0;                            // the plugin's device (NIC) this rank uses
   Listener* listener = nullptr;
   std::vector<SocketAddress> addresses;  // every rank's listener
@@ -62,6 +63,8 @@ class StreamRelay {
   void finish();
   StreamRelay(const StreamRelay&) = delete;
   StreamRelay& operator=(const StreamRelay&) = delete;
+  // The relayed ranks and each one's link: "2:ucx 3:socket".
+  std::string describeLinks() const;
 
   // A piece about to be queued: its slot, and the bytes of my send part for
   // each rank and of my reduced part (0: none), sent once the GPU has

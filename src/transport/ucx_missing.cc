@@ -1,4 +1,7 @@
-// The UCX transport in a build without UCX's header (libucx-dev).
+// The UCX transport and the relay's UCX link in a build without UCX's
+// header (libucx-dev).
+#include "common/error.h"
+#include "plan/relay_link.h"
 #include "transport/transport.h"
 #include "transport/transport_context.h"
 
@@ -16,6 +19,10 @@ ncclResult_t makeUcxTransport(const TransportContext&, std::unique_ptr<Transport
 bool ucxUsable(std::string* why) {
   *why = kWhy;
   return false;
+}
+
+ncclResult_t makeUcxRelayLink(Socket, int, bool, const Deadline&, const AbortFlag*, std::unique_ptr<RelayLink>*) {
+  return fail(ncclSystemError, "stream relay: %s", kWhy);
 }
 
 }  // namespace hetccl

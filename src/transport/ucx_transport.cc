@@ -32,6 +32,7 @@
 #include "transport/transport.h"
 #include "transport/transport_context.h"
 #include "transport/ucx_api.h"
+#include "transport/ucx_worker.h"
 
 namespace hetccl {
 
@@ -52,54 +53,6 @@ ncclResult_t checkLine(const Socket& line, int peer) {
     return fail(ncclRemoteError, "rank %d closed its UCX connection (its process ended or it gave up)", peer);
   return ncclSuccess;
 }
-
-class UcxWorker {
- public:
-  static ncclResult_t create(const UcxApi& api, std::unique_ptr<UcxWorker>* out) {
-    ucp_worker_params_t params{};
-    params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    params.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // one thread at a time: the Net's
-    ucp_worker_h w = nullptr;
-    ucs_status_t s = api.workerCreate(api.context, &params, &w);
-    if (s != UCS_OK) return fail(ncclSystemError, "ucp_worker_create: %s", api.statusString(s));
-    auto made = std::unique_ptr<UcxWorker>(new UcxWorker(api, w));
-    s = api.workerGetAddress(w, &made->address_, &made->addressBytes_);
-    if (s != UCS_OK) return fail(ncclSystemError, "ucp_worker_get_address: %s", api.statusString(s));
-    *out = std::move(made);
-    return ncclSuccess;
-  }
-  ~UcxWorker() {
-    if (address_) api_.workerReleaseAddress(worker_, address_);
-    if (undestroyed_) {
-      HETCCL_WARN("UCX transport: an endpoint did not close in time; its worker is left as it is");
-      return;
-    }
-    api_.workerDestroy(worker_);
-  }
-  UcxWorker(const UcxWorker&) = delete;
-  UcxWorker& operator=(const UcxWorker&) = delete;
-
-  ucp_worker_h handle() const { return worker_; }
-  // Something of this worker's did not end: destroying it would abort.
-  void leaveUndestroyed() const { undestroyed_ = true; }
-  const ucp_address_t* address() const { return address_; }
-  size_t addressBytes() const { return addressBytes_; }
-  // Whether UCX did anything: the caller then keeps polling instead of
-  // yielding its core (a message may take several rounds).
-  bool progress() const {
-    bool any = false;
-    for (int i = 0; i < 16 && api_.workerProgress(worker_) != 0; ++i) any = true;
-    return any;
-  }
-
- private:
-  UcxWorker(const UcxApi& api, ucp_worker_h w) : api_(api), worker_(w) {}
-  const UcxApi& api_;
-  ucp_worker_h worker_;
-  ucp_address_t* address_ = nullptr;
-  size_t addressBytes_ = 0;
-  mutable bool undestroyed_ = false;
-};
 
 // One request in flight: a UCP request handle (nullptr: done at once).
 struct InFlight {
@@ -170,8 +123,7 @@ class UcxSender : public Connection {
       HETCCL_TRY(line_.recvSome(&addressBytes_, sizeof addressBytes_, &addressRead_));
       *progressed |= addressRead_ != before;
       if (addressRead_ < sizeof addressBytes_) return ncclSuccess;
-      if (addressBytes_ == 0 || addressBytes_ > (1u << 20))
-        return fail(ncclInternalError, "rank %d sent a UCX worker address of %u bytes", peer_, addressBytes_);
+      HETCCL_TRY(checkUcxAddressBytes(addressBytes_, peer_));
       address_.resize(addressBytes_);
     }
     size_t got = addressRead_ - sizeof addressBytes_, before = got;
@@ -179,28 +131,12 @@ class UcxSender : public Connection {
     addressRead_ = sizeof addressBytes_ + got;
     *progressed |= got != before;
     if (got < address_.size()) return ncclSuccess;
-    ucp_ep_params_t ep{};
-    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
-    ep.address = reinterpret_cast<const ucp_address_t*>(address_.data());
-    // UCX's shared-memory transports cannot report a failed peer, and UCX
-    // leaves out every transport that cannot when asked to: on one host
-    // the line notices a dead peer instead (HETCCL_UCX_ERROR_MODE).
-    const UcxErrorMode mode = params().ucxErrorMode;
-    const bool peerMode = mode == UcxErrorMode::Peer || (mode == UcxErrorMode::Auto && !sameHost_);
-    ep.err_mode = peerMode ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
-    ep.err_handler.cb = [](void* self, ucp_ep_h, ucs_status_t s) {
+    auto onError = [](void* self, ucp_ep_h, ucs_status_t s) {
       auto* me = static_cast<UcxSender*>(self);
       me->failed_ = true;
       me->failure_ = s;
     };
-    ep.err_handler.arg = this;
-    ucs_status_t s = api_.epCreate(worker_.handle(), &ep, &ep_);
-    if (s != UCS_OK) {
-      ep_ = nullptr;
-      return fail(ncclSystemError, "UCX cannot reach rank %d (ucp_ep_create: %s)", peer_, api_.statusString(s));
-    }
-    return ncclSuccess;
+    return createUcxEndpoint(api_, worker_, address_.data(), sameHost_, onError, this, peer_, &ep_);
   }
 
   ncclResult_t post(InFlight* f) {
@@ -222,22 +158,9 @@ class UcxSender : public Connection {
     bool unfinished = false;
     for (const InFlight& f : queue_) unfinished |= f.handle != nullptr || !f.posted;
     const bool force = failed_ || gone_.load() || unfinished || checkLine(line_, peer_) != ncclSuccess;
-    ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-    ucs_status_ptr_t p = api_.epCloseNbx(ep_, &param);
+    closeUcxEndpoint(api_, worker_, ep_, force);
     ep_ = nullptr;
-    const Deadline deadline(2.0);
-    if (p != nullptr && !UCS_PTR_IS_ERR(p)) {
-      while (api_.requestCheckStatus(p) == UCS_INPROGRESS && !deadline.expired()) worker_.progress();
-      if (api_.requestCheckStatus(p) == UCS_INPROGRESS) worker_.leaveUndestroyed();
-      api_.requestFree(p);
-    }
-    for (InFlight& f : queue_) {  // cancelled by the forced close
-      if (!f.handle) continue;
-      if (api_.requestCheckStatus(f.handle) == UCS_INPROGRESS) worker_.leaveUndestroyed();
-      api_.requestFree(f.handle);
-    }
+    for (InFlight& f : queue_) worker_.release(f.handle);  // cancelled by the forced close
     queue_.clear();
   }
 
@@ -267,11 +190,7 @@ class UcxReceiver : public Connection {
     for (InFlight& f : queue_)
       if (f.handle) api_.requestCancel(worker_.handle(), f.handle);
     if (!queue_.empty()) worker_.progress();
-    for (InFlight& f : queue_) {
-      if (!f.handle) continue;
-      if (api_.requestCheckStatus(f.handle) == UCS_INPROGRESS) worker_.leaveUndestroyed();
-      api_.requestFree(f.handle);
-    }
+    for (InFlight& f : queue_) worker_.release(f.handle);
   }
 
   ncclResult_t irecv(Request* r) override {
@@ -359,10 +278,7 @@ class UcxTransport : public Transport {
     bool accepted = false;
     HETCCL_TRY(ctx_.listener->tryAcceptFrom(peer, handshakeTag(), ctx_.abort, &line, &accepted));
     if (!accepted) return ncclSuccess;
-    const uint32_t bytes = static_cast<uint32_t>(worker_->addressBytes());
-    const Deadline deadline(ctx_.timeoutSeconds);
-    HETCCL_TRY(line.sendAll(&bytes, sizeof bytes, deadline, ctx_.abort));
-    HETCCL_TRY(line.sendAll(worker_->address(), bytes, deadline, ctx_.abort));
+    HETCCL_TRY(sendUcxAddress(line, *worker_, Deadline(ctx_.timeoutSeconds), ctx_.abort));
     *out = std::make_unique<UcxReceiver>(api_, *worker_, std::move(line), peer);
     return ncclSuccess;
   }

@@ -39,9 +39,9 @@ inline ncclResult_t launch(ncclComm_t comm, const Case& k, ncclRedOp_t op, int r
 
 // planPrefix: the all-reduce plan must start with it (the path under test
 // is taken); transports: how this rank must reach each rank
-// (hetcclCommDescribeTransports).
+// (hetcclCommDescribeTransports); planPart: the plan must also contain it.
 inline int runMatrix(int rank, int n, const ncclUniqueId& id, uint64_t seed, size_t large,
-                     const char* planPrefix = nullptr, const char* transports = nullptr) {
+                     const char* planPrefix = nullptr, const char* transports = nullptr, const char* planPart = nullptr) {
   ncclComm_t comm;
   RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
   if (transports) {
@@ -51,6 +51,7 @@ inline int runMatrix(int rank, int n, const ncclUniqueId& id, uint64_t seed, siz
   if (planPrefix) {
     const char* plan = hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32);
     RANK_EXPECT(plan && strncmp(plan, planPrefix, strlen(planPrefix)) == 0, "all_reduce plan: %s", plan ? plan : "(null)");
+    RANK_EXPECT(!planPart || strstr(plan, planPart), "all_reduce plan: %s (expected it to contain %s)", plan, planPart);
   }
   const size_t counts[] = {0, 1, 1027, large};
   std::vector<char> send, recv;

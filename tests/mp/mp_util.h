@@ -81,6 +81,16 @@ inline EnvForRank domainLayout(std::vector<std::string> names, Env extra = {}) {
   };
 }
 
+// Each rank on a host of its own (HETCCL_HOSTID "host-<rank>"), as far as
+// hetccl can tell: no shared memory, the transports between hosts.
+inline EnvForRank hostPerRank(EnvForRank layout) {
+  return [layout](int rank) {
+    Env env = layout(rank);
+    env.push_back({"HETCCL_HOSTID", "host-" + std::to_string(rank)});
+    return env;
+  };
+}
+
 }  // namespace mp
 
 // Runs ranks (see runRanks) and reports which failed, without echoing the body.

@@ -226,7 +226,7 @@ TEST(StreamCollectives, DifferentRootsAcrossRanksFail) {
   });
 }
 
-TEST(StreamCollectives, DeadPeerIsAnErrorNotAHang) { deadPeerIsAnError(streamEnv("20")); }
+TEST(StreamCollectives, DeadPeerIsAnErrorNotAHang) { deadPeerIsAnError(threeDomains(streamEnv("20"))); }
 
 // Ranks that cannot map each other's segments (on different hosts, or
 // refusing shared memory as HETCCL_TRANSPORT=socket makes them here) reach
@@ -238,7 +238,7 @@ TEST(StreamCollectives, ThroughTheRelayEveryCollectiveIsRight) {
   mp::Env env = streamEnv();
   env.push_back({"HETCCL_TRANSPORT", "socket"});
   EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 500,
-                         [&](int rank, int n, const ncclUniqueId& id) { return relayedMatrix(rank, n, id, seed); });
+                         [&](int rank, int n, const ncclUniqueId& id) { return relayedMatrix(rank, n, id, seed, "socket"); });
 }
 
 TEST(StreamCollectives, SharedAndRelayedPeersTogether) {
@@ -249,8 +249,10 @@ TEST(StreamCollectives, SharedAndRelayedPeersTogether) {
     if (rank == 1) e.push_back({"HETCCL_TRANSPORT", "socket"});
     return e;
   };
-  EXPECT_RANKS_PASS_EACH(3, env, 500,
-                         [&](int rank, int n, const ncclUniqueId& id) { return relayedMatrix(rank, n, id, seed); });
+  EXPECT_RANKS_PASS_EACH(3, env, 500, [&](int rank, int n, const ncclUniqueId& id) {
+    const char* relayed[] = {"relayed {1:socket}", "relayed {0:socket 2:socket}", "relayed {1:socket}"};
+    return mp::runMatrix(rank, n, id, seed, 70001, kRelayedPlan, nullptr, relayed[rank]);
+  });
 }
 
 // HETCCL_STREAM_RELAY=0 (rank 0's value): ranks that cannot share memory
@@ -281,13 +283,13 @@ TEST(StreamCollectives, RelayCanBeTurnedOff) {
 TEST(StreamCollectives, RelayedPeerThatDestroysFirstIsNoError) {
   mp::Env env = streamEnv();
   env.push_back({"HETCCL_TRANSPORT", "socket"});
-  relayedPeerThatDestroysFirstIsNoError(env);
+  relayedPeerThatDestroysFirstIsNoError(threeDomains(env));
 }
 
 TEST(StreamCollectives, DeadPeerThroughTheRelayIsAnErrorNotAHang) {
   mp::Env env = streamEnv("20");
   env.push_back({"HETCCL_TRANSPORT", "socket"});
-  deadPeerIsAnError(env);
+  deadPeerIsAnError(threeDomains(env));
 }
 
 // Collectives in a group (PyTorch's coalesced calls) go to the streams one
@@ -365,7 +367,7 @@ TEST(StreamCollectives, SendRecvOnTheStreamsEveryTypeAndCount) {
 }
 
 // The same through the relay (every pair), as between hosts (over the net
-// plugin: stream_relay_plugin_test.cc).
+// plugin: stream_relay_links_test.cc).
 TEST(StreamCollectives, SendRecvThroughTheRelayEveryTypeAndCount) {
   const uint64_t seed = hetccl::testing::runSeed();
   EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, relayedP2pEnv()), 500,

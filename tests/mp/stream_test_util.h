@@ -1,10 +1,11 @@
 // What the stream collectives' tests share (stream_collectives_test.cc,
-// stream_relay_plugin_test.cc).
+// stream_relay_links_test.cc).
 #pragma once
 
 #include <unistd.h>
 
 #include <chrono>
+#include <string>
 #include <vector>
 
 #include "matrix.h"
@@ -18,10 +19,13 @@ inline mp::Env streamEnv(const char* timeout = "60") {
           {"HETCCL_TIMEOUT", timeout}};
 }
 
-inline void deadPeerIsAnError(mp::Env env) {
+// Three ranks, each in a domain of its own, with `env`.
+inline mp::EnvForRank threeDomains(const mp::Env& env) { return mp::domainLayout({"a", "b", "c"}, env); }
+
+inline void deadPeerIsAnError(const mp::EnvForRank& layout) {
   // The error must come within 15 s (checked below); the 120 s bound is
   // for the whole run, abort included, on a loaded 2-core machine.
-  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 120, [](int rank, int n, const ncclUniqueId& id) {
+  EXPECT_RANKS_PASS_EACH(3, layout, 120, [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
     std::vector<float> x(1 << 18, 1.0f);
@@ -41,15 +45,27 @@ inline void deadPeerIsAnError(mp::Env env) {
   });
 }
 
-// The plan of relayed ranks is still the stream one, and every collective right.
-inline int relayedMatrix(int rank, int n, const ncclUniqueId& id, uint64_t seed) {
-  return mp::runMatrix(rank, n, id, seed, 70001, "stream: through pinned memory, shared on a host and relayed");
+constexpr const char* kRelayedPlan = "stream: through pinned memory, shared on a host and relayed";
+
+// "relayed {0:ucx 2:ucx}" for rank 1 of 3 with every pair on `link`.
+inline std::string everyPairRelayedOver(int rank, int n, const char* link) {
+  std::string text;
+  for (int r = 0; r < n; ++r)
+    if (r != rank) text += (text.empty() ? "" : " ") + std::to_string(r) + ":" + link;
+  return "relayed {" + text + "}";
+}
+
+// The plan of relayed ranks is still the stream one, and every collective
+// right; with `link`, every pair is relayed over that kind of link.
+inline int relayedMatrix(int rank, int n, const ncclUniqueId& id, uint64_t seed, const char* link = nullptr) {
+  const std::string links = link ? everyPairRelayedOver(rank, n, link) : std::string();
+  return mp::runMatrix(rank, n, id, seed, 70001, kRelayedPlan, nullptr, link ? links.c_str() : nullptr);
 }
 
 // A relayed peer that destroys its communicator first says goodbye: the
 // others' communicators stay healthy until they destroy theirs.
-inline void relayedPeerThatDestroysFirstIsNoError(const mp::Env& env) {
-  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 60, [](int rank, int n, const ncclUniqueId& id) {
+inline void relayedPeerThatDestroysFirstIsNoError(const mp::EnvForRank& layout) {
+  EXPECT_RANKS_PASS_EACH(3, layout, 60, [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
     std::vector<float> x(50000, 1.0f);
