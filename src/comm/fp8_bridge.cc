@@ -51,6 +51,7 @@ ncclResult_t Fp8Bridge::take(size_t bytes, Stream s, void** p) {
     if (passed) fit = b.get();
   }
   if (!fit) {
+    HETCCL_TRY(freeIdleBlocksSmallerThan(bytes));  // scratch grows to the calls' sizes, not by their sum
     auto block = std::make_unique<Block>();
     const size_t rounded = (bytes + 65535) & ~size_t(65535);
     HETCCL_TRY(rt_.allocDevice(&block->p, rounded));
@@ -66,6 +67,23 @@ ncclResult_t Fp8Bridge::take(size_t bytes, Stream s, void** p) {
   fit->taken = true;
   fit->lastStream = s;
   *p = fit->p;
+  return ncclSuccess;
+}
+
+ncclResult_t Fp8Bridge::freeIdleBlocksSmallerThan(size_t bytes) {
+  for (auto it = blocks_.begin(); it != blocks_.end();) {
+    Block& b = **it;
+    bool passed = !b.used;
+    if (!b.taken && b.bytes < bytes && !passed) HETCCL_TRY(rt_.eventDone(b.passed, &passed));
+    if (b.taken || b.bytes >= bytes || !passed) {
+      ++it;
+      continue;
+    }
+    rt_.destroyEvent(b.passed);
+    rt_.freeDevice(b.p);
+    HETCCL_INFO("fp8 bridge: scratch block of %zu bytes freed (a larger one is due)", b.bytes);
+    it = blocks_.erase(it);
+  }
   return ncclSuccess;
 }
 

@@ -54,6 +54,8 @@ class Fp8Bridge {
   };
   ncclResult_t check(const Communicator& c, const Op& op) const;
   ncclResult_t take(size_t bytes, Stream s, void** p);
+  // Idle blocks (no call of theirs still queued) too small for `bytes`.
+  ncclResult_t freeIdleBlocksSmallerThan(size_t bytes);
   // A conversion left for after the call: `n` elements at `p`, into this
   // rank's format: from float scratch (`from`; `format` is this rank's),
   // or in place from the sender's format (`from` null; `format` the sender's).

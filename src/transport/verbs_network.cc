@@ -18,8 +18,11 @@
 // immediate data, which completes the posted receive. No copies, no
 // bounce buffers; the plugin transport's registered slots are the buffers.
 #include <arpa/inet.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -55,15 +58,13 @@ struct alignas(64) FifoEntry {
   uint64_t sequence;  // 1 for a comm's first receive; read last
 };
 
-struct Connecting;
-
 // What listen writes and connect reads (and keeps its progress in: the
 // caller passes the same handle on every call until connected).
 struct ListenHandle {
   uint32_t magic;
   uint32_t addressBytes;
   unsigned char address[sizeof(sockaddr_in6)];
-  Connecting* connecting;
+  uint64_t connecting;  // the PendingConnects id of this connect; 0: not begun
 };
 static_assert(sizeof(ListenHandle) <= netabi::kHandleBytes, "the listen handle outgrows the plugin ABI's");
 
@@ -315,6 +316,54 @@ struct Connecting {
   Exchange exchange;
   size_t confirmSent = 0;
   bool up = false;
+  std::chrono::steady_clock::time_point begun = std::chrono::steady_clock::now();
+};
+
+// The connects in progress, by the id in their handles. A caller that
+// gives up midway (the plugin interface has no way to say so) leaves its
+// QP and socket here; they are freed at a later connect once older than
+// twice HETCCL_TIMEOUT, and the stale handle then gets an error.
+class PendingConnects {
+ public:
+  uint64_t add(std::unique_ptr<Connecting> c) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    reapLocked();
+    const uint64_t id = next_++;
+    byId_[id] = std::move(c);
+    return id;
+  }
+  // The caller owns the connect while it works on it (no other thread
+  // uses its handle), so the pointer stays valid until it calls finish.
+  Connecting* find(uint64_t id) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = byId_.find(id);
+    return it == byId_.end() ? nullptr : it->second.get();
+  }
+  void finish(uint64_t id) {
+    std::unique_ptr<Connecting> gone;  // freed outside the lock
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = byId_.find(id);
+    if (it == byId_.end()) return;
+    gone = std::move(it->second);
+    byId_.erase(it);
+  }
+
+ private:
+  void reapLocked() {
+    const auto age = std::chrono::duration<double>(2 * params().timeoutSeconds);
+    const auto now = std::chrono::steady_clock::now();
+    for (auto it = byId_.begin(); it != byId_.end();) {
+      if (now - it->second->begun > age) {
+        HETCCL_INFO("RDMA: freeing a connect abandoned %.0f s ago", std::chrono::duration<double>(now - it->second->begun).count());
+        it = byId_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  std::mutex mutex_;
+  std::map<uint64_t, std::unique_ptr<Connecting>> byId_;
+  uint64_t next_ = 1;
 };
 
 struct ListenComm {
@@ -361,7 +410,7 @@ class VerbsNetwork : public NetPlugin {
     HETCCL_TRY(checkDevice(dev));
     auto* h = static_cast<ListenHandle*>(handle);
     if (h->magic != kHandleMagic) return fail(ncclInternalError, "RDMA: connect to a malformed handle");
-    if (!h->connecting) {
+    if (h->connecting == 0) {
       auto c = std::make_unique<Connecting>();
       c->comm = std::make_unique<SendComm>(api_, devices_[static_cast<size_t>(dev)]);
       HETCCL_TRY(c->comm->create(true));
@@ -373,14 +422,17 @@ class VerbsNetwork : public NetPlugin {
       c->exchange.mine = c->comm->address();
       c->exchange.mine.fifoAddr = reinterpret_cast<uintptr_t>(c->comm->fifo.data());
       c->exchange.mine.fifoRkey = c->comm->fifoMr->rkey;
-      h->connecting = c.release();
+      h->connecting = pending_.add(std::move(c));
     }
-    Connecting* c = h->connecting;
+    Connecting* c = pending_.find(h->connecting);
+    if (!c)
+      return fail(ncclRemoteError, "RDMA: a connect left unfinished for over %.0f s was given up",
+                  2 * params().timeoutSeconds);
     ncclResult_t r = advance(c);
     if (r != ncclSuccess || c->confirmSent == 1) {
       if (r == ncclSuccess) *sendComm = c->comm.release();
-      delete c;
-      h->connecting = nullptr;
+      pending_.finish(h->connecting);
+      h->connecting = 0;
     }
     return r;
   }
@@ -483,6 +535,7 @@ class VerbsNetwork : public NetPlugin {
   const VerbsApi& api_;
   std::vector<VerbsDevice> devices_;
   SocketAddress address_;
+  mutable PendingConnects pending_;
 };
 
 struct LoadedNetwork {

@@ -2,6 +2,7 @@
 // NetPlugin interface, over the stand-in libibverbs (tests/verbs/), two
 // comms of one process connected to each other: data, sizes, the
 // receiver-driven flow, the limits, and the errors a NIC reports.
+#include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bootstrap/socket.h"
@@ -223,6 +225,38 @@ TEST(VerbsNetwork, ASenderGoneBeforeItConfirmsFailsTheAccept) {
   net.closeListen(listenComm);
 }
 
+size_t openDescriptors() {
+  size_t n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (readdir(d)) ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+// A connect whose caller gives up midway (the listener never answers) is
+// freed at a later connect once older than twice HETCCL_TIMEOUT (2 s
+// here): its socket and QP do not stay for the life of the process, and
+// the stale handle gets an error.
+TEST(VerbsNetwork, AnAbandonedConnectIsFreedLater) {
+  const NetPlugin& net = network();
+  { Pair warm; }  // the stand-in's own descriptors, opened on first use
+  const size_t before = openDescriptors();
+  char handle[128] = {};
+  void* listenComm = nullptr;
+  ASSERT_EQ(net.listen(0, handle, &listenComm), ncclSuccess);
+  void* sendComm = nullptr;
+  ASSERT_EQ(net.connect(0, handle, &sendComm), ncclSuccess);  // begun: its address sent
+  EXPECT_EQ(sendComm, nullptr);
+  net.closeListen(listenComm);
+  EXPECT_GT(openDescriptors(), before);  // the abandoned connect's socket (at least)
+  std::this_thread::sleep_for(std::chrono::milliseconds(4500));
+  { Pair later; }  // its connect frees the abandoned one
+  EXPECT_EQ(openDescriptors(), before);
+  EXPECT_EQ(net.connect(0, handle, &sendComm), ncclRemoteError);
+  EXPECT_NE(std::string(lastError()).find("given up"), std::string::npos) << lastError();
+}
+
 TEST(VerbsNetwork, AnUnknownDeviceIsAnError) {
   char handle[128] = {};
   void* listenComm = nullptr;
@@ -238,6 +272,7 @@ int main(int argc, char** argv) {
   setenv("HETCCL_IB_LIB", HETCCL_TEST_FAKE_IBVERBS, 1);
   setenv("FAKE_IBV_DEVICES", "3", 1);
   setenv("HETCCL_IB_HCA", "^=fakeib1", 1);
+  setenv("HETCCL_TIMEOUT", "2", 1);
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }
