@@ -13,6 +13,7 @@
 #include "hetccl.h"
 #include "runtime/runtime.h"
 #include "transport/net_plugin.h"
+#include "transport/network_choice.h"
 #include "transport/transport_context.h"
 
 namespace {
@@ -21,7 +22,7 @@ using namespace hetccl;
 
 const char* transportName(TransportChoice t) {
   switch (t) {
-    case TransportChoice::Auto: return "auto (shared memory on a host, TCP between hosts)";
+    case TransportChoice::Auto: return "auto (shared memory on a host; between hosts what NCCL would take)";
     case TransportChoice::Socket: return "socket";
     case TransportChoice::Shm: return "shm";
     case TransportChoice::Ucx: return "ucx (between hosts)";
@@ -71,6 +72,7 @@ int main() {
   const Params& p = params();
   printf("%s\n\nSettings\n", hetcclVersionString());
   printf("  HETCCL_TRANSPORT  %s\n", transportName(p.transport));
+  if (p.transport == TransportChoice::Auto) printf("    between hosts: %s\n", autoNetworkReason().c_str());
   printf("  HETCCL_DOMAIN     %s\n", p.domain.empty() ? "(by vendor)" : p.domain.c_str());
   if (!p.hostId.empty()) printf("  HETCCL_HOSTID     %s\n", p.hostId.c_str());
   if (!p.invalidSettings.empty()) printf("  UNUSABLE: %s\n", p.invalidSettings.c_str());

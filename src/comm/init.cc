@@ -9,6 +9,7 @@
 #include "common/params.h"
 #include "runtime/fp8_format.h"
 #include "runtime/runtime.h"
+#include "transport/network_choice.h"
 #include "transport/transport_context.h"
 
 namespace hetccl {
@@ -39,7 +40,7 @@ RankInfo localRankInfo(const SocketAddress& listenAddress, int device) {
     if (params().domain.empty()) snprintf(info.domain, sizeof(info.domain), "%s", rt.vendor());
   }
   std::string why;
-  const TransportChoice choice = params().transport;
+  const TransportChoice choice = transportInEffect();  // `auto` resolved (network_choice.h)
   if (choice == TransportChoice::Ucx || choice == TransportChoice::UcxAll) {
     info.ucx = !ucxUsable(&why) ? kMissing : choice == TransportChoice::Ucx ? kBetweenHosts : kEveryPair;
     if (info.ucx == kMissing) HETCCL_WARN("HETCCL_TRANSPORT asks for UCX, but UCX cannot be used here: %s", why.c_str());

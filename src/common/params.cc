@@ -76,7 +76,10 @@ Params load() {
       invalid("HETCCL_TRANSPORT", v, "auto, socket, shm, ucx, ucx-all, net-plugin, net-plugin-all, rdma or rdma-all");
   }
   if (const char* v = env("HETCCL_NET_PLUGIN") ? env("HETCCL_NET_PLUGIN") : env("NCCL_NET_PLUGIN")) p.netPlugin = v;
+  p.netPluginNamed = !p.netPlugin.empty();
   if (p.netPlugin.empty()) p.netPlugin = "libnccl-net.so";
+  if (const char* v = env("NCCL_NET")) p.ncclNet = v;
+  p.ibDisable = envLong("NCCL_IB_DISABLE", 0, 0) != 0;
   p.netPluginDevice = static_cast<int>(envLong("HETCCL_NET_PLUGIN_DEVICE", p.netPluginDevice, 0));
   p.netPluginSlotBytes = static_cast<size_t>(envLong("HETCCL_NET_PLUGIN_SLOT_BYTES", p.netPluginSlotBytes, 4096));
   p.netPluginSlots = static_cast<int>(envLong("HETCCL_NET_PLUGIN_SLOTS", p.netPluginSlots, 1));

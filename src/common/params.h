@@ -34,6 +34,9 @@ struct Params {
   TransportChoice transport = TransportChoice::Auto;  // HETCCL_TRANSPORT
   std::string invalidSettings;        // variables whose values hetccl cannot use, with what it expects: init fails
   std::string netPlugin;              // HETCCL_NET_PLUGIN, else NCCL_NET_PLUGIN, else libnccl-net.so
+  bool netPluginNamed = false;        // one of those two was set
+  std::string ncclNet;                // NCCL_NET: "IB", "Socket" or a plugin's name (limits what auto takes)
+  bool ibDisable = false;             // NCCL_IB_DISABLE=1: auto takes no RDMA
   int netPluginDevice = -1;           // HETCCL_NET_PLUGIN_DEVICE: the plugin's NIC to use (-1: the GPU's nearest)
   size_t netPluginSlotBytes = 512 << 10;  // HETCCL_NET_PLUGIN_SLOT_BYTES: one message through the plugin
   int netPluginSlots = 4;             // HETCCL_NET_PLUGIN_SLOTS: messages in flight per connection

@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "common/params.h"
+#include "transport/network_choice.h"
 
 namespace hetccl {
 
@@ -69,7 +70,7 @@ class SocketRelayLink : public RelayLink {
 const char* relayLinkKindName(RelayLinkKind kind) {
   switch (kind) {
     case RelayLinkKind::Socket: return "socket";
-    case RelayLinkKind::NetPlugin: return usesRdma(params().transport) ? "rdma" : "net-plugin";
+    case RelayLinkKind::NetPlugin: return usesRdma(transportInEffect()) ? "rdma" : "net-plugin";
     case RelayLinkKind::Ucx: return "ucx";
   }
   return "?";

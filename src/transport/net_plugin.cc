@@ -18,6 +18,7 @@
 #include "runtime/dynamic_library.h"
 #include "transport/net_plugin_abi.h"
 #include "transport/net_plugin_slots.h"
+#include "transport/network_choice.h"
 
 namespace hetccl {
 
@@ -297,7 +298,7 @@ int NetPlugin::deviceFor(const std::string& gpuBusId, int localIndex) const {
 }
 
 const NetPlugin* netPlugin(std::string* why) {
-  return usesRdma(params().transport) ? verbsNetwork(why) : netPluginLibrary(why);
+  return usesRdma(transportInEffect()) ? verbsNetwork(why) : netPluginLibrary(why);
 }
 
 const NetPlugin* netPluginLibrary(std::string* why) {

@@ -36,6 +36,7 @@
 #include "transport/net_plugin_slots.h"
 #include "transport/transport.h"
 #include "transport/transport_context.h"
+#include "transport/network_choice.h"
 
 namespace hetccl {
 
@@ -289,7 +290,7 @@ class PluginReceiver : public PluginConnection {
 class PluginTransport : public Transport {
  public:
   PluginTransport(const TransportContext& ctx, const NetPlugin& plugin) : ctx_(ctx), plugin_(plugin) {}
-  const char* name() const override { return usesRdma(params().transport) ? "rdma" : "net-plugin"; }
+  const char* name() const override { return usesRdma(transportInEffect()) ? "rdma" : "net-plugin"; }
 
   ncclResult_t connect(int peer, std::unique_ptr<Connection>* out) override {
     Socket line;

@@ -1,0 +1,89 @@
+// HETCCL_TRANSPORT left at `auto` between hosts (src/transport/network_choice.h):
+// the ncclNet plugin when one is named, else hetccl's RDMA network where the
+// node has a NIC (the stand-in libibverbs here), else TCP; NCCL_NET and
+// NCCL_IB_DISABLE narrow it as they do for NCCL, and a pair whose ends took
+// different networks uses TCP. Ranks 0 and 1 share a host, rank 2 is on
+// another (HETCCL_HOSTID).
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "hetccl.h"
+#include "mp_util.h"
+
+namespace {
+
+// Per rank, what it sets besides its host; the transports each rank must see.
+void expectTransports(const std::vector<mp::Env>& perRank, const std::vector<std::string>& expected) {
+  auto envFor = [&](int rank) {
+    mp::Env env = perRank[static_cast<size_t>(rank)];
+    env.push_back({"HETCCL_HOSTID", rank < 2 ? "host-x" : "host-y"});
+    env.push_back({"HETCCL_DEVICE", "host"});
+    env.push_back({"HETCCL_TIMEOUT", "30"});
+    return env;
+  };
+  EXPECT_RANKS_PASS_EACH(3, envFor, 120, [&](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    const char* got = hetcclCommDescribeTransports(comm);
+    RANK_EXPECT(got && expected[static_cast<size_t>(rank)] == got, "transports: %s (expected %s)", got ? got : "(null)",
+                expected[static_cast<size_t>(rank)].c_str());
+    // Data crosses every pair: a sum whose every element differs by rank.
+    const size_t count = 5003;
+    std::vector<int32_t> x(count);
+    for (size_t i = 0; i < count; ++i) x[i] = static_cast<int32_t>(i * 3 + static_cast<size_t>(rank) * 1000003);
+    RANK_NCCL(ncclAllReduce(x.data(), x.data(), count, ncclInt32, ncclSum, comm, nullptr));
+    size_t wrong = 0;
+    for (size_t i = 0; i < count; ++i) wrong += x[i] != static_cast<int32_t>(i * 9 + 3 * 1000003);
+    RANK_EXPECT(wrong == 0, "%zu of %zu elements wrong", wrong, count);
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
+const mp::Env kNic{{"HETCCL_IB_LIB", HETCCL_TEST_FAKE_IBVERBS}};
+const std::vector<std::string> kRdma{"0:self 1:shm 2:rdma", "0:shm 1:self 2:rdma", "0:rdma 1:rdma 2:self"};
+const std::vector<std::string> kTcp{"0:self 1:shm 2:socket", "0:shm 1:self 2:socket", "0:socket 1:socket 2:self"};
+const std::vector<std::string> kPlugin{"0:self 1:shm 2:net-plugin", "0:shm 1:self 2:net-plugin",
+                                       "0:net-plugin 1:net-plugin 2:self"};
+
+mp::Env with(mp::Env env, const mp::Env& more) {
+  env.insert(env.end(), more.begin(), more.end());
+  return env;
+}
+
+TEST(NetworkChoice, AutoTakesRdmaBetweenHostsWhereTheNodesHaveNics) { expectTransports({kNic, kNic, kNic}, kRdma); }
+
+TEST(NetworkChoice, AutoTakesTcpWithoutNics) {
+  const mp::Env none{{"HETCCL_IB_LIB", "libhetccl-test-no-such-verbs.so"}};
+  expectTransports({none, none, none}, kTcp);
+}
+
+TEST(NetworkChoice, NcclIbDisableAndNcclNetSocketKeepTcp) {
+  const mp::Env disabled = with(kNic, {{"NCCL_IB_DISABLE", "1"}});
+  expectTransports({disabled, disabled, disabled}, kTcp);
+  const mp::Env socket = with(kNic, {{"NCCL_NET", "Socket"}});
+  expectTransports({socket, socket, socket}, kTcp);
+}
+
+// A named plugin comes first (as for NCCL); NCCL_NET=IB passes it over.
+TEST(NetworkChoice, AutoTakesANamedPluginFirstUnlessNcclNetSaysIb) {
+  const mp::Env plugin = with(kNic, {{"NCCL_NET_PLUGIN", HETCCL_TEST_NET_PLUGIN(11)}});
+  expectTransports({plugin, plugin, plugin}, kPlugin);
+  const mp::Env ib = with(plugin, {{"NCCL_NET", "IB"}});
+  expectTransports({ib, ib, ib}, kRdma);
+}
+
+// A plugin named but missing is a warning, not a failure: the next network.
+TEST(NetworkChoice, AMissingNamedPluginFallsToTheNextNetwork) {
+  const mp::Env missing = with(kNic, {{"NCCL_NET_PLUGIN", "libnccl-net-no-such-plugin.so"}});
+  expectTransports({missing, missing, missing}, kRdma);
+}
+
+// Rank 0's node has no NIC: its pair with rank 2 takes TCP, rank 1's RDMA.
+TEST(NetworkChoice, APairWhoseEndsTookDifferentNetworksUsesTcp) {
+  const mp::Env none{{"HETCCL_IB_LIB", "libhetccl-test-no-such-verbs.so"}};
+  expectTransports({none, kNic, kNic}, {"0:self 1:shm 2:socket", "0:shm 1:self 2:rdma", "0:socket 1:rdma 2:self"});
+}
+
+}  // namespace
