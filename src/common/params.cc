@@ -36,6 +36,16 @@ long envLong(const char* name, long fallback, long min) {
   return fallback;
 }
 
+// HETCCL_IB_<what>, else NCCL_IB_<what>: an integer from min to max.
+int ibSetting(const char* what, int fallback, long min, long max) {
+  const std::string ours = std::string("HETCCL_IB_") + what, nccls = std::string("NCCL_IB_") + what;
+  const char* name = env(ours.c_str()) ? ours.c_str() : nccls.c_str();
+  const long x = envLong(name, fallback, min);
+  if (x <= max) return static_cast<int>(x);
+  invalid(name, env(name), "an integer from " + std::to_string(min) + " to " + std::to_string(max));
+  return fallback;
+}
+
 int parseDebug(const char* v) {
   if (!v) return 0;
   if (!strcasecmp(v, "VERSION")) return 1;
@@ -89,6 +99,10 @@ Params load() {
   if (const char* v = env("HETCCL_IB_HCA") ? env("HETCCL_IB_HCA") : env("NCCL_IB_HCA")) p.ibHca = v;
   p.ibGidIndex = static_cast<int>(envLong(env("HETCCL_IB_GID_INDEX") ? "HETCCL_IB_GID_INDEX" : "NCCL_IB_GID_INDEX",
                                           p.ibGidIndex, -1));
+  p.ibSl = ibSetting("SL", p.ibSl, 0, 15);
+  p.ibTc = ibSetting("TC", p.ibTc, 0, 255);
+  p.ibTimeout = ibSetting("TIMEOUT", p.ibTimeout, 1, 31);
+  p.ibRetryCnt = ibSetting("RETRY_CNT", p.ibRetryCnt, 0, 7);
   if (const char* v = env("HETCCL_UCX_ERROR_MODE")) {
     if (!strcasecmp(v, "peer")) p.ucxErrorMode = UcxErrorMode::Peer;
     else if (!strcasecmp(v, "none")) p.ucxErrorMode = UcxErrorMode::None;

@@ -45,6 +45,11 @@ struct Params {
   std::string hostId;                 // HETCCL_HOSTID, else NCCL_HOSTID: ranks with different ids are on different hosts
   std::string ibHca;                  // HETCCL_IB_HCA, else NCCL_IB_HCA: which RDMA NICs (and ports) to use
   int ibGidIndex = -1;                // HETCCL_IB_GID_INDEX, else NCCL_IB_GID_INDEX (-1: a RoCE v2 IPv4 GID)
+  // The RDMA queue pairs' path, each HETCCL_IB_x else NCCL_IB_x as for NCCL:
+  int ibSl = 0;                       // _SL: InfiniBand service level (0-15)
+  int ibTc = 0;                       // _TC: traffic class (RoCE's DSCP << 2 | ECN; 0-255)
+  int ibTimeout = 20;                 // _TIMEOUT: ack timeout, 4.096 us << n (1-31)
+  int ibRetryCnt = 7;                 // _RETRY_CNT: retries before a send fails (0-7)
   UcxErrorMode ucxErrorMode = UcxErrorMode::Auto;  // HETCCL_UCX_ERROR_MODE: auto, peer or none
   int socketsPerPeer = 2;             // HETCCL_SOCKETS_PER_PEER (at most kMaxSocketsPerPeer)
   bool cma = true;                    // HETCCL_CMA: single-copy shm via process_vm_readv

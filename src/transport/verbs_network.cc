@@ -154,11 +154,13 @@ struct VerbsComm {
     a.min_rnr_timer = 12;
     a.ah_attr.dlid = peer.lid;
     a.ah_attr.port_num = device.port;
+    a.ah_attr.sl = static_cast<uint8_t>(params().ibSl);
     if (device.linkLayer == IBV_LINK_LAYER_ETHERNET) {  // RoCE: routed by GID
       a.ah_attr.is_global = 1;
       a.ah_attr.grh.dgid = peer.gid;
       a.ah_attr.grh.sgid_index = static_cast<uint8_t>(device.gidIndex);
       a.ah_attr.grh.hop_limit = 255;
+      a.ah_attr.grh.traffic_class = static_cast<uint8_t>(params().ibTc);  // the lossless class, where the fabric has one
     }
     if (int e = api.modifyQp(qp, &a,
                              IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
@@ -167,8 +169,8 @@ struct VerbsComm {
     a = ibv_qp_attr{};
     a.qp_state = IBV_QPS_RTS;
     a.sq_psn = psn;
-    a.timeout = 20;    // 4.096 us << 20: about 4 s before a retry
-    a.retry_cnt = 7;
+    a.timeout = static_cast<uint8_t>(params().ibTimeout);  // 4.096 us << 20 (the default): about 4 s before a retry
+    a.retry_cnt = static_cast<uint8_t>(params().ibRetryCnt);
     a.rnr_retry = 7;   // retry forever while the peer has no receive posted
     a.max_rd_atomic = 1;
     if (int e = api.modifyQp(qp, &a,

@@ -1,9 +1,11 @@
-// HETCCL_TRANSPORT left at `auto` between hosts (src/transport/network_choice.h):
+// The network between hosts. HETCCL_TRANSPORT left at `auto`
+// (src/transport/network_choice.h):
 // the ncclNet plugin when one is named, else hetccl's RDMA network where the
 // node has a NIC (the stand-in libibverbs here), else TCP; NCCL_NET and
 // NCCL_IB_DISABLE narrow it as they do for NCCL, and a pair whose ends took
 // different networks uses TCP. Ranks 0 and 1 share a host, rank 2 is on
-// another (HETCCL_HOSTID).
+// another (HETCCL_HOSTID). And the NCCL_IB_* path settings the RDMA network
+// honours.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -84,6 +86,46 @@ TEST(NetworkChoice, AMissingNamedPluginFallsToTheNextNetwork) {
 TEST(NetworkChoice, APairWhoseEndsTookDifferentNetworksUsesTcp) {
   const mp::Env none{{"HETCCL_IB_LIB", "libhetccl-test-no-such-verbs.so"}};
   expectTransports({none, kNic, kNic}, {"0:self 1:shm 2:socket", "0:shm 1:self 2:rdma", "0:socket 1:rdma 2:self"});
+}
+
+// NCCL_IB_SL, _TC, _TIMEOUT and _RETRY_CNT reach the queue pairs: the
+// stand-in NIC refuses a QP whose path differs from the one it requires,
+// so the same job without the settings fails, with an error, not a hang.
+TEST(NetworkChoice, NcclIbPathSettingsReachTheQueuePairs) {
+  const mp::Env required = with(kNic, {{"FAKE_IBV_REQUIRE_PATH", "3,106,18,5"}});
+  const mp::Env path = with(required, {{"NCCL_IB_SL", "3"}, {"NCCL_IB_TC", "106"}, {"NCCL_IB_TIMEOUT", "18"},
+                                       {"NCCL_IB_RETRY_CNT", "5"}});
+  expectTransports({path, path, path}, kRdma);
+  auto envFor = [&](int rank) {
+    return with(required, {{"HETCCL_HOSTID", rank < 2 ? "host-x" : "host-y"}, {"HETCCL_DEVICE", "host"},
+                           {"HETCCL_TIMEOUT", "10"}});
+  };
+  EXPECT_RANKS_PASS_EACH(3, envFor, 120, [&](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    ncclResult_t r = ncclCommInitRank(&comm, n, id, rank);
+    if (r != ncclSuccess) return 0;  // refused at init: as good
+    std::vector<float> x(1000, 1.0f);
+    r = ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr);
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm, &async);
+    RANK_EXPECT(r != ncclSuccess || async != ncclSuccess, "an all-reduce over refused queue pairs succeeded");
+    RANK_EXPECT(r == ncclSuccess || strstr(ncclGetLastError(comm), "RDMA") || strstr(ncclGetLastError(comm), "rank"),
+                "the error does not say what failed: %s", ncclGetLastError(comm));
+    ncclCommAbort(comm);
+    return 0;
+  });
+}
+
+// Out of range: a clear error at init on every rank.
+TEST(NetworkChoice, AnNcclIbSettingOutOfRangeIsAnInitError) {
+  EXPECT_RANKS_PASS_EACH(2, [](int) { return mp::Env{{"NCCL_IB_TC", "300"}, {"HETCCL_DEVICE", "host"}}; }, 60,
+                         [](int rank, int n, const ncclUniqueId& id) {
+                           ncclComm_t comm;
+                           RANK_EXPECT(ncclCommInitRank(&comm, n, id, rank) != ncclSuccess, "init succeeded");
+                           const char* e = ncclGetLastError(nullptr);  // rank 0 names it; the others point there
+                           RANK_EXPECT(strstr(e, rank == 0 ? "NCCL_IB_TC=300" : "rank 0"), "error: %s", e);
+                           return 0;
+                         });
 }
 
 }  // namespace

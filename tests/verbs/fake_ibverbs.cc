@@ -271,6 +271,21 @@ FAKE_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   return &q->qp;
 }
 
+// FAKE_IBV_REQUIRE_PATH="sl,tc,timeout,retry": a QP whose RTR (service
+// level, traffic class) or RTS (timeout, retry count) attributes differ is
+// refused (EINVAL), so tests see hetccl's settings reach the NIC. -1: any.
+static bool pathAsRequired(int sl, int tc, int timeout, int retry) {
+  static const std::vector<long> required = [] {
+    std::vector<long> r(4, -1);
+    if (const char* v = getenv("FAKE_IBV_REQUIRE_PATH")) sscanf(v, "%ld,%ld,%ld,%ld", &r[0], &r[1], &r[2], &r[3]);
+    return r;
+  }();
+  const int got[] = {sl, tc, timeout, retry};
+  for (int i = 0; i < 4; ++i)
+    if (got[i] >= 0 && required[static_cast<size_t>(i)] >= 0 && got[i] != required[static_cast<size_t>(i)]) return false;
+  return true;
+}
+
 FAKE_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* a, int mask) {
   FakeContext* c = of(qp->context);
   FakeQp* q = reinterpret_cast<FakeQp*>(qp);
@@ -286,6 +301,7 @@ FAKE_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* a, int mask) {
              IBV_QP_MIN_RNR_TIMER) ||
         !a->ah_attr.is_global)  // RoCE needs the GRH
       return EINVAL;
+    if (!pathAsRequired(a->ah_attr.sl, a->ah_attr.grh.traffic_class, -1, -1)) return EINVAL;
     q->destQpn = a->dest_qp_num;
     q->rqPsn = a->rq_psn;
     q->destGid = a->ah_attr.grh.dgid;
@@ -293,6 +309,7 @@ FAKE_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* a, int mask) {
     if (qp->state != IBV_QPS_RTR ||
         !has(IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
       return EINVAL;
+    if (!pathAsRequired(-1, -1, a->timeout, a->retry_cnt)) return EINVAL;
     q->sqPsn = a->sq_psn;
     if (memcmp(q->destGid.raw, "FAKE", 4) != 0) return EINVAL;
     uint32_t pid, id;
