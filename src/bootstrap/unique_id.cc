@@ -210,10 +210,11 @@ RankInfo RankInfo::local(const SocketAddress& listenAddress, int device) {
   if (stat("/proc/self/ns/pid", &ns) == 0) info.pidNamespace = static_cast<uint64_t>(ns.st_ino);
   info.device = device;
   // net-plugin-all, rdma-all, ucx-all: that network between every pair,
-  // the stream collectives' segments too (relayed over it), as between hosts.
+  // the stream collectives' segments too (relayed over it), as between
+  // hosts; socket and NCCL_SHM_DISABLE=1: TCP between every pair.
   const TransportChoice t = params().transport;
   info.shmAllowed = t != TransportChoice::Socket && t != TransportChoice::NetPluginAll && t != TransportChoice::RdmaAll &&
-                    t != TransportChoice::UcxAll;
+                    t != TransportChoice::UcxAll && !params().shmDisable;
   info.tunables = Tunables::fromParams();
   snprintf(info.domain, sizeof(info.domain), "%s", params().domain.empty() ? "host" : params().domain.c_str());
   snprintf(info.runtime, sizeof(info.runtime), "host");

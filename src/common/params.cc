@@ -111,6 +111,7 @@ Params load() {
   p.socketsPerPeer = static_cast<int>(envLong("HETCCL_SOCKETS_PER_PEER", p.socketsPerPeer, 1));
   if (p.socketsPerPeer > kMaxSocketsPerPeer) p.socketsPerPeer = kMaxSocketsPerPeer;
   p.cma = envLong("HETCCL_CMA", 1, 0) != 0;
+  p.shmDisable = envLong("NCCL_SHM_DISABLE", 0, 0) != 0;
   p.shmSlotBytes = static_cast<size_t>(envLong("HETCCL_SHM_SLOT_BYTES", p.shmSlotBytes, 4096));
   p.shmSlots = static_cast<int>(envLong("HETCCL_SHM_SLOTS", p.shmSlots, 2));
   p.cmaThreshold = static_cast<size_t>(envLong("HETCCL_CMA_THRESHOLD", p.cmaThreshold, 0));

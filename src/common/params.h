@@ -53,6 +53,7 @@ struct Params {
   UcxErrorMode ucxErrorMode = UcxErrorMode::Auto;  // HETCCL_UCX_ERROR_MODE: auto, peer or none
   int socketsPerPeer = 2;             // HETCCL_SOCKETS_PER_PEER (at most kMaxSocketsPerPeer)
   bool cma = true;                    // HETCCL_CMA: single-copy shm via process_vm_readv
+  bool shmDisable = false;            // NCCL_SHM_DISABLE=1: no shared memory between ranks (TCP or the network on one host too)
   size_t shmSlotBytes = 256 << 10;    // HETCCL_SHM_SLOT_BYTES
   int shmSlots = 8;                   // HETCCL_SHM_SLOTS
   size_t cmaThreshold = 64 << 10;     // HETCCL_CMA_THRESHOLD

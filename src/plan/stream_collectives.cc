@@ -62,7 +62,14 @@ ncclResult_t StreamCollectives::prepare() {
     segments_[static_cast<size_t>(r)] = std::move(seg);
   }
   Segment& mine = *segments_[static_cast<size_t>(rank_)];
-  HETCCL_TRY(mine.shared.create(sharedSegmentName(setup_.secret, "stream", rank_, rank_, getpid()), segmentBytes()));
+  // Named in /dev/shm only when a rank of this host maps it; the relay's
+  // ranks read it through their mirrors.
+  bool mapped = false;
+  for (int r = 0; r < nranks_; ++r) mapped |= r != rank_ && sharesMemory(r);
+  if (mapped)
+    HETCCL_TRY(mine.shared.create(sharedSegmentName(setup_.secret, "stream", rank_, rank_, getpid()), segmentBytes()));
+  else
+    HETCCL_TRY(mine.shared.createPrivate(segmentBytes()));
   HETCCL_TRY(rt_.registerHost(mine.shared.base(), mine.shared.bytes()));
   mine.registered = true;
   for (size_t i = 0; i < 4; ++i) {
@@ -140,9 +147,8 @@ ncclResult_t StreamCollectives::join() {
   for (int r = 0; r < nranks_; ++r) {
     if (r == rank_) continue;
     SharedSegment& peer = segments_[static_cast<size_t>(r)]->shared;
-    if (!sharesMemory(r)) {  // a local mirror, kept current by the relay
-      HETCCL_TRY(peer.create(sharedSegmentName(setup_.secret, "mirror", r, rank_, getpid()), bytes));
-      peer.unlink();
+    if (!sharesMemory(r)) {  // a mirror of this process's own, kept current by the relay
+      HETCCL_TRY(peer.createPrivate(bytes));
       continue;
     }
     HETCCL_TRY(peer.open(sharedSegmentName(setup_.secret, "stream", r, r, setup_.pids[static_cast<size_t>(r)]), bytes,

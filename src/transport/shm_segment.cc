@@ -99,6 +99,18 @@ ncclResult_t SharedSegment::create(const std::string& name, size_t bytes) {
   return map(fd);
 }
 
+ncclResult_t SharedSegment::createPrivate(size_t bytes) {
+  bytes_ = bytes;
+  // Shared, not private: a fork (a data loader's workers) then cannot make
+  // the parent's pages copies while the GPU or the NIC still uses the old ones.
+  base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (base_ == MAP_FAILED) {
+    base_ = nullptr;
+    return fail(ncclSystemError, "cannot map %zu bytes of private memory: %s", bytes, strerror(errno));
+  }
+  return ncclSuccess;
+}
+
 ncclResult_t SharedSegment::tryOpen(const std::string& name, size_t minBytes, bool* opened) {
   *opened = false;
   int fd = shm_open(name.c_str(), O_RDWR, 0600);

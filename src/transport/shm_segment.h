@@ -34,6 +34,10 @@ class SharedSegment {
 
   // Creates `bytes` of zeroed memory under `name`.
   ncclResult_t create(const std::string& name, size_t bytes);
+  // `bytes` of zeroed memory that only this process uses: no name, nothing
+  // of /dev/shm (a container's may be small); shared anonymous memory, so
+  // a fork leaves the parent's pages where the GPU and the NIC have them.
+  ncclResult_t createPrivate(size_t bytes);
   // Opens the segment once it exists with at least `minBytes`.
   ncclResult_t open(const std::string& name, size_t minBytes, const Deadline& deadline, const AbortFlag* abort);
   // The same without waiting: *opened says whether it exists yet.

@@ -128,4 +128,50 @@ TEST(NetworkChoice, AnNcclIbSettingOutOfRangeIsAnInitError) {
                          });
 }
 
+// NCCL_SHM_DISABLE=1, as for NCCL: no shared memory between the ranks of
+// a host, TCP instead.
+TEST(NetworkChoice, NcclShmDisableKeepsRanksOfOneHostOffSharedMemory) {
+  const mp::Env off{{"NCCL_SHM_DISABLE", "1"}};
+  expectTransports({off, off, off}, {"0:self 1:socket 2:socket", "0:socket 1:self 2:socket", "0:socket 1:socket 2:self"});
+}
+
+// Shared-memory mappings of this process (/dev/shm; the names are gone
+// once every rank holds its segments, the mappings stay).
+size_t devShmMappings() {
+  FILE* f = fopen("/proc/self/maps", "r");
+  if (!f) return 0;
+  size_t n = 0;
+  char line[512];
+  while (fgets(line, sizeof line, f)) n += strstr(line, "/dev/shm/") != nullptr;
+  fclose(f);
+  return n;
+}
+
+// The stream collectives (GPU ranks; host ranks staged like them here)
+// keep their segments in /dev/shm only where a rank of the host maps them:
+// with every pair relayed, none at all, so a container's small /dev/shm
+// does not matter; with shared memory, the segments are there.
+TEST(NetworkChoice, RelayedStreamSegmentsStayOutOfDevShm) {
+  for (const bool relayed : {true, false}) {
+    auto envFor = [&](int rank) {
+      mp::Env env{{"HETCCL_FORCE_STAGING", "1"}, {"HETCCL_DOMAIN", rank == 0 ? "a" : "b"}, {"HETCCL_TIMEOUT", "30"}};
+      if (relayed) env.push_back({"NCCL_SHM_DISABLE", "1"});
+      return env;
+    };
+    EXPECT_RANKS_PASS_EACH(2, envFor, 120, [&](int rank, int n, const ncclUniqueId& id) {
+      ncclComm_t comm;
+      RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+      const char* plan = hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32);
+      RANK_EXPECT(plan && strncmp(plan, "stream", 6) == 0, "plan: %s", plan ? plan : "(null)");
+      std::vector<float> x(100000, static_cast<float>(rank + 1));
+      RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr));
+      RANK_EXPECT(x[0] == 3.0f && x.back() == 3.0f, "sum %g", x[0]);
+      const size_t mapped = devShmMappings();
+      RANK_EXPECT(relayed ? mapped == 0 : mapped > 0, "%zu /dev/shm mappings (%s)", mapped, relayed ? "relayed" : "shared");
+      RANK_NCCL(ncclCommDestroy(comm));
+      return 0;
+    });
+  }
+}
+
 }  // namespace
