@@ -12,6 +12,7 @@
 
 #include "hetccl.h"
 #include "mp_util.h"
+#include "stream_test_util.h"
 
 namespace {
 
@@ -161,11 +162,7 @@ TEST(NetworkChoice, RelayedStreamSegmentsStayOutOfDevShm) {
     EXPECT_RANKS_PASS_EACH(2, envFor, 120, [&](int rank, int n, const ncclUniqueId& id) {
       ncclComm_t comm;
       RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
-      const char* plan = hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32);
-      RANK_EXPECT(plan && strncmp(plan, "stream", 6) == 0, "plan: %s", plan ? plan : "(null)");
-      std::vector<float> x(100000, static_cast<float>(rank + 1));
-      RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr));
-      RANK_EXPECT(x[0] == 3.0f && x.back() == 3.0f, "sum %g", x[0]);
+      streamtest::expectStreamSumOfTwo(comm, rank);
       const size_t mapped = devShmMappings();
       RANK_EXPECT(relayed ? mapped == 0 : mapped > 0, "%zu /dev/shm mappings (%s)", mapped, relayed ? "relayed" : "shared");
       RANK_NCCL(ncclCommDestroy(comm));

@@ -45,6 +45,16 @@ inline void deadPeerIsAnError(const mp::EnvForRank& layout) {
   });
 }
 
+// Two ranks: the all-reduce plan is a stream one, and 1 + 2 comes out as 3.
+inline void expectStreamSumOfTwo(ncclComm_t comm, int rank) {
+  const char* plan = hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32);
+  RANK_EXPECT(plan && strncmp(plan, "stream", 6) == 0, "plan: %s", plan ? plan : "(null)");
+  std::vector<float> x(100003, static_cast<float>(rank + 1));
+  const ncclResult_t r = ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr);
+  RANK_EXPECT(r == ncclSuccess, "all-reduce: %s", ncclGetErrorString(r));
+  RANK_EXPECT(x[0] == 3.0f && x.back() == 3.0f, "sum %g %g", x[0], x.back());
+}
+
 constexpr const char* kRelayedPlan = "stream: through pinned memory, shared on a host and relayed";
 
 // "relayed {0:ucx 2:ucx}" for rank 1 of 3 with every pair on `link`.
