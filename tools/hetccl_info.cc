@@ -5,7 +5,11 @@
 // nothing here needs a communicator or another rank.
 //
 //   hetccl-info            # exit status 1 when a setting is unusable
+#include <sys/statvfs.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "bootstrap/socket.h"
@@ -19,6 +23,27 @@
 namespace {
 
 using namespace hetccl;
+
+// /dev/shm, where ranks of a host share memory: a container's default
+// (64 MB) is too small for the GPU streams' segments of even two ranks
+// (stream_segment.h: slots x (ranks + 1) parts, and 4 send/recv parts per
+// rank, of 2 MiB each).
+void listSharedMemory(const Params& p) {
+  struct statvfs fs{};
+  if (p.shmDisable) {
+    printf("  shared memory: off (NCCL_SHM_DISABLE=1)\n");
+  } else if (statvfs("/dev/shm", &fs) != 0) {
+    printf("  shared memory: /dev/shm cannot be read (%s)\n", strerror(errno));
+  } else {
+    const double mib = 1024.0 * 1024.0;
+    const double freeMib = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize) / mib;
+    const double sizeMib = static_cast<double>(fs.f_blocks) * static_cast<double>(fs.f_frsize) / mib;
+    printf("  shared memory: /dev/shm, %.0f MiB free of %.0f MiB%s\n", freeMib, sizeMib,
+           freeMib < 512 ? " (small: with the default HETCCL_STREAM_* settings each GPU rank of a host takes about "
+                           "24 MiB x ranks + 16 MiB; a container's --shm-size, or NCCL_SHM_DISABLE=1 for TCP)"
+                         : "");
+  }
+}
 
 const char* transportName(TransportChoice t) {
   switch (t) {
@@ -102,6 +127,7 @@ int main() {
   }
   else
     printf("  sockets: no interface (%s)\n", ncclGetLastError(nullptr));
+  listSharedMemory(p);
   printf("  UCX: %s\n", ucxUsable(&ucxWhy) ? ("usable (" + p.ucxLib + ")").c_str() : ucxWhy.c_str());
   listNetwork("net plugin", plugin, pluginWhy);
   listNetwork("RDMA", rdma, rdmaWhy);
