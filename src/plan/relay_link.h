@@ -7,9 +7,9 @@
 // cluster's network, as the host-staged messages do.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>

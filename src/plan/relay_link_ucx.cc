@@ -10,6 +10,7 @@
 // takes the n-th data message. Messages are applied in header order, each
 // once its data is all in, so a flag never overtakes the data it
 // announces. The pair's socket stays open as the liveness line.
+#include <cstring>
 #include <deque>
 #include <vector>
 
@@ -69,18 +70,27 @@ class UcxRelayLink : public RelayLink {
     return ncclSuccess;
   }
 
-  // Messages of `out` already handed to UCX are its first sending_.size();
-  // each leaves once both its sends are done.
+  // Each message goes to UCX at once and leaves `out` (the relay may drop
+  // `out` when the peer is lost): its header, and a record's data, copied
+  // into the link's own place; larger data straight from the segment,
+  // which outlives the link.
   ncclResult_t flush(std::deque<RelayOutgoing>* out, bool* moved) override {
     HETCCL_TRY(checkFailure());
     *moved |= worker_->progress();
     bool posted = false;
-    for (size_t i = sending_.size(); i < out->size(); ++i) {
-      RelayOutgoing& o = (*out)[i];  // stays put: the relay adds at the back, we take from the front
-      Sending s;
-      HETCCL_TRY(send(&o.message, sizeof o.message, kHeaderTag, &s.header));
-      if (o.message.bytes) HETCCL_TRY(send(o.data, o.message.bytes, kDataTag, &s.data));
-      sending_.push_back(s);
+    while (!out->empty()) {
+      const RelayOutgoing& o = out->front();
+      sending_.emplace_back();
+      Sending& s = sending_.back();  // stays put: deque elements do as others come and go at the ends
+      s.message = o.message;
+      const char* data = o.data;
+      if (o.message.bytes && data >= o.copy && data < o.copy + sizeof o.copy) {
+        memcpy(s.copy, data, o.message.bytes);
+        data = s.copy;
+      }
+      HETCCL_TRY(send(&s.message, sizeof s.message, kHeaderTag, &s.header));
+      if (o.message.bytes) HETCCL_TRY(send(data, o.message.bytes, kDataTag, &s.data));
+      out->pop_front();
       posted = *moved = true;
     }
     if (posted) worker_->progress();
@@ -91,7 +101,6 @@ class UcxRelayLink : public RelayLink {
       HETCCL_TRY(finishSend(&s.data, &done));
       if (!done) break;
       sending_.pop_front();
-      out->pop_front();
       *moved = true;
     }
     return ncclSuccess;
@@ -130,6 +139,8 @@ class UcxRelayLink : public RelayLink {
 
  private:
   struct Sending {
+    RelayMessage message{};
+    alignas(8) char copy[sizeof(RelayOutgoing::copy)];  // a record's data
     void* header = nullptr;  // UCX requests; null: done (or never needed)
     void* data = nullptr;
   };
