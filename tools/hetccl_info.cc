@@ -131,5 +131,8 @@ int main() {
   printf("  UCX: %s\n", ucxUsable(&ucxWhy) ? ("usable (" + p.ucxLib + ")").c_str() : ucxWhy.c_str());
   listNetwork("net plugin", plugin, pluginWhy);
   listNetwork("RDMA", rdma, rdmaWhy);
+  if (rdma)
+    printf("    queue pairs: service level %d, traffic class %d, timeout %d, %d retries (NCCL_IB_SL, _TC, _TIMEOUT, _RETRY_CNT)\n",
+           p.ibSl, p.ibTc, p.ibTimeout, p.ibRetryCnt);
   return p.invalidSettings.empty() ? 0 : 1;
 }

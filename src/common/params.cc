@@ -108,7 +108,10 @@ Params load() {
     else if (!strcasecmp(v, "none")) p.ucxErrorMode = UcxErrorMode::None;
     else if (strcasecmp(v, "auto") != 0) invalid("HETCCL_UCX_ERROR_MODE", v, "auto, peer or none");
   }
-  p.socketsPerPeer = static_cast<int>(envLong("HETCCL_SOCKETS_PER_PEER", p.socketsPerPeer, 1));
+  if (!env("HETCCL_SOCKETS_PER_PEER") && (env("NCCL_SOCKET_NTHREADS") || env("NCCL_NSOCKS_PERTHREAD")))
+    p.socketsPerPeer = static_cast<int>(envLong("NCCL_SOCKET_NTHREADS", 1, 1) * envLong("NCCL_NSOCKS_PERTHREAD", 1, 1));
+  else
+    p.socketsPerPeer = static_cast<int>(envLong("HETCCL_SOCKETS_PER_PEER", p.socketsPerPeer, 1));
   if (p.socketsPerPeer > kMaxSocketsPerPeer) p.socketsPerPeer = kMaxSocketsPerPeer;
   p.cma = envLong("HETCCL_CMA", 1, 0) != 0;
   p.shmDisable = envLong("NCCL_SHM_DISABLE", 0, 0) != 0;

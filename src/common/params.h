@@ -51,7 +51,7 @@ struct Params {
   int ibTimeout = 20;                 // _TIMEOUT: ack timeout, 4.096 us << n (1-31)
   int ibRetryCnt = 7;                 // _RETRY_CNT: retries before a send fails (0-7)
   UcxErrorMode ucxErrorMode = UcxErrorMode::Auto;  // HETCCL_UCX_ERROR_MODE: auto, peer or none
-  int socketsPerPeer = 2;             // HETCCL_SOCKETS_PER_PEER (at most kMaxSocketsPerPeer)
+  int socketsPerPeer = 2;             // HETCCL_SOCKETS_PER_PEER, else NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD (at most kMaxSocketsPerPeer)
   bool cma = true;                    // HETCCL_CMA: single-copy shm via process_vm_readv
   bool shmDisable = false;            // NCCL_SHM_DISABLE=1: no shared memory between ranks (TCP or the network on one host too)
   size_t shmSlotBytes = 256 << 10;    // HETCCL_SHM_SLOT_BYTES

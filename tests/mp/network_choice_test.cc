@@ -6,6 +6,10 @@
 // different networks uses TCP. Ranks 0 and 1 share a host, rank 2 is on
 // another (HETCCL_HOSTID). And the NCCL_IB_* path settings the RDMA network
 // honours.
+#include <dirent.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -169,6 +173,52 @@ TEST(NetworkChoice, RelayedStreamSegmentsStayOutOfDevShm) {
       return 0;
     });
   }
+}
+
+size_t openSockets() {
+  size_t n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (dirent* e = readdir(d)) {
+      char target[64] = {};
+      const std::string path = std::string("/proc/self/fd/") + e->d_name;
+      if (readlink(path.c_str(), target, sizeof target - 1) > 0 && strncmp(target, "socket:", 7) == 0) ++n;
+    }
+    closedir(d);
+  }
+  return n;
+}
+
+// NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD (what NCCL opens per peer)
+// sets the TCP connections per peer when HETCCL_SOCKETS_PER_PEER is not
+// set: 2 x 3 = 6 each way against 1, after a message striped over them.
+TEST(NetworkChoice, NcclSocketThreadsTimesSocketsSetTheConnectionsPerPeer) {
+  size_t sockets[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    const mp::Env env = k == 0 ? mp::Env{{"HETCCL_SOCKETS_PER_PEER", "1"}}
+                               : mp::Env{{"NCCL_SOCKET_NTHREADS", "2"}, {"NCCL_NSOCKS_PERTHREAD", "3"}};
+    const std::string file = ::testing::TempDir() + "hetccl-sockets-" + std::to_string(getpid()) + "-" + std::to_string(k);
+    EXPECT_RANKS_PASS_EACH(2, [&](int) { return with(env, {{"HETCCL_TRANSPORT", "socket"}, {"HETCCL_DEVICE", "host"}}); }, 60,
+                           [&](int rank, int n, const ncclUniqueId& id) {
+                             ncclComm_t comm;
+                             RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+                             std::vector<float> x(1 << 20, 1.0f);
+                             RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr));
+                             RANK_EXPECT(x[0] == 2.0f, "sum %g", x[0]);
+                             if (rank == 0) {
+                               FILE* f = fopen(file.c_str(), "w");
+                               if (f) fprintf(f, "%zu\n", openSockets());
+                               if (f) fclose(f);
+                             }
+                             RANK_NCCL(ncclCommDestroy(comm));
+                             return 0;
+                           });
+    if (FILE* f = fopen(file.c_str(), "r")) {
+      if (fscanf(f, "%zu", &sockets[k]) != 1) sockets[k] = 0;
+      fclose(f);
+    }
+    remove(file.c_str());
+  }
+  EXPECT_GE(sockets[1], sockets[0] + 10) << "sockets with 1 per peer: " << sockets[0] << ", with 2 x 3: " << sockets[1];
 }
 
 }  // namespace
