@@ -297,6 +297,11 @@ int NetPlugin::deviceFor(const std::string& gpuBusId, int localIndex) const {
   return nearestNetDevice(gpuPath, pciPaths_, localIndex);
 }
 
+std::string networkSaid(const std::string& before) {
+  const std::string now = lastError();
+  return now.empty() || now == before ? std::string() : ": " + now;
+}
+
 const NetPlugin* netPlugin(std::string* why) {
   return usesRdma(transportInEffect()) ? verbsNetwork(why) : netPluginLibrary(why);
 }

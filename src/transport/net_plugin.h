@@ -58,6 +58,11 @@ class NetPlugin {
 // socket); among equals, the localIndex-th, round robin.
 int nearestNetDevice(const std::string& gpuPath, const std::vector<std::string>& nicPaths, int localIndex);
 
+// ": why", where the network recorded why its call failed since the
+// thread's last error was `before` (hetccl's own RDMA network does; a
+// plugin library logs through NCCL's logger instead), else "".
+std::string networkSaid(const std::string& before);
+
 // The process's plugin (HETCCL_NET_PLUGIN), loaded and initialised on the
 // first call; with HETCCL_TRANSPORT=rdma or rdma-all, hetccl's own RDMA
 // network instead. nullptr and *why when it cannot be.

@@ -172,8 +172,11 @@ class PluginSender : public PluginConnection {
                     static_cast<unsigned long long>(hello_.slotBytes));
     }
     if (!comm_) {
+      const std::string before = lastError();
       ncclResult_t r = plugin_.connect(device_, hello_.handle, &comm_);
-      if (r != ncclSuccess) return fail(ncclRemoteError, "net plugin %s cannot connect to rank %d (error %d)", plugin_.name().c_str(), peer_, r);
+      if (r != ncclSuccess)
+        return fail(ncclRemoteError, "net plugin %s cannot connect to rank %d (error %d)%s", plugin_.name().c_str(), peer_, r,
+                    networkSaid(before).c_str());
       if (!comm_) return ncclSuccess;
     }
     auto ring = std::make_unique<SlotRing>(plugin_, hello_.slotBytes, params().netPluginSlots);
@@ -239,8 +242,11 @@ class PluginReceiver : public PluginConnection {
 
  private:
   ncclResult_t accept(bool* progressed) {
+    const std::string before = lastError();
     ncclResult_t r = plugin_.accept(listenComm_, &comm_);
-    if (r != ncclSuccess) return fail(ncclRemoteError, "net plugin %s cannot accept rank %d (error %d)", plugin_.name().c_str(), peer_, r);
+    if (r != ncclSuccess)
+      return fail(ncclRemoteError, "net plugin %s cannot accept rank %d (error %d)%s", plugin_.name().c_str(), peer_, r,
+                  networkSaid(before).c_str());
     if (!comm_) return ncclSuccess;
     plugin_.closeListen(listenComm_);
     listenComm_ = nullptr;

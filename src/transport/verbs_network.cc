@@ -81,8 +81,15 @@ struct QpAddress {
   uint32_t pad;
 };
 
+// Where hetccl took RDMA by itself (HETCCL_TRANSPORT=auto), how to keep TCP.
+const char* tcpHint() {
+  return params().transport == TransportChoice::Auto
+             ? " (HETCCL_TRANSPORT=auto took RDMA between hosts; HETCCL_TRANSPORT=socket or NCCL_IB_DISABLE=1 keeps TCP)"
+             : "";
+}
+
 ncclResult_t verbsError(const char* what, int err) {
-  return fail(ncclSystemError, "RDMA: %s failed: %s", what, strerror(err ? err : errno));
+  return fail(ncclSystemError, "RDMA: %s failed: %s%s", what, strerror(err ? err : errno), tcpHint());
 }
 
 struct VerbsRequest {
@@ -205,7 +212,7 @@ struct VerbsComm {
   ncclResult_t breakWith(ncclResult_t code, const std::string& why) {
     broken = code;
     brokenWhy = why;
-    return fail(code, "RDMA: %s", why.c_str());
+    return fail(code, "RDMA: %s%s", why.c_str(), tcpHint());
   }
 
   ncclResult_t post(ibv_send_wr* wr) {
