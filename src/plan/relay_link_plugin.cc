@@ -86,6 +86,7 @@ class PluginRelayLink : public RelayLink {
     mine.slotBytes = pluginSlotBytes(plugin_);
     mine.pieceBytes = plugin_.maxMessageBytes();
     snprintf(mine.plugin, sizeof mine.plugin, "%s", plugin_.name().c_str());
+    const std::string before = lastError();
     r = exchange(&mine, &theirs, deadline, abort);
     while (r == ncclSuccess && !(headers_.send && headers_.recv && data_.send && data_.recv)) {
       if ((r = connectAndAccept(theirs.handle, listenHeaders, &headers_)) != ncclSuccess) break;
@@ -97,10 +98,9 @@ class PluginRelayLink : public RelayLink {
     }
     plugin_.closeListen(listenHeaders);
     plugin_.closeListen(listenData);
-    if (r != ncclSuccess) {
-      const std::string cause = lastError();
-      return fail(r, "stream relay: net plugin %s cannot connect rank %d: %s", plugin_.name().c_str(), peer_, cause.c_str());
-    }
+    if (r != ncclSuccess)
+      return fail(r, "stream relay: net plugin %s cannot connect rank %d%s", plugin_.name().c_str(), peer_,
+                  networkSaid(before).c_str());
     theirs.plugin[sizeof theirs.plugin - 1] = '\0';
     HETCCL_TRY(checkSamePlugin(plugin_, theirs.plugin, peer_));
     if (theirs.slotBytes < kMinPluginSlotBytes || theirs.pieceBytes == 0)
