@@ -37,11 +37,32 @@ inline ncclResult_t launch(ncclComm_t comm, const Case& k, ncclRedOp_t op, int r
   return ncclInternalError;
 }
 
+// Which part of the matrix a test runs.
+//   Everything: every collective, type and op.
+//   EachWidth: every collective, on one type of each width (1, 2, 4 and 8
+//     bytes) and two ops, counts and placements as ever: for paths that
+//     only move bytes (the relay's links), whose arithmetic the full
+//     matrix checks on another path.
+//   SendRecvOnly: the send/recv ring, every type.
+enum class Scope { Everything, EachWidth, SendRecvOnly };
+
+inline bool inScope(Scope scope, Collective coll, ncclDataType_t type, int op) {
+  switch (scope) {
+    case Scope::Everything: return true;
+    case Scope::EachWidth:
+      return (type == ncclInt8 || type == ncclFloat16 || type == ncclFloat32 || type == ncclFloat64) &&
+             (op == ncclSum || op == ncclMin);
+    case Scope::SendRecvOnly: return coll == Collective::SendRecv;
+  }
+  return true;
+}
+
 // planPrefix: the all-reduce plan must start with it (the path under test
 // is taken); transports: how this rank must reach each rank
 // (hetcclCommDescribeTransports); planPart: the plan must also contain it.
 inline int runMatrix(int rank, int n, const ncclUniqueId& id, uint64_t seed, size_t large,
-                     const char* planPrefix = nullptr, const char* transports = nullptr, const char* planPart = nullptr) {
+                     const char* planPrefix = nullptr, const char* transports = nullptr, const char* planPart = nullptr,
+                     Scope scope = Scope::Everything) {
   ncclComm_t comm;
   RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
   if (transports) {
@@ -63,6 +84,7 @@ inline int runMatrix(int rank, int n, const ncclUniqueId& id, uint64_t seed, siz
       std::vector<int> ops = collectiveReduces(coll) ? std::vector<int>{ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg, kPreMulSum}
                                                      : std::vector<int>{ncclSum};
       for (int opv : ops) {
+        if (!inScope(scope, coll, type, opv)) continue;
         for (size_t count : counts) {
           for (int inPlace = 0; inPlace < (coll == Collective::SendRecv ? 1 : 2); ++inPlace) {
             ++call;

@@ -161,13 +161,15 @@ TEST(StreamCollectives, MinimumPiecesKeepResultsRight) {
 }
 
 // HETCCL_STREAM_ISSUE_THREAD=1 (a thread queues the pieces, the call
-// returns at once): the same results.
+// returns at once): the same results (one type of each width: the thread
+// changes when pieces are issued, not what they compute).
 TEST(StreamCollectives, IssuingThreadKeepsResultsRight) {
   const uint64_t seed = hetccl::testing::runSeed();
   mp::Env env = streamEnv();
   env.push_back({"HETCCL_STREAM_ISSUE_THREAD", "1"});
-  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 300,
-                         [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 300, [&](int rank, int n, const ncclUniqueId& id) {
+    return mp::runMatrix(rank, n, id, seed, 70001, nullptr, nullptr, nullptr, mp::Scope::EachWidth);
+  });
 }
 
 TEST(StreamCollectives, MismatchedCountsFailWithoutHanging) {
@@ -237,6 +239,7 @@ TEST(StreamCollectives, ThroughTheRelayEveryCollectiveIsRight) {
                          [&](int rank, int n, const ncclUniqueId& id) { return relayedMatrix(rank, n, id, seed, "socket"); });
 }
 
+// (Arithmetic is the same as above; one type of each width checks the mix.)
 TEST(StreamCollectives, SharedAndRelayedPeersTogether) {
   const uint64_t seed = hetccl::testing::runSeed();
   auto env = [](int rank) {
@@ -247,7 +250,7 @@ TEST(StreamCollectives, SharedAndRelayedPeersTogether) {
   };
   EXPECT_RANKS_PASS_EACH(3, env, 500, [&](int rank, int n, const ncclUniqueId& id) {
     const char* relayed[] = {"relayed {1:socket}", "relayed {0:socket 2:socket}", "relayed {1:socket}"};
-    return mp::runMatrix(rank, n, id, seed, 70001, kRelayedPlan, nullptr, relayed[rank]);
+    return mp::runMatrix(rank, n, id, seed, 70001, kRelayedPlan, nullptr, relayed[rank], mp::Scope::EachWidth);
   });
 }
 
@@ -356,10 +359,15 @@ mp::Env relayedP2pEnv() {
   return env;
 }
 
+// (The other collectives with send/recv on: EveryCollectiveTypeOpCountAndPlacement.)
+int sendRecvMatrix(int rank, int n, const ncclUniqueId& id, uint64_t seed) {
+  return mp::runMatrix(rank, n, id, seed, 70001, nullptr, nullptr, nullptr, mp::Scope::SendRecvOnly);
+}
+
 TEST(StreamCollectives, SendRecvOnTheStreamsEveryTypeAndCount) {
   const uint64_t seed = hetccl::testing::runSeed();
   EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, p2pEnv()), 500,
-                         [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
+                         [&](int rank, int n, const ncclUniqueId& id) { return sendRecvMatrix(rank, n, id, seed); });
 }
 
 // The same through the relay (every pair), as between hosts (over the net
@@ -367,7 +375,7 @@ TEST(StreamCollectives, SendRecvOnTheStreamsEveryTypeAndCount) {
 TEST(StreamCollectives, SendRecvThroughTheRelayEveryTypeAndCount) {
   const uint64_t seed = hetccl::testing::runSeed();
   EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, relayedP2pEnv()), 500,
-                         [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
+                         [&](int rank, int n, const ncclUniqueId& id) { return sendRecvMatrix(rank, n, id, seed); });
 }
 void sendRecvPatternsAndWrongSizes(mp::Env env, bool patterns = true, bool wrongSizes = true) {
   EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 120, [=](int rank, int n, const ncclUniqueId& id) {

@@ -2,7 +2,10 @@
 // an ncclNet plugin (HETCCL_TRANSPORT=net-plugin-all, the loopback test
 // plugin), hetccl's RDMA network (rdma-all, the stand-in libibverbs) and UCX
 // (ucx-all): the relay tests of stream_collectives_test.cc again, with
-// every pair on that link.
+// every pair on that link. The links move bytes and leave the arithmetic
+// to code the full matrix checks over TCP, so their matrices take one type
+// of each width (mp::Scope::EachWidth) and their send/recv tests the
+// send/recv ring alone.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -29,8 +32,9 @@ mp::Env pluginRelayEnv(const char* timeout = "60") {
 // Every send/recv through the relay (on the streams), two ranks.
 void sendRecvThroughTheRelay(const mp::EnvForRank& layout, size_t large) {
   const uint64_t seed = hetccl::testing::runSeed();
-  EXPECT_RANKS_PASS_EACH(2, layout, 500,
-                         [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, large); });
+  EXPECT_RANKS_PASS_EACH(2, layout, 500, [&](int rank, int n, const ncclUniqueId& id) {
+    return mp::runMatrix(rank, n, id, seed, large, nullptr, nullptr, nullptr, mp::Scope::SendRecvOnly);
+  });
 }
 
 mp::Env withP2p(mp::Env env) {
@@ -41,7 +45,7 @@ mp::Env withP2p(mp::Env env) {
 TEST(StreamCollectives, ThroughTheRelayOverTheNetPluginEveryCollectiveIsRight) {
   const uint64_t seed = hetccl::testing::runSeed();
   EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, pluginRelayEnv()), 500,
-                         [&](int rank, int n, const ncclUniqueId& id) { return relayedMatrix(rank, n, id, seed, "net-plugin"); });
+                         [&](int rank, int n, const ncclUniqueId& id) { return relayedMatrix(rank, n, id, seed, "net-plugin", mp::Scope::EachWidth); });
 }
 
 TEST(StreamCollectives, RelayedPeerThatDestroysFirstIsNoErrorOverTheNetPlugin) {
@@ -99,7 +103,7 @@ mp::Env rdmaRelayEnv(const char* timeout = "60") {
 TEST(StreamCollectives, ThroughTheRelayOverRdmaEveryCollectiveIsRight) {
   const uint64_t seed = hetccl::testing::runSeed();
   EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, rdmaRelayEnv()), 500,
-                         [&](int rank, int n, const ncclUniqueId& id) { return relayedMatrix(rank, n, id, seed, "rdma"); });
+                         [&](int rank, int n, const ncclUniqueId& id) { return relayedMatrix(rank, n, id, seed, "rdma", mp::Scope::EachWidth); });
 }
 
 TEST(StreamCollectives, SendRecvThroughTheRelayOverRdmaEveryTypeAndCount) {
@@ -124,7 +128,8 @@ void acrossTwoHostsOneSharesMemory(const std::string& transport, const mp::Env& 
   const std::string expected[] = {"0:self 1:shm 2:" + t, "0:shm 1:self 2:" + t, "0:" + t + " 1:" + t + " 2:self"};
   const std::string relayed[] = {"relayed {2:" + t + "}", "relayed {2:" + t + "}", everyPairRelayedOver(2, 3, t.c_str())};
   EXPECT_RANKS_PASS_EACH(3, envFor, 500, [&](int rank, int n, const ncclUniqueId& id) {
-    return mp::runMatrix(rank, n, id, seed, 20011, kRelayedPlan, expected[rank].c_str(), relayed[rank].c_str());
+    return mp::runMatrix(rank, n, id, seed, 20011, kRelayedPlan, expected[rank].c_str(), relayed[rank].c_str(),
+                         mp::Scope::EachWidth);
   });
 }
 
@@ -149,7 +154,7 @@ mp::Env ucxRelayEnv(const char* timeout = "60") {
 TEST(StreamCollectives, ThroughTheRelayOverUcxEveryCollectiveIsRight) {
   const uint64_t seed = hetccl::testing::runSeed();
   EXPECT_RANKS_PASS_EACH(3, threeDomains(ucxRelayEnv()), 500,
-                         [&](int rank, int n, const ncclUniqueId& id) { return relayedMatrix(rank, n, id, seed, "ucx"); });
+                         [&](int rank, int n, const ncclUniqueId& id) { return relayedMatrix(rank, n, id, seed, "ucx", mp::Scope::EachWidth); });
 }
 
 TEST(StreamCollectives, SendRecvThroughTheRelayOverUcxEveryTypeAndCount) {
@@ -162,7 +167,8 @@ TEST(StreamCollectives, ThroughTheRelayOverUcxLargeParts) {
   mp::Env env = ucxRelayEnv();
   env.push_back({"HETCCL_STREAM_PART_BYTES", "1048576"});
   EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 500, [&](int rank, int n, const ncclUniqueId& id) {
-    return mp::runMatrix(rank, n, id, seed, 300007, kRelayedPlan, nullptr, everyPairRelayedOver(rank, n, "ucx").c_str());
+    return mp::runMatrix(rank, n, id, seed, 300007, kRelayedPlan, nullptr, everyPairRelayedOver(rank, n, "ucx").c_str(),
+                         mp::Scope::EachWidth);
   });
 }
 

@@ -67,9 +67,10 @@ inline std::string everyPairRelayedOver(int rank, int n, const char* link) {
 
 // The plan of relayed ranks is still the stream one, and every collective
 // right; with `link`, every pair is relayed over that kind of link.
-inline int relayedMatrix(int rank, int n, const ncclUniqueId& id, uint64_t seed, const char* link = nullptr) {
+inline int relayedMatrix(int rank, int n, const ncclUniqueId& id, uint64_t seed, const char* link = nullptr,
+                         mp::Scope scope = mp::Scope::Everything) {
   const std::string links = link ? everyPairRelayedOver(rank, n, link) : std::string();
-  return mp::runMatrix(rank, n, id, seed, 70001, kRelayedPlan, nullptr, link ? links.c_str() : nullptr);
+  return mp::runMatrix(rank, n, id, seed, 70001, kRelayedPlan, nullptr, link ? links.c_str() : nullptr, scope);
 }
 
 // A relayed peer that destroys its communicator first says goodbye: the
