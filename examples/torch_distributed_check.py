@@ -1,5 +1,6 @@
-"""Every torch.distributed operation on a few dtypes, checked exactly, for
-running PyTorch unchanged on hetccl:
+"""Every torch.distributed operation on a few dtypes (and, on GPUs, two of
+them captured in a CUDA graph), checked exactly, for running PyTorch
+unchanged on hetccl:
 
     LD_PRELOAD=/path/to/libhetccl.so torchrun --nproc-per-node 2 examples/torch_distributed_check.py
 
@@ -202,6 +203,35 @@ def main():
             dist.destroy_process_group(g)
         return ok
     check("destroy and recreate a process group", recreate)
+
+    def cuda_graph():
+        # Collectives captured in a CUDA graph (torch.cuda.graph, global
+        # capture mode) and replayed on new inputs: NCCL's own capture in
+        # pass-through, host-staged graph nodes across domains.
+        n = 4099
+        x = mine(torch.float32, n)
+        y = torch.empty(world * n, dtype=torch.float32, device=device)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # a warm-up off the capture, as PyTorch asks
+            dist.all_reduce(x.clone())
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            dist.all_reduce(x)
+            dist.all_gather_into_tensor(y, x)
+        ok = True
+        for k in (1, 3):
+            x.copy_(mine(torch.float32, n) * k)
+            y.zero_()
+            graph.replay()
+            torch.cuda.synchronize()
+            expected = sum(everyone(torch.float32, n)) * k
+            ok = ok and torch.equal(x, expected) and torch.equal(y, expected.repeat(world))
+        del graph
+        return ok
+    if cuda:
+        check("all_reduce and all_gather_into_tensor in a CUDA graph, replayed", cuda_graph)
 
     def nccl_allocator():
         # NCCL's allocator for PyTorch: the process group's own where this

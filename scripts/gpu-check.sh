@@ -277,6 +277,10 @@ full_step torch_distributed_all_ops_plain_nccl torchrun --nproc_per_node 2 examp
 step torch_distributed_all_ops env LD_PRELOAD="$lib" torchrun --nproc_per_node 2 examples/torch_distributed_check.py
 step torch_distributed_all_ops_two_domains env LD_PRELOAD="$lib" torchrun --nproc_per_node 2 --no_python bash -c \
   "HETCCL_DOMAIN=d\$LOCAL_RANK exec python3 examples/torch_distributed_check.py"
+# What capturing costs across domains: eager (stream plans) vs CUDA graph
+# replay (host-staged graph nodes), side by side in one run.
+step torch_graph_vs_eager_two_domains env LD_PRELOAD="$lib" torchrun --nproc_per_node 2 --no_python bash -c \
+  "HETCCL_DOMAIN=d\$LOCAL_RANK exec python3 bench/torch_graph_vs_eager.py"
 # fp8 tensors between an OCP rank and one set to FNUZ, through PyTorch.
 step torch_fp8_formats env LD_PRELOAD="$lib" torchrun --nproc_per_node 2 --no_python bash -c \
   "HETCCL_DOMAIN=d\$LOCAL_RANK HETCCL_FP8_FORMAT=\$([ \$LOCAL_RANK = 1 ] && echo fnuz || echo ocp) exec python3 examples/torch_fp8_formats.py"

@@ -102,6 +102,13 @@ ncclResult_t splitByKind(Communicator* c, std::span<const Op* const> ops, bool s
 
 // One communicator's share of a group, after the checks in runOnComm.
 ncclResult_t dispatch(Communicator* c, std::span<const Op* const> ops) {
+  // Captured into a CUDA/HIP graph: the host-staged plans as graph nodes,
+  // whatever plan the call takes outside a capture (host_staging_capture.cc).
+  if (c->hostStaging) {
+    bool capturing = false;
+    HETCCL_TRY(c->hostStaging->capturing(ops, &capturing));
+    if (capturing) return c->hostStaging->capture(ops);
+  }
   const bool offHost = c->streamCollectives || c->streamHierarchy;
   const size_t p2p = static_cast<size_t>(std::count_if(ops.begin(), ops.end(), isPointToPoint));
   const size_t toSelf = static_cast<size_t>(

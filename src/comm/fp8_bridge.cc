@@ -39,7 +39,7 @@ ncclResult_t Fp8Bridge::check(const Communicator& c, const Op& op) const {
   const Extents e = extentsOf(op, c.rank, c.nranks);
   if (e.sendBytes) HETCCL_TRY(checkDeviceBuffer(rt_, op.sendbuff, "sendbuff", op.kind));
   if (e.recvBytes) HETCCL_TRY(checkDeviceBuffer(rt_, op.recvbuff, "recvbuff", op.kind));
-  return refuseCapture(rt_, op.stream, op.kind);
+  return refuseCapture(rt_, op.stream, op.kind, "fp8 between OCP and FNUZ ranks (converted on the device around the call)");
 }
 
 ncclResult_t Fp8Bridge::take(size_t bytes, Stream s, void** p) {

@@ -47,6 +47,17 @@ HostStaging::~HostStaging() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard<std::mutex> book(book_->mutex);
+    book_->alive = false;  // graphs destroyed later release nothing here
+  }
+  {
+    std::lock_guard<std::mutex> run(runMutex_);  // a replay running now finishes first
+    std::lock_guard<std::mutex> lock(captureMutex_);
+    captured_.clear();
+    for (auto& [bytes, p] : pool_) rt_.freePinned(p);
+    pool_.clear();
+  }
   if (copyStream_) rt_.destroyStream(copyStream_);
   if (pinned_) rt_.freePinned(pinned_);
   if (flag_) rt_.freePinned(const_cast<uint32_t*>(flag_));
@@ -62,14 +73,12 @@ ncclResult_t checkDeviceBuffer(Runtime& rt, const void* p, const char* what, OpK
               memoryKindName(kind), rt.name());
 }
 
-ncclResult_t refuseCapture(Runtime& rt, cudaStream_t s, OpKind kind) {
+ncclResult_t refuseCapture(Runtime& rt, cudaStream_t s, OpKind kind, const char* what) {
   bool capturing = false;
   HETCCL_TRY(rt.streamCapturing(s, &capturing));
   if (!capturing) return ncclSuccess;
-  return fail(ncclInvalidUsage,
-              "%s: collectives across domains cannot be captured in a CUDA graph yet (the stream is capturing); run "
-              "them outside the capture, or keep the ranks in one domain (pass-through captures as NCCL does)",
-              opKindName(kind));
+  return fail(ncclInvalidUsage, "%s: %s cannot be captured in a CUDA graph (the stream is capturing); run it outside the capture",
+              opKindName(kind), what);
 }
 
 ncclResult_t HostStaging::enqueue(std::span<const Op* const> ops) {
@@ -78,13 +87,11 @@ ncclResult_t HostStaging::enqueue(std::span<const Op* const> ops) {
   Job job;
   std::vector<cudaStream_t> streams;
   for (const Op* op : ops) {
-    const Extents e = extentsOf(*op, rank_, nranks_);
-    if (e.sendBytes) HETCCL_TRY(checkDeviceBuffer(rt_, op->sendbuff, "sendbuff", op->kind));
-    if (e.recvBytes) HETCCL_TRY(checkDeviceBuffer(rt_, op->recvbuff, "recvbuff", op->kind));
     job.ops.push_back(*op);
     if (std::find(streams.begin(), streams.end(), op->stream) == streams.end()) streams.push_back(op->stream);
   }
-  for (cudaStream_t s : streams) HETCCL_TRY(refuseCapture(rt_, s, ops[0]->kind));
+  HETCCL_TRY(checkBuffers(job.ops));
+  for (cudaStream_t s : streams) HETCCL_TRY(refuseCapture(rt_, s, ops[0]->kind, "an eagerly staged call"));
   const Layout l = layout(job.ops);
   const bool async = async_ && streams.size() == 1;
   // Staging memory is shared by the calls: a call on another stream (or a
@@ -124,6 +131,22 @@ ncclResult_t HostStaging::enqueue(std::span<const Op* const> ops) {
   return ncclSuccess;
 }
 
+ncclResult_t HostStaging::checkBuffers(const std::vector<Op>& ops) const {
+  for (const Op& op : ops) {
+    const Extents e = extentsOf(op, rank_, nranks_);
+    if (e.sendBytes) HETCCL_TRY(checkDeviceBuffer(rt_, op.sendbuff, "sendbuff", op.kind));
+    if (e.recvBytes) HETCCL_TRY(checkDeviceBuffer(rt_, op.recvbuff, "recvbuff", op.kind));
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t HostStaging::run(const std::vector<Op>& staged) {
+  std::vector<const Op*> list;
+  for (const Op& op : staged) list.push_back(&op);
+  std::lock_guard<std::mutex> lock(runMutex_);
+  return runner_(std::span<const Op* const>(list));
+}
+
 void HostStaging::drain() {
   std::unique_lock<std::mutex> lock(mutex_);
   cv_.wait(lock, [&] { return finished_ == issued_; });
@@ -155,17 +178,12 @@ ncclResult_t HostStaging::runStaged(const Job& job) {
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
   const Layout l = layout(job.ops);
-  std::vector<Op> staged = translate(l, job.ops);
-  std::vector<const Op*> list;
-  for (const Op& op : staged) list.push_back(&op);
-  return runner_(std::span<const Op* const>(list));
+  return run(translate(l, job.ops, pinned_));
 }
 
 ncclResult_t HostStaging::runJob(Job& job) {
   HETCCL_TRY(stageIn(job.ops));
-  std::vector<const Op*> staged;
-  for (const Op& op : stagedOps_) staged.push_back(&op);
-  HETCCL_TRY(runner_(std::span<const Op* const>(staged)));
+  HETCCL_TRY(run(stagedOps_));
   return stageOut();
 }
 
@@ -212,14 +230,14 @@ ncclResult_t HostStaging::reserve(size_t bytes) {
   return ncclSuccess;
 }
 
-std::vector<Op> HostStaging::translate(const Layout& l, const std::vector<Op>& ops) const {
+std::vector<Op> HostStaging::translate(const Layout& l, const std::vector<Op>& ops, char* pinned) const {
   std::vector<Op> staged;
   for (size_t i = 0; i < ops.size(); ++i) {
     Op op = ops[i];
     const OpRegions& p = l.ops[i];
     auto at = [&](const char* user, size_t region) -> char* {
       const Region& g = l.regions[region];
-      return pinned_ + g.offset + (user - g.device);
+      return pinned + g.offset + (user - g.device);
     };
     if (p.first != SIZE_MAX) op.sendbuff = at(p.sendBegin, p.first);
     if (p.second != SIZE_MAX) op.recvbuff = at(p.recvBegin, p.second);
@@ -233,7 +251,7 @@ ncclResult_t HostStaging::stageIn(const std::vector<Op>& ops) {
   regions_ = l.regions;
   for (const Region& g : regions_) HETCCL_TRY(rt_.copyAsync(pinned_ + g.offset, g.device, g.bytes, copyStream_));
   HETCCL_TRY(rt_.synchronize(copyStream_));
-  stagedOps_ = translate(l, ops);
+  stagedOps_ = translate(l, ops, pinned_);
   return ncclSuccess;
 }
 

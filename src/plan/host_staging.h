@@ -15,11 +15,19 @@
 // `ready`, runs the host plans and raises `done`. Its first version (a
 // staging thread that copied and allocated itself) hung on the H200s; this
 // one passes on host ranks and has not run on a GPU yet.
+//
+// Calls on a stream that is being captured into a CUDA/HIP graph (every
+// cross-domain plan sends them here, host_staging_capture.cc) become graph
+// nodes: copies into pinned memory of the call's own, a host node that
+// runs the host plans, copies back. Each replay runs them again.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <thread>
@@ -41,8 +49,9 @@ Extents extentsOf(const Op& op, int rank, int nranks);
 // stream collectives). A buffer must be device (or managed) memory:
 // ncclInvalidArgument otherwise; nothing to check on host ranks.
 ncclResult_t checkDeviceBuffer(Runtime& rt, const void* p, const char* what, OpKind kind);
-// Cross-domain calls refuse CUDA graph capture, at capture time.
-ncclResult_t refuseCapture(Runtime& rt, cudaStream_t s, OpKind kind);
+// Paths that cannot be captured refuse a capturing stream, at capture
+// time, naming `what` (captures take capture() instead; these guard).
+ncclResult_t refuseCapture(Runtime& rt, cudaStream_t s, OpKind kind, const char* what);
 
 class HostStaging {
  public:
@@ -63,6 +72,16 @@ class HostStaging {
   ncclResult_t enqueue(std::span<const Op* const> ops);
   // Waits until every call enqueued so far has completed.
   void drain();
+  // Whether any of the calls' streams is being captured into a graph.
+  ncclResult_t capturing(std::span<const Op* const> ops, bool* any) const;
+  // A call on a capturing stream (every op on that one stream): queued as
+  // graph nodes that stage it through pinned memory of its own and run
+  // the host plans on the runtime's host-function thread at each replay.
+  // The memory is reused by later captures once the graph is destroyed
+  // (where the runtime says so; else it stays until the communicator
+  // goes). A failed replay makes the communicator fatal
+  // (ncclCommGetAsyncError); later replays then do nothing.
+  ncclResult_t capture(std::span<const Op* const> ops);
 
  private:
   struct Job {
@@ -84,8 +103,40 @@ class HostStaging {
     std::vector<OpRegions> ops;
     size_t total = 0;
   };
+  // One captured call: its pinned memory and its ops pointing there.
+  struct CapturedCall {
+    HostStaging* owner = nullptr;
+    std::vector<Op> staged;
+    char* pinned = nullptr;
+    size_t bytes = 0;
+    CapturedCall() = default;
+    CapturedCall(const CapturedCall&) = delete;
+    CapturedCall& operator=(const CapturedCall&) = delete;
+    ~CapturedCall() {
+      if (pinned) owner->rt_.freePinned(pinned);
+    }
+  };
   Layout layout(const std::vector<Op>& ops) const;
-  std::vector<Op> translate(const Layout& l, const std::vector<Op>& ops) const;  // pointers into the pinned buffer
+  // The ops with pointers into `pinned` (laid out as `l`).
+  std::vector<Op> translate(const Layout& l, const std::vector<Op>& ops, char* pinned) const;
+  ncclResult_t checkBuffers(const std::vector<Op>& ops) const;
+  // Runs the host plans, one call at a time (the staging thread, the
+  // caller and graph replays may all get here).
+  ncclResult_t run(const std::vector<Op>& staged);
+  static void runCaptured(void* call);  // a graph's host node
+  // Graphs destroyed: their calls' memory goes back to the pool. The book
+  // outlives this object when a graph does.
+  struct CaptureBook {
+    std::mutex mutex;
+    bool alive = true;
+    std::vector<CapturedCall*> released;
+  };
+  struct ReleaseNote {
+    std::shared_ptr<CaptureBook> book;
+    CapturedCall* call;
+  };
+  static void onGraphReleased(void* note);  // on a runtime thread
+  void reapReleased();                      // under captureMutex_
   ncclResult_t runStaged(const Job& job);  // the staging thread's part of an asynchronous call
   ncclResult_t reserve(size_t bytes);
   void loop();
@@ -107,6 +158,13 @@ class HostStaging {
   size_t pinnedBytes_ = 0;
   std::vector<Region> regions_;
   std::vector<Op> stagedOps_;
+
+  std::mutex runMutex_;  // run()
+  std::mutex captureMutex_;
+  std::vector<std::unique_ptr<CapturedCall>> captured_;  // the captured calls' memory and ops
+  std::multimap<size_t, char*> pool_;                    // pinned blocks of destroyed graphs' calls, by size
+  std::shared_ptr<CaptureBook> book_ = std::make_shared<CaptureBook>();
+  std::atomic<bool> replayFailed_{false};
 
   std::mutex mutex_;
   std::condition_variable cv_;

@@ -51,6 +51,17 @@ class Runtime {
   virtual ncclResult_t synchronize(Stream s) = 0;
   virtual ncclResult_t streamDevice(Stream s, int* device) = 0;  // -1 if the runtime cannot tell
   virtual ncclResult_t streamCapturing(Stream s, bool* capturing) = 0;  // inside a graph capture
+  // Queues fn(arg) on `s` (a host node when `s` is capturing). fn runs on
+  // the runtime's own thread and must make no runtime call.
+  virtual ncclResult_t launchHostFunc(Stream s, void (*fn)(void*), void* arg) = 0;
+  // Ties release(arg) to the graph `s` is capturing: it is called once that
+  // graph and every executable graph made from it are destroyed (on a
+  // runtime thread; no runtime call inside). *tied is false where the
+  // runtime cannot (HIP and CUDA drivers before 12.3 so far).
+  virtual ncclResult_t releaseWithCapturedGraph(Stream s, void (*release)(void*), void* arg, bool* tied) = 0;
+  // Sets this thread's capture mode (CUDA's and HIP's numbers); *mode gets
+  // the one before. For calls a global-mode capture forbids (allocations).
+  virtual ncclResult_t exchangeCaptureMode(int* mode) = 0;
   virtual ncclResult_t streamIdle(Stream s, bool* idle) = 0;            // all work queued on it is done
   virtual ncclResult_t createEvent(Event* e) = 0;
   virtual ncclResult_t destroyEvent(Event e) = 0;
@@ -95,6 +106,22 @@ class DeviceGuard {
   Runtime& rt_;
   int saved_ = -1;
   ncclResult_t status_ = ncclSuccess;
+};
+
+// Relaxes this thread's capture mode for a scope (see exchangeCaptureMode).
+class RelaxedCaptureMode {
+ public:
+  explicit RelaxedCaptureMode(Runtime& rt) : rt_(rt) { relaxed_ = rt_.exchangeCaptureMode(&mode_) == ncclSuccess; }
+  ~RelaxedCaptureMode() {
+    if (relaxed_) rt_.exchangeCaptureMode(&mode_);
+  }
+  RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
+  RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
+
+ private:
+  Runtime& rt_;
+  int mode_ = 2;  // relaxed
+  bool relaxed_ = false;
 };
 
 // `waiter` waits for the work `s` holds now, through an event used once

@@ -33,6 +33,8 @@ struct Api {
   int (*streamSynchronize)(void*);
   int (*streamGetDevice)(void*, int*);
   int (*streamIsCapturing)(void*, int*);
+  int (*launchHostFunc)(void*, void (*)(void*), void*);
+  int (*threadExchangeStreamCaptureMode)(int*);
   int (*streamQuery)(void*);
   int (*eventCreateWithFlags)(void**, unsigned);
   int (*eventDestroy)(void*);
@@ -57,6 +59,10 @@ struct Api {
   int (*hsaExportDmabuf)(const void*, size_t, int*, uint64_t*);
   int (*cuDeviceGet)(int*, int);
   int (*cuDeviceGetAttribute)(int*, int, int);
+  // The graph a stream is capturing, and memory tied to its life (CUDA 12.3+ drivers).
+  int (*cuStreamGetCaptureInfo)(void*, int*, unsigned long long*, void**, const void**, const void**, size_t*);
+  int (*cuUserObjectCreate)(void**, void*, void (*)(void*), unsigned, unsigned);
+  int (*cuGraphRetainUserObject)(void*, void*, unsigned, unsigned);
 };
 
 enum class Lib : uint8_t { None, Runtime, Driver, Hsa };
@@ -91,6 +97,9 @@ inline constexpr Binding kBindings[] = {
     {SLOT(streamSynchronize), R, "cudaStreamSynchronize", R, "hipStreamSynchronize", true},
     {SLOT(streamGetDevice), R, "cudaStreamGetDevice", R, "hipStreamGetDevice", false},
     {SLOT(streamIsCapturing), R, "cudaStreamIsCapturing", R, "hipStreamIsCapturing", true},
+    {SLOT(launchHostFunc), R, "cudaLaunchHostFunc", R, "hipLaunchHostFunc", false},
+    {SLOT(threadExchangeStreamCaptureMode), R, "cudaThreadExchangeStreamCaptureMode", R,
+     "hipThreadExchangeStreamCaptureMode", false},
     {SLOT(streamQuery), R, "cudaStreamQuery", R, "hipStreamQuery", true},
     {SLOT(eventCreateWithFlags), R, "cudaEventCreateWithFlags", R, "hipEventCreateWithFlags", true},
     {SLOT(eventDestroy), R, "cudaEventDestroy", R, "hipEventDestroy", true},
@@ -113,6 +122,9 @@ inline constexpr Binding kBindings[] = {
     {SLOT(hsaExportDmabuf), N, nullptr, H, "hsa_amd_portable_export_dmabuf", false},
     {SLOT(cuDeviceGet), D, "cuDeviceGet", N, nullptr, false},
     {SLOT(cuDeviceGetAttribute), D, "cuDeviceGetAttribute", N, nullptr, false},
+    {SLOT(cuStreamGetCaptureInfo), D, "cuStreamGetCaptureInfo_v3", N, nullptr, false},
+    {SLOT(cuUserObjectCreate), D, "cuUserObjectCreate", N, nullptr, false},
+    {SLOT(cuGraphRetainUserObject), D, "cuGraphRetainUserObject", N, nullptr, false},
 };
 #undef SLOT
 
@@ -162,6 +174,9 @@ inline constexpr unsigned kWaitGeq = 0x0;
 inline constexpr int kErrorNotReady = 600;      // cudaErrorNotReady, hipErrorNotReady
 inline constexpr int kDmabufSupportedAttribute = 124;  // CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED
 inline constexpr int kDmabufHandle = 1;         // CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD
+inline constexpr int kCaptureModeRelaxed = 2;   // cudaStreamCaptureModeRelaxed, hipStreamCaptureModeRelaxed
+inline constexpr unsigned kUserObjectNoDestructorSync = 1;  // CU_USER_OBJECT_NO_DESTRUCTOR_SYNC
+inline constexpr unsigned kGraphUserObjectMove = 1;         // CU_GRAPH_USER_OBJECT_MOVE
 }  // namespace values
 
 }  // namespace hetccl::vendor_api

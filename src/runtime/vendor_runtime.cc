@@ -133,6 +133,29 @@ class VendorRuntime : public Runtime {
     *capturing = status != 0;
     return ncclSuccess;
   }
+  ncclResult_t launchHostFunc(Stream s, void (*fn)(void*), void* arg) override {
+    if (!api_.launchHostFunc) return fail(ncclInvalidUsage, "%s %s has no host functions on streams", name(), version().c_str());
+    return check(api_.launchHostFunc(s, fn, arg), "host function on a stream");
+  }
+  ncclResult_t releaseWithCapturedGraph(Stream s, void (*release)(void*), void* arg, bool* tied) override {
+    *tied = false;
+    if (spec_.hip || !api_.cuStreamGetCaptureInfo || !api_.cuUserObjectCreate || !api_.cuGraphRetainUserObject)
+      return ncclSuccess;
+    int status = 0;
+    unsigned long long id = 0;
+    void* graph = nullptr;
+    HETCCL_TRY(check(api_.cuStreamGetCaptureInfo(s, &status, &id, &graph, nullptr, nullptr, nullptr), "stream capture info"));
+    if (!graph) return ncclSuccess;
+    void* object = nullptr;
+    HETCCL_TRY(check(api_.cuUserObjectCreate(&object, arg, release, 1, kUserObjectNoDestructorSync), "graph user object"));
+    HETCCL_TRY(check(api_.cuGraphRetainUserObject(graph, object, 1, kGraphUserObjectMove), "graph user object retain"));
+    *tied = true;
+    return ncclSuccess;
+  }
+  ncclResult_t exchangeCaptureMode(int* mode) override {
+    if (!api_.threadExchangeStreamCaptureMode) return ncclSuccess;  // older runtimes: one mode
+    return check(api_.threadExchangeStreamCaptureMode(mode), "stream capture mode");
+  }
   ncclResult_t createEvent(Event* e) override {
     return check(api_.eventCreateWithFlags(e, kEventDisableTiming), "event creation");
   }

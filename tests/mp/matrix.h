@@ -14,27 +14,41 @@ namespace mp {
 
 using namespace hetccl::testing;
 
-inline ncclResult_t launch(ncclComm_t comm, const Case& k, ncclRedOp_t op, int rank, char* send, char* recv, bool inPlace) {
+inline ncclResult_t launch(ncclComm_t comm, const Case& k, ncclRedOp_t op, int rank, char* send, char* recv, bool inPlace,
+                           cudaStream_t stream = nullptr) {
   const size_t cb = k.count * typeBytes(k.type);
   const int n = k.nranks;
   void* r = inPlace ? send : recv;
   switch (k.coll) {
-    case Collective::AllReduce: return ncclAllReduce(send, r, k.count, k.type, op, comm, nullptr);
-    case Collective::Broadcast: return ncclBroadcast(send, r, k.count, k.type, k.root, comm, nullptr);
-    case Collective::Reduce: return ncclReduce(send, r, k.count, k.type, op, k.root, comm, nullptr);
-    case Collective::AllGather: return ncclAllGather(inPlace ? send + rank * cb : send, r, k.count, k.type, comm, nullptr);
+    case Collective::AllReduce: return ncclAllReduce(send, r, k.count, k.type, op, comm, stream);
+    case Collective::Broadcast: return ncclBroadcast(send, r, k.count, k.type, k.root, comm, stream);
+    case Collective::Reduce: return ncclReduce(send, r, k.count, k.type, op, k.root, comm, stream);
+    case Collective::AllGather: return ncclAllGather(inPlace ? send + rank * cb : send, r, k.count, k.type, comm, stream);
     case Collective::ReduceScatter:
-      return ncclReduceScatter(send, inPlace ? send + rank * cb : recv, k.count, k.type, op, comm, nullptr);
-    case Collective::AlltoAll: return ncclAlltoAll(send, r, k.count, k.type, comm, nullptr);
-    case Collective::Gather: return ncclGather(inPlace ? send + rank * cb : send, r, k.count, k.type, k.root, comm, nullptr);
-    case Collective::Scatter: return ncclScatter(send, inPlace ? send + rank * cb : recv, k.count, k.type, k.root, comm, nullptr);
+      return ncclReduceScatter(send, inPlace ? send + rank * cb : recv, k.count, k.type, op, comm, stream);
+    case Collective::AlltoAll: return ncclAlltoAll(send, r, k.count, k.type, comm, stream);
+    case Collective::Gather: return ncclGather(inPlace ? send + rank * cb : send, r, k.count, k.type, k.root, comm, stream);
+    case Collective::Scatter: return ncclScatter(send, inPlace ? send + rank * cb : recv, k.count, k.type, k.root, comm, stream);
     case Collective::SendRecv:
       ncclGroupStart();
-      ncclRecv(recv, k.count, k.type, (rank - 1 + n) % n, comm, nullptr);
-      ncclSend(send, k.count, k.type, (rank + 1) % n, comm, nullptr);
+      ncclRecv(recv, k.count, k.type, (rank - 1 + n) % n, comm, stream);
+      ncclSend(send, k.count, k.type, (rank + 1) % n, comm, stream);
       return ncclGroupEnd();
   }
   return ncclInternalError;
+}
+
+// The matrix's case number `call`: its root and seed follow from it.
+inline Case matrixCase(Collective coll, ncclDataType_t type, int op, size_t count, int nranks, uint64_t call, uint64_t seed) {
+  Case k;
+  k.coll = coll;
+  k.type = type;
+  k.op = op;
+  k.count = count;
+  k.nranks = nranks;
+  k.root = static_cast<int>(call % static_cast<uint64_t>(nranks));
+  k.seed = seed ^ (call * 0x9e3779b97f4a7c15ull);
+  return k;
 }
 
 // Which part of the matrix a test runs.
@@ -88,14 +102,7 @@ inline int runMatrix(int rank, int n, const ncclUniqueId& id, uint64_t seed, siz
         for (size_t count : counts) {
           for (int inPlace = 0; inPlace < (coll == Collective::SendRecv ? 1 : 2); ++inPlace) {
             ++call;
-            Case k;
-            k.coll = coll;
-            k.type = type;
-            k.op = opv;
-            k.count = count;
-            k.nranks = n;
-            k.root = static_cast<int>(call % n);
-            k.seed = seed ^ (call * 0x9e3779b97f4a7c15ull);
+            const Case k = matrixCase(coll, type, opv, count, n, call, seed);
             const size_t es = typeBytes(type);
             send.assign(std::max<size_t>(1, sendElements(coll, count, n) * es + recvElements(coll, count, n) * es), 0);
             recv.assign(std::max<size_t>(1, recvElements(coll, count, n) * es), 0);

@@ -29,6 +29,8 @@ namespace {
   S(streamSynchronize, cudaStreamSynchronize)                               \
   S(streamGetDevice, cudaStreamGetDevice)                                   \
   S(streamIsCapturing, cudaStreamIsCapturing)                               \
+  S(launchHostFunc, cudaLaunchHostFunc)                                     \
+  S(threadExchangeStreamCaptureMode, cudaThreadExchangeStreamCaptureMode)   \
   S(streamQuery, cudaStreamQuery)                                           \
   S(eventCreateWithFlags, cudaEventCreateWithFlags)                         \
   S(eventDestroy, cudaEventDestroy)                                         \
@@ -47,7 +49,10 @@ namespace {
   S(cuStreamWriteValue32, cuStreamWriteValue32_v2)                          \
   S(cuMemGetHandleForAddressRange, cuMemGetHandleForAddressRange)           \
   S(cuDeviceGet, cuDeviceGet)                                               \
-  S(cuDeviceGetAttribute, cuDeviceGetAttribute)
+  S(cuDeviceGetAttribute, cuDeviceGetAttribute)                             \
+  S(cuStreamGetCaptureInfo, cuStreamGetCaptureInfo_v3)                      \
+  S(cuUserObjectCreate, cuUserObjectCreate)                                 \
+  S(cuGraphRetainUserObject, cuGraphRetainUserObject)
 
 HETCCL_CUDA_SLOTS(HETCCL_CHECK_SLOT)
 const vendor_check::CheckedSlot kChecked[] = {HETCCL_CUDA_SLOTS(HETCCL_CHECKED)};
@@ -70,6 +75,8 @@ static_assert(kStreamNonBlocking == cudaStreamNonBlocking);
 static_assert(kEventDisableTiming == cudaEventDisableTiming);
 static_assert(kMemcpyDefault == cudaMemcpyDefault);
 static_assert(kWaitGeq == CU_STREAM_WAIT_VALUE_GEQ);
+static_assert(kCaptureModeRelaxed == cudaStreamCaptureModeRelaxed);
+static_assert(kUserObjectNoDestructorSync == CU_USER_OBJECT_NO_DESTRUCTOR_SYNC && kGraphUserObjectMove == CU_GRAPH_USER_OBJECT_MOVE);
 static_assert(kErrorNotReady == cudaErrorNotReady);
 static_assert(kDmabufSupportedAttribute == CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED);
 static_assert(kDmabufHandle == CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD);

@@ -28,6 +28,8 @@ namespace {
   S(streamDestroy, hipStreamDestroy)                                               \
   S(streamSynchronize, hipStreamSynchronize)                                       \
   S(streamIsCapturing, hipStreamIsCapturing)                                       \
+  S(launchHostFunc, hipLaunchHostFunc)                                             \
+  S(threadExchangeStreamCaptureMode, hipThreadExchangeStreamCaptureMode)           \
   S(streamQuery, hipStreamQuery)                                                   \
   S(eventCreateWithFlags, hipEventCreateWithFlags)                                 \
   S(eventDestroy, hipEventDestroy)                                                 \
@@ -69,6 +71,7 @@ static_assert(kStreamNonBlocking == hipStreamNonBlocking);
 static_assert(kEventDisableTiming == hipEventDisableTiming);
 static_assert(kMemcpyDefault == hipMemcpyDefault);
 static_assert(kWaitGeq == hipStreamWaitValueGte);
+static_assert(kCaptureModeRelaxed == hipStreamCaptureModeRelaxed);
 static_assert(kErrorNotReady == hipErrorNotReady);
 static_assert(hipSuccess == 0);
 
