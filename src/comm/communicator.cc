@@ -277,6 +277,18 @@ void Communicator::startStaging(Runtime& rt) {
   hostStaging = std::make_unique<HostStaging>(
       rt, device, rank, nranks, params().asyncStaging, [this](std::span<const Op* const> ops) { return runOperations(*this, ops); },
       [this](ncclResult_t r) { setFatal(r); });
+  // A replay's host node blocks until the peers' host nodes have run; the
+  // runtime may run one process's host nodes on one thread, so ranks of one
+  // process (ncclCommInitAll, -g) would wait for each other there.
+  const RankInfo& me = peers[rank];
+  for (int r = 0; r < nranks; ++r) {
+    const RankInfo& p = peers[r];
+    if (r == rank || p.hostHash != me.hostHash || p.pidNamespace != me.pidNamespace || p.pid != me.pid) continue;
+    hostStaging->refuseCaptures("rank " + std::to_string(r) +
+                                " is in this process too (their graph replays would wait for each other on the "
+                                "runtime's host-function thread); capture with one rank per process");
+    break;
+  }
 }
 
 ncclResult_t Communicator::waitReady() {

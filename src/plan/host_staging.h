@@ -30,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -82,6 +83,8 @@ class HostStaging {
   // goes). A failed replay makes the communicator fatal
   // (ncclCommGetAsyncError); later replays then do nothing.
   ncclResult_t capture(std::span<const Op* const> ops);
+  // Captures are refused, for `why`.
+  void refuseCaptures(std::string why) { captureRefusal_ = std::move(why); }
 
  private:
   struct Job {
@@ -165,6 +168,7 @@ class HostStaging {
   std::multimap<size_t, char*> pool_;                    // pinned blocks of destroyed graphs' calls, by size
   std::shared_ptr<CaptureBook> book_ = std::make_shared<CaptureBook>();
   std::atomic<bool> replayFailed_{false};
+  std::string captureRefusal_;
 
   std::mutex mutex_;
   std::condition_variable cv_;

@@ -34,6 +34,9 @@ ncclResult_t HostStaging::capturing(std::span<const Op* const> ops, bool* any) c
 }
 
 ncclResult_t HostStaging::capture(std::span<const Op* const> ops) {
+  if (!captureRefusal_.empty())
+    return fail(ncclInvalidUsage, "%s: a call across domains cannot be captured in a CUDA graph here: %s", opKindName(ops[0]->kind),
+                captureRefusal_.c_str());
   std::vector<Op> list;
   for (const Op* op : ops) list.push_back(*op);
   for (const Op& op : list)

@@ -263,5 +263,19 @@ TEST(HostStagingCapture, AGroupOnTwoStreamsIsRefused) {
   EXPECT_TRUE(f.rt.graph.empty());
 }
 
+// Where captures are refused (ranks of one process in several domains),
+// the capture fails with the reason and queues nothing.
+TEST(HostStagingCapture, ARefusedCaptureSaysWhyAndQueuesNothing) {
+  Fixture f;
+  f.staging.refuseCaptures("rank 1 is in this process too");
+  std::vector<float> x(8, 1.0f);
+  const Op op = allReduce(x.data(), x.data(), x.size(), kStream);
+  const Op* ops[] = {&op};
+  f.rt.capturing = true;
+  EXPECT_EQ(f.staging.capture(ops), ncclInvalidUsage);
+  EXPECT_NE(strstr(lastError(), "rank 1 is in this process too"), nullptr) << lastError();
+  EXPECT_TRUE(f.rt.graph.empty());
+}
+
 }  // namespace
 }  // namespace hetccl
