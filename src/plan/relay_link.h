@@ -1,6 +1,6 @@
 // The wire under the stream relay (stream_relay.h) between two ranks: an
 // ordered stream of messages, each a header and `bytes` of data. Three
-// kinds: a TCP socket (the default); an ncclNet plugin or hetccl's RDMA
+// kinds: TCP (the default; one or more connections); an ncclNet plugin or hetccl's RDMA
 // network where both ranks asked for one (HETCCL_TRANSPORT=net-plugin or
 // rdma between hosts, -all for every pair); UCX where both asked for it
 // (ucx, ucx-all). So the GPU streams' traffic between hosts takes the
@@ -13,6 +13,9 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <vector>
+
+#include <poll.h>
 
 #include "bootstrap/bootstrap.h"
 #include "common/deadline.h"
@@ -55,15 +58,23 @@ class RelayLink {
   using Place = std::function<ncclResult_t(const RelayMessage&, char** to)>;
   using Arrived = std::function<ncclResult_t(const RelayMessage&)>;
   virtual ncclResult_t receive(const Place& place, const Arrived& arrived, bool* moved) = 0;
-  // A descriptor that becomes readable when data arrives (-1: none, the
-  // relay polls instead), and whether to wake for writing too.
-  virtual int pollFd() const = 0;
+  // Whether the link has descriptors that wake the relay when data
+  // arrives (else the relay polls it), and those descriptors, with
+  // POLLOUT where it has more to send than the socket took.
+  virtual bool wakes() const = 0;
+  virtual void addPollFds(std::vector<pollfd>* fds) const = 0;
   // Something of ours is still in flight (sends not finished).
   virtual bool busy() const = 0;
   virtual const char* name() const = 0;
 };
 
-std::unique_ptr<RelayLink> makeSocketRelayLink(Socket socket);
+// Over TCP: `first` is the pair's connection (made by the lower rank).
+// The lower rank says on it how many connections the link has
+// (HETCCL_SOCKETS_PER_PEER, at most kMaxSocketsPerPeer) and connects the
+// rest to the peer's listener, which accepts them. Both ranks of the pair
+// call it at the same time.
+ncclResult_t makeSocketRelayLink(Socket first, int myRank, int peer, const SocketAddress& peerAddress, Listener& listener,
+                                 const Deadline& deadline, const AbortFlag* abort, std::unique_ptr<RelayLink>* out);
 
 // The pair's socket once a link of another kind carries the messages: the
 // liveness line. The peer closing it is an error only once nothing has

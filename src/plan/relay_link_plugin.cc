@@ -177,7 +177,8 @@ class PluginRelayLink : public RelayLink {
     }
   }
 
-  int pollFd() const override { return -1; }
+  bool wakes() const override { return false; }
+  void addPollFds(std::vector<pollfd>*) const override {}
   bool busy() const override { return !outbox_->empty() || !sending_.empty(); }
   const char* name() const override { return relayLinkKindName(RelayLinkKind::NetPlugin); }
 

@@ -133,7 +133,8 @@ class UcxRelayLink : public RelayLink {
     }
   }
 
-  int pollFd() const override { return -1; }
+  bool wakes() const override { return false; }
+  void addPollFds(std::vector<pollfd>*) const override {}
   bool busy() const override { return !sending_.empty(); }
   const char* name() const override { return relayLinkKindName(RelayLinkKind::Ucx); }
 

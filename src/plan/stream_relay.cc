@@ -91,7 +91,8 @@ ncclResult_t StreamRelay::connect() {
       HETCCL_TRY(makeUcxRelayLink(std::move(p->socket), p->rank, r < setup_.sameHost.size() && setup_.sameHost[r], deadline,
                                   setup_.abort, &p->link));
     } else {
-      p->link = makeSocketRelayLink(std::move(p->socket));
+      HETCCL_TRY(makeSocketRelayLink(std::move(p->socket), setup_.rank, p->rank, setup_.addresses[r], *setup_.listener,
+                                     deadline, setup_.abort, &p->link));
     }
   }
   return ncclSuccess;
@@ -240,7 +241,7 @@ void StreamRelay::run() {
       ncclResult_t r = flush(*p, &moved);
       if (r != ncclSuccess) lost(*p, r);
       pending |= !p->lost && (!p->out.empty() || p->link->busy());
-      polled &= p->lost || p->link->pollFd() >= 0;
+      polled &= p->lost || p->link->wakes();
     }
     if (draining_.load() && !pending && !moved) {
       sayGoodbye();
@@ -259,8 +260,7 @@ void StreamRelay::run() {
     fds.clear();
     fds.push_back(pollfd{wake_, POLLIN, 0});
     for (auto& p : peers_)
-      if (!p->lost && p->link->pollFd() >= 0)
-        fds.push_back(pollfd{p->link->pollFd(), static_cast<short>(POLLIN | (p->out.empty() ? 0 : POLLOUT)), 0});
+      if (!p->lost) p->link->addPollFds(&fds);
     const bool spin = pending || (!polled && std::chrono::steady_clock::now() - lastMoved < std::chrono::milliseconds(1));
     if (poll(fds.data(), fds.size(), spin || !polled ? 0 : 2) > 0 && (fds[0].revents & POLLIN)) {
       uint64_t n;

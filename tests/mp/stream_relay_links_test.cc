@@ -1,6 +1,7 @@
-// The stream relay over the links other than TCP (src/plan/relay_link_*.cc):
-// an ncclNet plugin (HETCCL_TRANSPORT=net-plugin-all, the loopback test
-// plugin), hetccl's RDMA network (rdma-all, the stand-in libibverbs) and UCX
+// The stream relay over the links other than one TCP connection
+// (src/plan/relay_link_*.cc): several TCP connections per pair, an ncclNet
+// plugin (HETCCL_TRANSPORT=net-plugin-all, the loopback test plugin),
+// hetccl's RDMA network (rdma-all, the stand-in libibverbs) and UCX
 // (ucx-all): the relay tests of stream_collectives_test.cc again, with
 // every pair on that link. The links move bytes and leave the arithmetic
 // to code the full matrix checks over TCP, so their matrices take one type
@@ -40,6 +41,27 @@ void sendRecvThroughTheRelay(const mp::EnvForRank& layout, size_t large) {
 mp::Env withP2p(mp::Env env) {
   env.push_back({"HETCCL_STREAM_P2P", "1"});
   return env;
+}
+
+// TCP with several connections per pair and 1 MiB parts: messages of 128
+// KiB and more are cut into ranges, one per connection, and applied in
+// order (relay_link_socket.cc). The lower rank of a pair decides how many
+// connections: here 3 between ranks 0 and 1 or 2, 1 between ranks 1 and 2.
+TEST(StreamCollectives, ThroughTheRelayOverSeveralTcpConnections) {
+  const uint64_t seed = hetccl::testing::runSeed();
+  auto env = [](int rank) {
+    mp::Env e = streamEnv();
+    e.push_back({"HETCCL_DOMAIN", std::string(1, static_cast<char>('a' + rank))});
+    e.push_back({"HETCCL_TRANSPORT", "socket"});
+    e.push_back({"HETCCL_STREAM_PART_BYTES", "1048576"});
+    e.push_back({"HETCCL_STREAM_P2P", "1"});
+    e.push_back({"HETCCL_SOCKETS_PER_PEER", rank == 0 ? "3" : rank == 1 ? "1" : "2"});
+    return e;
+  };
+  EXPECT_RANKS_PASS_EACH(3, env, 500, [&](int rank, int n, const ncclUniqueId& id) {
+    return mp::runMatrix(rank, n, id, seed, 300007, kRelayedPlan, nullptr, everyPairRelayedOver(rank, n, "socket").c_str(),
+                         mp::Scope::EachWidth);
+  });
 }
 
 TEST(StreamCollectives, ThroughTheRelayOverTheNetPluginEveryCollectiveIsRight) {
