@@ -7,8 +7,10 @@
 // once (one stream stays well below what a fast NIC gives). Every
 // connection carries its ranges in message order, and a message is applied
 // once all of its ranges are in and every message before it was applied,
-// so no flag overtakes its data. Data is sent straight from the segment
-// and received straight into the mirror.
+// so no flag overtakes its data. The first connection is the relay
+// thread's; each further one has a thread of its own, so that the copies
+// through the kernel run on several cores. Data is sent straight from the
+// segment and received straight into the mirror.
 #include <poll.h>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 #include "common/error.h"
 #include "common/params.h"
 #include "plan/relay_link.h"
+#include "plan/relay_socket_worker.h"
 
 namespace hetccl {
 
@@ -43,52 +46,59 @@ Range rangeOf(uint64_t bytes, size_t connections, size_t i) {
 
 class SocketRelayLink : public RelayLink {
  public:
+  // The first connection is the relay thread's own; each further one has a
+  // worker thread (relay_socket_worker.h).
   explicit SocketRelayLink(std::vector<Socket> sockets) : sockets_(std::move(sockets)) {
     for (const Socket& s : sockets_) s.setNonBlocking();
-    tx_.resize(sockets_.size());
-    rx_.resize(sockets_.size());
+    for (size_t i = 1; i < sockets_.size(); ++i) workers_.push_back(std::make_unique<RelaySocketWorker>(sockets_[i]));
   }
+  ~SocketRelayLink() override { workers_.clear(); }  // the threads stop before the sockets close
 
   ncclResult_t flush(std::deque<RelayOutgoing>* out, bool* moved) override {
-    for (size_t i = 0; i < sockets_.size(); ++i) {
-      Progress& t = tx_[i];
-      while (t.index < out->size()) {
-        RelayOutgoing& o = (*out)[t.index];
-        const Range r = rangeOf(o.message.bytes, sockets_.size(), i);
-        const size_t header = i == 0 ? sizeof(RelayMessage) : 0;
-        const size_t before = t.bytes;
-        if (t.bytes < header) HETCCL_TRY(sockets_[i].sendSome(&o.message, header, &t.bytes));
-        if (t.bytes >= header && r.bytes()) {
-          size_t data = t.bytes - header;
-          HETCCL_TRY(sockets_[i].sendSome(o.data + r.begin, r.bytes(), &data));
-          t.bytes = header + data;
-        }
-        *moved |= t.bytes != before;
-        if (t.bytes < header + r.bytes()) break;  // the socket is full
-        ++t.index;
-        t.bytes = 0;
+    HETCCL_TRY(checkWorkers());
+    // New messages: their further ranges to the workers.
+    while (sendTickets_.size() < out->size()) {
+      const RelayOutgoing& o = (*out)[sendTickets_.size()];
+      sendTickets_.push_back(handOut(o.message.bytes, [&](size_t w, Range r) { return workers_[w]->send(o.data + r.begin, r.bytes()); }));
+    }
+    // The header and first range on the first connection.
+    Progress& t = tx_;
+    while (t.index < out->size()) {
+      RelayOutgoing& o = (*out)[t.index];
+      const Range r = rangeOf(o.message.bytes, sockets_.size(), 0);
+      const size_t header = sizeof(RelayMessage), before = t.bytes;
+      if (t.bytes < header) HETCCL_TRY(sockets_[0].sendSome(&o.message, header, &t.bytes));
+      if (t.bytes >= header && r.bytes()) {
+        size_t data = t.bytes - header;
+        HETCCL_TRY(sockets_[0].sendSome(o.data + r.begin, r.bytes(), &data));
+        t.bytes = header + data;
       }
+      *moved |= t.bytes != before;
+      if (t.bytes < header + r.bytes()) break;  // the socket is full
+      ++t.index;
+      t.bytes = 0;
     }
     // Messages every connection is done with leave the queue.
-    size_t done = out->size();
-    for (const Progress& t : tx_) done = std::min(done, t.index);
-    out->erase(out->begin(), out->begin() + static_cast<std::ptrdiff_t>(done));
-    for (Progress& t : tx_) t.index -= done;
-    queued_ = out->size();
+    while (t.index > 0 && done(sendTickets_.front(), &RelaySocketWorker::sent)) {
+      out->pop_front();
+      sendTickets_.pop_front();
+      --t.index;
+      *moved = true;
+    }
     return ncclSuccess;
   }
 
   ncclResult_t receive(const Place& place, const Arrived& arrived, bool* moved) override {
+    HETCCL_TRY(checkWorkers());
     for (bool progress = true; progress;) {
       progress = false;
-      HETCCL_TRY(receiveHeadersAndFirstRanges(place, &progress));
-      for (size_t i = 1; i < sockets_.size(); ++i) HETCCL_TRY(receiveRanges(i, &progress));
-      while (!in_.empty() && in_.front().pending == 0) {
-        const Arriving a = in_.front();
+      HETCCL_TRY(receiveFirstConnection(place, &progress));
+      while (rx_.index > 0 && done(in_.front().tickets, &RelaySocketWorker::received)) {
+        const RelayMessage m = in_.front().message;
         in_.pop_front();
-        for (Progress& r : rx_) r.index -= 1;  // every connection is past it (pending counts those not yet)
-        if (stripesOf(a.message.bytes, sockets_.size()) == 1) --unappliedWhole_;
-        HETCCL_TRY(arrived(a.message));
+        --rx_.index;
+        if (stripesOf(m.bytes, sockets_.size()) == 1) --unappliedWhole_;
+        HETCCL_TRY(arrived(m));
         progress = true;
       }
       *moved |= progress;
@@ -97,33 +107,61 @@ class SocketRelayLink : public RelayLink {
   }
 
   void addPollFds(std::vector<pollfd>* fds) const override {
-    for (size_t i = 0; i < sockets_.size(); ++i) {
-      short events = 0;
-      const bool due = rx_[i].index < in_.size();  // a range of a known message
-      if (due || (i == 0 && unappliedWhole_ == 0)) events |= POLLIN;  // the first: the next header too
-      if (tx_[i].index < queued_) events |= POLLOUT;
-      if (events) fds->push_back(pollfd{sockets_[i].fd(), events, 0});
-    }
+    short events = 0;
+    if (rx_.index < in_.size() || unappliedWhole_ == 0) events |= POLLIN;  // a range due, or the next header
+    if (tx_.index < sendTickets_.size()) events |= POLLOUT;
+    if (events) fds->push_back(pollfd{sockets_[0].fd(), events, 0});
   }
   bool wakes() const override { return true; }
-  bool busy() const override { return false; }
+  // The workers' ranges in flight: the relay looks again at once.
+  bool busy() const override {
+    return std::any_of(workers_.begin(), workers_.end(), [](const auto& w) { return !w->idle(); });
+  }
   const char* name() const override { return "socket"; }
 
  private:
   struct Progress {
-    size_t index = 0;  // the message (from the queue's front) this connection is on
-    size_t bytes = 0;  // of its part of that message (the header counts on the first)
+    size_t index = 0;  // the message (from the queue's front) the first connection is on
+    size_t bytes = 0;  // of its part of that message (header included)
   };
+  // Per worker: how many of its ranges must be done for a message to be
+  // (0: it has none of it).
+  using Tickets = std::vector<size_t>;
   struct Arriving {
     RelayMessage message;
     char* to;
-    size_t pending;  // connections whose range of it is not in yet
+    Tickets tickets;
   };
 
-  ncclResult_t receiveHeadersAndFirstRanges(const Place& place, bool* progress) {
-    Progress& r = rx_[0];
+  template <typename Queue>
+  Tickets handOut(uint64_t bytes, Queue queue) {
+    Tickets tickets(workers_.size(), 0);
+    for (size_t w = 0; w < workers_.size(); ++w) {
+      const Range r = rangeOf(bytes, sockets_.size(), w + 1);
+      if (r.bytes()) tickets[w] = queue(w, r);
+    }
+    return tickets;
+  }
+
+  bool done(const Tickets& tickets, size_t (RelaySocketWorker::*count)() const) const {
+    for (size_t w = 0; w < workers_.size(); ++w)
+      if (tickets[w] && ((*workers_[w]).*count)() < tickets[w]) return false;
+    return true;
+  }
+
+  ncclResult_t checkWorkers() const {
+    std::string text;
+    for (size_t w = 0; w < workers_.size(); ++w)
+      if (const ncclResult_t r = workers_[w]->status(&text); r != ncclSuccess)
+        return fail(r, "stream relay connection %zu: %s", w + 1, text.c_str());
+    return ncclSuccess;
+  }
+
+  // Headers, and each message's first range, on the first connection; the
+  // further ranges go to the workers as their headers arrive.
+  ncclResult_t receiveFirstConnection(const Place& place, bool* progress) {
     for (;;) {
-      if (r.index == in_.size()) {
+      if (rx_.index == in_.size()) {
         // A message not cut into ranges may have its data in a buffer the
         // next one's reuses (a call record): it is applied first.
         if (unappliedWhole_ > 0) return ncclSuccess;
@@ -134,48 +172,30 @@ class SocketRelayLink : public RelayLink {
         headerBytes_ = 0;
         char* to = nullptr;
         HETCCL_TRY(place(header_, &to));
-        size_t pending = 0;
-        for (size_t i = 0; i < sockets_.size(); ++i) pending += rangeOf(header_.bytes, sockets_.size(), i).bytes() > 0;
-        in_.push_back(Arriving{header_, to, pending});
+        in_.push_back(Arriving{header_, to, handOut(header_.bytes, [&](size_t w, Range r) { return workers_[w]->receive(to + r.begin, r.bytes()); })});
         if (stripesOf(header_.bytes, sockets_.size()) == 1) ++unappliedWhole_;
       }
-      if (!receiveRange(0, progress)) return status_;
+      Arriving& a = in_[rx_.index];
+      const Range range = rangeOf(a.message.bytes, sockets_.size(), 0);
+      if (range.bytes()) {
+        const size_t before = rx_.bytes;
+        HETCCL_TRY(sockets_[0].recvSome(a.to + range.begin, range.bytes(), &rx_.bytes));
+        *progress |= rx_.bytes != before;
+        if (rx_.bytes < range.bytes()) return ncclSuccess;
+      }
+      ++rx_.index;
+      rx_.bytes = 0;
     }
-  }
-
-  ncclResult_t receiveRanges(size_t i, bool* progress) {
-    while (rx_[i].index < in_.size())
-      if (!receiveRange(i, progress)) return status_;
-    return ncclSuccess;
-  }
-
-  // Connection i's range of the message it is on: true once it is in (or
-  // empty) and the connection moved on; false while it waits for bytes or
-  // failed (status_).
-  bool receiveRange(size_t i, bool* progress) {
-    Progress& r = rx_[i];
-    Arriving& a = in_[r.index];
-    const Range range = rangeOf(a.message.bytes, sockets_.size(), i);
-    if (range.bytes()) {
-      const size_t before = r.bytes;
-      status_ = sockets_[i].recvSome(a.to + range.begin, range.bytes(), &r.bytes);
-      *progress |= r.bytes != before;
-      if (status_ != ncclSuccess || r.bytes < range.bytes()) return false;
-      --a.pending;
-    }
-    ++r.index;
-    r.bytes = 0;
-    return true;
   }
 
   std::vector<Socket> sockets_;
-  std::vector<Progress> tx_, rx_;
-  size_t queued_ = 0;  // messages queued at the last flush
-  std::deque<Arriving> in_;  // headers in, not yet applied
-  size_t unappliedWhole_ = 0;  // of them, not cut into ranges
+  std::vector<std::unique_ptr<RelaySocketWorker>> workers_;  // for sockets_[1...]
+  Progress tx_, rx_;
+  std::deque<Tickets> sendTickets_;  // per queued message, once handed out
+  std::deque<Arriving> in_;           // headers in, not yet applied
+  size_t unappliedWhole_ = 0;         // of them, not cut into ranges
   RelayMessage header_{};
   size_t headerBytes_ = 0;
-  ncclResult_t status_ = ncclSuccess;
 };
 
 }  // namespace
