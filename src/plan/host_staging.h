@@ -51,7 +51,8 @@ Extents extentsOf(const Op& op, int rank, int nranks);
 // ncclInvalidArgument otherwise; nothing to check on host ranks.
 ncclResult_t checkDeviceBuffer(Runtime& rt, const void* p, const char* what, OpKind kind);
 // Paths that cannot be captured refuse a capturing stream, at capture
-// time, naming `what` (captures take capture() instead; these guard).
+// time, naming `what` (the fp8 bridge, before dispatch sends other
+// captures to HostStaging::capture).
 ncclResult_t refuseCapture(Runtime& rt, cudaStream_t s, OpKind kind, const char* what);
 
 class HostStaging {

@@ -212,7 +212,7 @@ ncclResult_t StreamHierarchy::check(const Op& op) {
   const Extents used = extentsOf(op, parent_.rank, parent_.nranks);  // e.g. a gather's recvbuff at the root only
   if (used.sendBytes) HETCCL_TRY(checkDeviceBuffer(rt_, op.sendbuff, "sendbuff", op.kind));
   if (used.recvBytes) HETCCL_TRY(checkDeviceBuffer(rt_, op.recvbuff, "recvbuff", op.kind));
-  return refuseCapture(rt_, op.stream, op.kind, "a call on the stream hierarchy");
+  return ncclSuccess;  // a capturing stream never gets here: dispatch sends captures to HostStaging::capture
 }
 
 ncclResult_t StreamHierarchy::scratch(int which, size_t bytes, char** out) {
