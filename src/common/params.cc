@@ -103,6 +103,10 @@ Params load() {
   p.ibTc = ibSetting("TC", p.ibTc, 0, 255);
   p.ibTimeout = ibSetting("TIMEOUT", p.ibTimeout, 1, 31);
   p.ibRetryCnt = ibSetting("RETRY_CNT", p.ibRetryCnt, 0, 7);
+  p.ibQpsPerConnection = ibSetting("QPS_PER_CONNECTION", p.ibQpsPerConnection, 1, kMaxQpsPerConnection);
+  p.ibSplitDataOnQps = ibSetting("SPLIT_DATA_ON_QPS", 0, 0, 1) != 0;
+  p.ibRelaxedOrdering = ibSetting("PCI_RELAXED_ORDERING", p.ibRelaxedOrdering, 0, 2);
+  p.ibAdaptiveRouting = ibSetting("ADAPTIVE_ROUTING", p.ibAdaptiveRouting, 0, 1);
   if (const char* v = env("HETCCL_UCX_ERROR_MODE")) {
     if (!strcasecmp(v, "peer")) p.ucxErrorMode = UcxErrorMode::Peer;
     else if (!strcasecmp(v, "none")) p.ucxErrorMode = UcxErrorMode::None;

@@ -9,6 +9,7 @@
 namespace hetccl {
 
 constexpr int kMaxSocketsPerPeer = 16;  // the socket transport's connection tags leave room for these
+constexpr int kMaxQpsPerConnection = 128;  // NCCL_IB_QPS_PER_CONNECTION's limit, as NCCL's
 
 // Ucx: UCX between hosts, shared memory on one; UcxAll: UCX between every
 // pair. NetPlugin / NetPluginAll: the same with an ncclNet plugin.
@@ -50,6 +51,10 @@ struct Params {
   int ibTc = 0;                       // _TC: traffic class (RoCE's DSCP << 2 | ECN; 0-255)
   int ibTimeout = 20;                 // _TIMEOUT: ack timeout, 4.096 us << n (1-31)
   int ibRetryCnt = 7;                 // _RETRY_CNT: retries before a send fails (0-7)
+  int ibQpsPerConnection = 1;         // _QPS_PER_CONNECTION: queue pairs per connection (1-128; the sender's count is used)
+  bool ibSplitDataOnQps = false;      // _SPLIT_DATA_ON_QPS: 1 splits each message over them, 0 takes them in turn
+  int ibRelaxedOrdering = 2;          // _PCI_RELAXED_ORDERING: 0 off, 1 on (init fails where it cannot), 2 where it can
+  int ibAdaptiveRouting = -1;         // _ADAPTIVE_ROUTING: 0/1; -1: on for InfiniBand, off for RoCE
   UcxErrorMode ucxErrorMode = UcxErrorMode::Auto;  // HETCCL_UCX_ERROR_MODE: auto, peer or none
   int socketsPerPeer = 2;             // HETCCL_SOCKETS_PER_PEER, else NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD (at most kMaxSocketsPerPeer)
   bool cma = true;                    // HETCCL_CMA: single-copy shm via process_vm_readv

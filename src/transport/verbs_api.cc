@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <mutex>
+#include <type_traits>
 
 #include "common/params.h"
 #include "runtime/dynamic_library.h"
@@ -10,6 +11,10 @@
 namespace hetccl {
 
 namespace {
+
+// The optional entry points, as rdma-core's header declares them.
+static_assert(std::is_same<decltype(VerbsApi::regMrIova2), decltype(&::ibv_reg_mr_iova2)>::value, "ibv_reg_mr_iova2");
+static_assert(std::is_same<decltype(VerbsApi::regDmabufMr), decltype(&::ibv_reg_dmabuf_mr)>::value, "ibv_reg_dmabuf_mr");
 
 struct LoadedVerbs {
   VerbsApi api{};
@@ -29,6 +34,7 @@ bool bind(const DynamicLibrary& lib, VerbsApi* api, std::string* why) {
   ok &= lib.bind(&api->allocPd, "ibv_alloc_pd", why);
   ok &= lib.bind(&api->deallocPd, "ibv_dealloc_pd", why);
   ok &= lib.bind(&api->regMr, "ibv_reg_mr", why);
+  lib.bind(&api->regMrIova2, "ibv_reg_mr_iova2", nullptr);    // optional
   lib.bind(&api->regDmabufMr, "ibv_reg_dmabuf_mr", nullptr);  // optional
   ok &= lib.bind(&api->deregMr, "ibv_dereg_mr", why);
   ok &= lib.bind(&api->createCq, "ibv_create_cq", why);

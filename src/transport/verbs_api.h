@@ -24,6 +24,9 @@ struct VerbsApi {
   ibv_pd* (*allocPd)(ibv_context* context);
   int (*deallocPd)(ibv_pd* pd);
   ibv_mr* (*regMr)(ibv_pd* pd, void* addr, size_t length, int access);
+  // Takes the optional access flags (relaxed ordering), masking those the
+  // kernel lacks (rdma-core 29 and later; null before).
+  ibv_mr* (*regMrIova2)(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access);
   // GPU memory exported as a dma-buf (rdma-core 34 and later; null before).
   ibv_mr* (*regDmabufMr)(ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova, int fd, int access);
   int (*deregMr)(ibv_mr* mr);

@@ -79,6 +79,27 @@ TEST(CollectivesMixedTransports, RdmaBetweenHostsSharedMemoryWithin) {
   });
 }
 
+// Three hosts over RDMA, each rank with its own queue-pair settings: a
+// connection takes its sender's (4 QPs with each message split over them
+// and adaptive routing, 2 in turn, 1), so every pair mixes two of them.
+TEST(CollectivesMixedTransports, RdmaConnectionsTakeTheirSendersQueuePairSettings) {
+  const uint64_t seed = runSeed();
+  fprintf(stderr, "seed %llu (HETCCL_TEST_SEED)\n", static_cast<unsigned long long>(seed));
+  auto envFor = [](int rank) {
+    mp::Env env{{"HETCCL_TRANSPORT", "rdma"}, {"HETCCL_IB_LIB", HETCCL_TEST_FAKE_IBVERBS},
+                {"HETCCL_HOSTID", "host-" + std::to_string(rank)}};
+    if (rank == 0)
+      env.insert(env.end(), {{"NCCL_IB_QPS_PER_CONNECTION", "4"}, {"NCCL_IB_SPLIT_DATA_ON_QPS", "1"},
+                             {"NCCL_IB_ADAPTIVE_ROUTING", "1"}});
+    if (rank == 1) env.push_back({"NCCL_IB_QPS_PER_CONNECTION", "2"});
+    return env;
+  };
+  EXPECT_RANKS_PASS_EACH(3, envFor, 500, [&](int rank, int n, const ncclUniqueId& id) {
+    const char* expected[] = {"0:self 1:rdma 2:rdma", "0:rdma 1:self 2:rdma", "0:rdma 1:rdma 2:self"};
+    return mp::runMatrix(rank, n, id, seed, 70001, nullptr, expected[rank]);
+  });
+}
+
 // "large" crosses the small-message threshold (64 KiB) for every type, so
 // both all-reduce algorithms, multi-slot and rendezvous transfers run.
 INSTANTIATE_TEST_SUITE_P(

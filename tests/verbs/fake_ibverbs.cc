@@ -19,7 +19,11 @@
 // sends outstanding or posted later (retry exceeded), as a real NIC does
 // after its retries. Switches: FAKE_IBV_DEVICES (devices, default 1),
 // FAKE_IBV_BREAK_AFTER (payload bytes this process sends before every link
-// breaks).
+// breaks). Plain ibv_reg_mr refuses the optional access flags (relaxed
+// ordering), as rdma-core's header sends those to ibv_reg_mr_iova2; built
+// with FAKE_IBV_WITHOUT_IOVA2, the library lacks that entry point, as
+// rdma-core before 29 does. fake_ibv_stats tells tests what was posted
+// and registered.
 #include <infiniband/verbs.h>
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -31,9 +35,11 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <vector>
 
 #include "fake_ibverbs_state.h"
+#include "fake_ibverbs_stats.h"
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -47,6 +53,21 @@ std::vector<ibv_device*>& deviceList() {
 }
 
 std::atomic<uint32_t> contexts{0};
+
+// What tests ask of fake_ibv_stats, since the last fake_ibv_reset_stats.
+std::mutex statsMutex;
+std::set<uint32_t> qpsWritingWithImm;
+long immWrites = 0, immWritesWithData = 0, registrations = 0, relaxedRegistrations = 0;
+
+void countPost(const ibv_qp* qp, const ibv_send_wr* wr) {
+  if (wr->opcode != IBV_WR_RDMA_WRITE_WITH_IMM) return;
+  size_t bytes = 0;
+  for (int i = 0; i < wr->num_sge; ++i) bytes += wr->sg_list[i].length;
+  std::lock_guard<std::mutex> lock(statsMutex);
+  qpsWritingWithImm.insert(qp->qp_num);
+  ++immWrites;
+  if (bytes) ++immWritesWithData;
+}
 
 int postSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
   FakeContext* c = of(qp->context);
@@ -62,6 +83,7 @@ int postSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
     SendWork w{wr->wr_id, wr->opcode, (wr->send_flags & IBV_SEND_SIGNALED) != 0, wr->wr.rdma.remote_addr,
                wr->wr.rdma.rkey, wr->imm_data, std::vector<ibv_sge>(wr->sg_list, wr->sg_list + wr->num_sge)};
     q->toSend.push_back(std::move(w));
+    countPost(qp, wr);
   }
   *bad = nullptr;
   wakeService(c);
@@ -200,11 +222,16 @@ FAKE_EXPORT int ibv_dealloc_pd(ibv_pd* pd) {
   return 0;
 }
 
-FAKE_EXPORT ibv_mr*(ibv_reg_mr)(ibv_pd* pd, void* addr, size_t length, int access) {
+static ibv_mr* registerMemory(ibv_pd* pd, void* addr, size_t length, unsigned access) {
   // Remote write or atomic access needs local write (the verbs spec).
   if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) && !(access & IBV_ACCESS_LOCAL_WRITE)) {
     errno = EINVAL;
     return nullptr;
+  }
+  {
+    std::lock_guard<std::mutex> lock(statsMutex);
+    ++registrations;
+    if (access & IBV_ACCESS_RELAXED_ORDERING) ++relaxedRegistrations;
   }
   FakeContext* c = of(pd->context);
   std::lock_guard<std::mutex> lock(c->mu);
@@ -214,9 +241,39 @@ FAKE_EXPORT ibv_mr*(ibv_reg_mr)(ibv_pd* pd, void* addr, size_t length, int acces
   m->mr.addr = addr;
   m->mr.length = length;
   m->mr.lkey = m->mr.rkey = c->nextKey++;
-  m->access = access;
+  m->access = static_cast<int>(access);
   c->mrs[m->mr.lkey] = m;
   return &m->mr;
+}
+
+FAKE_EXPORT ibv_mr*(ibv_reg_mr)(ibv_pd* pd, void* addr, size_t length, int access) {
+  if (static_cast<unsigned>(access) & IBV_ACCESS_OPTIONAL_RANGE) {  // the header sends those to ibv_reg_mr_iova2
+    errno = EINVAL;
+    return nullptr;
+  }
+  return registerMemory(pd, addr, length, static_cast<unsigned>(access));
+}
+
+#ifndef FAKE_IBV_WITHOUT_IOVA2
+FAKE_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access) {
+  if (iova != reinterpret_cast<uintptr_t>(addr)) {  // this stand-in addresses regions by their virtual addresses
+    errno = EINVAL;
+    return nullptr;
+  }
+  return registerMemory(pd, addr, length, access);
+}
+#endif
+
+FAKE_EXPORT void fake_ibv_stats(FakeIbvStats* out) {
+  std::lock_guard<std::mutex> lock(statsMutex);
+  *out = FakeIbvStats{static_cast<long>(qpsWritingWithImm.size()), immWrites, immWritesWithData, registrations,
+                      relaxedRegistrations};
+}
+
+FAKE_EXPORT void fake_ibv_reset_stats() {
+  std::lock_guard<std::mutex> lock(statsMutex);
+  qpsWritingWithImm.clear();
+  immWrites = immWritesWithData = registrations = relaxedRegistrations = 0;
 }
 
 FAKE_EXPORT int ibv_dereg_mr(ibv_mr* mr) {
