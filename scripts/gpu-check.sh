@@ -168,6 +168,16 @@ full_step gpus_and_cpu_ranks_bandwidth "$build/hetccl-perf" all_reduce,reduce_sc
 # CPU ranks' side staged as on GPUs by HETCCL_FORCE_STAGING).
 step gpus_and_cpu_ranks_stream_hierarchy env HETCCL_FORCE_STAGING=1 \
   "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,broadcast,reduce,alltoall,gather,scatter -N 4 --host-ranks 2 -b 8 -e "$(big 16M 2M)" -f "$(big 8 16)" -d "$(big all "$some_types")" -o all -n 2 -w 1 -c 1 --plan
+# Domains of different sizes: the GPU rank alone in NCCL's domain, two CPU
+# ranks in the other (k = 1); on two GPUs, two GPU ranks in NCCL's domain
+# beside one CPU rank. All-reduce, all-gather, reduce-scatter, broadcast
+# and reduce take the unequal-domain hierarchy (each domain's reduce to its
+# positions, the cross all-reduce, the broadcast), all-to-all the staged
+# plan; all checked.
+step gpu_and_cpu_ranks_unequal_domains env HETCCL_FORCE_STAGING=1 \
+  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,broadcast,reduce,alltoall -N 3 --host-ranks 2 -b 8 -e "$(big 16M 2M)" -f "$(big 8 16)" -d "$(big all "$some_types")" -o all -n 2 -w 1 -c 1 --plan
+step gpus_and_cpu_rank_unequal_domains env HETCCL_FORCE_STAGING=1 \
+  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter -N 3 --host-ranks 1 -b 8 -e "$(big 16M 2M)" -f "$(big 8 16)" -d "$(big all "$some_types")" -o all -n 2 -w 1 -c 1 --plan
 # Two GPU domains of two ranks each on the two GPUs (ranks 0,1 and 2,3; rank
 # r on GPU r % 2): NCCL inside each domain, the cross groups {0,2} and {1,3}
 # (two processes on one GPU) on the streams. Checked, then its bandwidth

@@ -1,5 +1,6 @@
 #include "plan/stream_hierarchy.h"
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <span>
@@ -45,16 +46,6 @@ ncclResult_t moveBlocks(Runtime& rt, size_t domains, size_t k, char* dst, const 
   return ncclSuccess;
 }
 
-// A step of `op`: other buffers, count and root.
-Op stepOf(const Op& op, const void* send, void* recv, size_t count, int root) {
-  Op step = op;
-  step.sendbuff = send;
-  step.recvbuff = recv;
-  step.count = count;
-  step.root = root;
-  return step;
-}
-
 // Block indices for moveBlocks: (domain d, position j) as the global rank,
 // position-major, or domain-major.
 auto globalOrder(const Partition& p) {
@@ -72,9 +63,9 @@ auto byDomain(size_t k) {
 bool StreamHierarchy::fits(const Communicator& parent) {
   const Partition& p = parent.partition;
   if (!parent.tunables.streamHierarchy || !parent.tunables.streamCollectives || p.domains.size() < 2) return false;
-  const size_t k = p.domains[0].members.size();
-  for (const Domain& d : p.domains)
-    if (d.members.size() != k || k < 2) return false;
+  size_t largest = 0;
+  for (const Domain& d : p.domains) largest = std::max(largest, d.members.size());
+  if (largest < 2) return false;  // one rank per domain: the flat stream collectives
   for (const RankInfo& r : parent.peers) {
     const bool host = strcmp(r.runtime, "host") == 0;
     // GPU ranks need their vendor library (without it, "hetccl-native": host-staged)
@@ -88,14 +79,22 @@ ncclResult_t StreamHierarchy::create(Communicator& parent, std::unique_ptr<Strea
   if (!fits(parent) || !parent.domainComm) return ncclSuccess;
   const Partition& p = parent.partition;
   std::unique_ptr<StreamHierarchy> h(new StreamHierarchy(parent));
-  h->k_ = static_cast<int>(p.domains[0].members.size());
+  const int myDomain = p.domainOf[static_cast<size_t>(parent.rank)];
+  size_t smallest = p.domains[0].members.size();
+  for (const Domain& d : p.domains) smallest = std::min(smallest, d.members.size());
+  h->k_ = static_cast<int>(smallest);
+  h->uneven_ = false;
+  for (const Domain& d : p.domains) h->uneven_ |= d.members.size() != smallest;
+  h->domainSize_ = static_cast<int>(p.domains[static_cast<size_t>(myDomain)].members.size());
   h->index_ = p.indexInDomain[static_cast<size_t>(parent.rank)];
-  std::vector<int> members;
-  for (size_t d = 0; d < p.domains.size(); ++d) members.push_back(p.member(d, h->index_));
-  h->cross_ = std::make_unique<Communicator>();
-  h->cross_->config = parent.config;
-  ncclResult_t r = initChild(&parent, h->cross_.get(), members, p.domainOf[static_cast<size_t>(parent.rank)],
-                             kCrossSalt + static_cast<uint64_t>(h->index_));
+  ncclResult_t r = ncclSuccess;
+  if (h->index_ < h->k_) {  // collective over the group's members; the counter moves on every rank
+    std::vector<int> members;
+    for (size_t d = 0; d < p.domains.size(); ++d) members.push_back(p.member(d, h->index_));
+    h->cross_ = std::make_unique<Communicator>();
+    h->cross_->config = parent.config;
+    r = initChild(&parent, h->cross_.get(), members, myDomain, kCrossSalt + static_cast<uint64_t>(h->index_));
+  }
   ++parent.childCounter;
   HETCCL_TRY(r);
   // The domain's steps: the vendor's library (GPU ranks), else hetccl's own.
@@ -104,7 +103,7 @@ ncclResult_t StreamHierarchy::create(Communicator& parent, std::unique_ptr<Strea
     std::string why;
     VendorLibrary* lib = vendorLibraryFor(rt, &why);
     if (!lib) return fail(ncclSystemError, "stream hierarchy: no vendor library on this rank (%s)", why.c_str());
-    HETCCL_TRY(VendorCommunicator::create(*lib, parent.domainComm->ring, h->index_, h->k_, &parent.abort,
+    HETCCL_TRY(VendorCommunicator::create(*lib, parent.domainComm->ring, h->index_, h->domainSize_, &parent.abort,
                                           parent.config, &h->domainVendor_));
   } else {
     h->domainNative_ = parent.backend.get();
@@ -114,8 +113,8 @@ ncclResult_t StreamHierarchy::create(Communicator& parent, std::unique_ptr<Strea
   // send/recv too where every rank can (bit 1: HETCCL_STREAM_HIERARCHY_P2P,
   // rank 0's, and a cross group with send/recv on its streams).
   std::vector<uint8_t> usable(static_cast<size_t>(parent.nranks), 0);
-  const bool streams = h->cross_->streamCollectives && (h->domainVendor_ || h->domainNative_);
-  const bool p2p = streams && parent.tunables.hierarchyP2p && h->cross_->streamCollectives->p2pOnStreams();
+  const bool streams = (!h->cross_ || h->cross_->streamCollectives) && (h->domainVendor_ || h->domainNative_);
+  const bool p2p = streams && !h->uneven_ && parent.tunables.hierarchyP2p && h->cross_->streamCollectives->p2pOnStreams();
   usable[static_cast<size_t>(parent.rank)] = static_cast<uint8_t>((streams ? 1 : 0) | (p2p ? 2 : 0));
   HETCCL_TRY(parent.ring.allGather(usable.data(), 1, Deadline(params().timeoutSeconds), &parent.abort));
   h->p2p_ = true;
@@ -127,13 +126,23 @@ ncclResult_t StreamHierarchy::create(Communicator& parent, std::unique_ptr<Strea
     h->p2p_ = h->p2p_ && (u & 2);
   }
   if (parent.rank == 0)
-    HETCCL_INFO("stream hierarchy: %zu domains of %d ranks, %d cross groups on the streams; domain steps in %s",
-                p.domains.size(), h->k_, h->k_, h->domainVendor_ ? h->domainVendor_->library().name() : "hetccl's algorithms");
+    HETCCL_INFO("stream hierarchy: %zu domains of %s%d ranks, %d cross groups on the streams; domain steps in %s",
+                p.domains.size(), h->uneven_ ? "at least " : "", h->k_, h->k_,
+                h->domainVendor_ ? h->domainVendor_->library().name() : "hetccl's algorithms");
   *out = std::move(h);
   return ncclSuccess;
 }
 
 StreamHierarchy::StreamHierarchy(Communicator& parent) : parent_(parent), rt_(processRuntime()) {}
+
+Op StreamHierarchy::stepOf(const Op& op, const void* send, void* recv, size_t count, int root) {
+  Op step = op;
+  step.sendbuff = send;
+  step.recvbuff = recv;
+  step.count = count;
+  step.root = root;
+  return step;
+}
 
 StreamHierarchy::~StreamHierarchy() {
   for (void* p : scratch_)
@@ -144,6 +153,7 @@ StreamHierarchy::~StreamHierarchy() {
 bool StreamHierarchy::handles(const Op& op) const {
   ncclRedOp_t v;
   const VendorApi* api = domainVendor_ ? &domainVendor_->library().api() : nullptr;
+  if (uneven_ && (op.kind == OpKind::AlltoAll || op.kind == OpKind::Gather || op.kind == OpKind::Scatter)) return false;
   switch (op.kind) {
     case OpKind::AllGather:
     case OpKind::Broadcast: return true;
@@ -239,6 +249,7 @@ ncclResult_t StreamHierarchy::domainStep(const Op& step) {
     case OpKind::ReduceScatter: return domainNative_->reduceScatter(op.sendbuff, op.recvbuff, op.count, op.red);
     case OpKind::AllGather: return domainNative_->allGather(op.sendbuff, op.recvbuff, op.count, op.type);
     case OpKind::Broadcast: return domainNative_->broadcast(op.sendbuff, op.recvbuff, op.count, op.type, op.root);
+    case OpKind::Reduce: return domainNative_->reduce(op.sendbuff, op.recvbuff, op.count, op.red, op.root);
     case OpKind::AlltoAll: return domainNative_->alltoAll(op.sendbuff, op.recvbuff, op.count, op.type);
     case OpKind::Gather: return domainNative_->gather(op.sendbuff, op.recvbuff, op.count, op.type, op.root);
     case OpKind::Scatter: return domainNative_->scatter(op.sendbuff, op.recvbuff, op.count, op.type, op.root);
@@ -266,7 +277,8 @@ ncclResult_t StreamHierarchy::enqueue(const Op& op) {
   if (called_ && op.stream != lastStream_) HETCCL_TRY(rt_.waitEvent(op.stream, done_));
   Op steps = op;
   HETCCL_TRY(summable(op, &steps));
-  ncclResult_t r = op.kind == OpKind::AllGather       ? allGather(steps)
+  ncclResult_t r = uneven_                            ? unevenCollective(steps)
+                   : op.kind == OpKind::AllGather     ? allGather(steps)
                    : op.kind == OpKind::ReduceScatter ? reduceScatter(steps)
                    : op.kind == OpKind::Broadcast     ? broadcast(steps)
                    : op.kind == OpKind::Reduce        ? reduce(steps)
@@ -499,15 +511,22 @@ ncclResult_t StreamHierarchy::rootedScratch(const Op& op, char** mine, char** al
 }
 
 void StreamHierarchy::release() {
-  cross_->abort.store(true);
-  if (cross_->streamCollectives) cross_->streamCollectives->release();
+  if (cross_) {
+    cross_->abort.store(true);
+    if (cross_->streamCollectives) cross_->streamCollectives->release();
+  }
   if (domainVendor_) domainVendor_->markAborted();
 }
 
-ncclResult_t StreamHierarchy::asyncError() const { return cross_->asyncError.load(); }
-std::string StreamHierarchy::asyncErrorText() const { return "cross group: " + cross_->asyncErrorText; }
+ncclResult_t StreamHierarchy::asyncError() const { return cross_ ? cross_->asyncError.load() : ncclSuccess; }
+std::string StreamHierarchy::asyncErrorText() const { return cross_ ? "cross group: " + cross_->asyncErrorText : ""; }
 
 const char* StreamHierarchy::describe() const {
+  if (uneven_)
+    return domainVendor_ ? "stream hierarchy (unequal domains): an all-reduce of the domains' reduces and broadcasts "
+                           "in their vendor library and the cross groups' stream all-reduces through shared pinned memory"
+                         : "stream hierarchy (unequal domains): an all-reduce of the domains' reduces and broadcasts "
+                           "in hetccl's algorithms and the cross groups' stream all-reduces through shared pinned memory";
   return domainVendor_ ? "stream hierarchy: the domains' steps in their vendor library, the cross groups' stream "
                          "collectives through shared pinned memory"
                        : "stream hierarchy: the domains' steps in hetccl's algorithms, the cross groups' stream "

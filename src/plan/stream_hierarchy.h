@@ -35,7 +35,16 @@
 // All-to-all, gather and scatter: the same two steps with the chunks
 // reordered between them (stream_hierarchy.cc); send/recv keeps the
 // host-staged path.
-// Every rank decides the same: equal domains of more than one rank, every
+// Domains of different sizes (8 NVIDIA GPUs and 4 AMD ones, or GPUs and a
+// CPU rank): k is the smallest domain's size; the all-reduce cuts the
+// vector into k shards (the last takes the remainder), reduces shard i to
+// position i of every domain (the vendor's reduce), all-reduces it in
+// cross group i, and broadcasts it from position i (stream_hierarchy_
+// uneven.cc). Ranks at positions k and up are in no cross group.
+// All-gather, broadcast, reduce-scatter and reduce ride on that all-reduce
+// (twice the traffic, but on the streams); all-to-all, gather, scatter
+// and send/recv stay host-staged there.
+// Every rank decides the same: at least one domain of several ranks, every
 // GPU rank with its vendor library, every cross group on the streams.
 #pragma once
 
@@ -85,9 +94,14 @@ class StreamHierarchy {
  private:
   explicit StreamHierarchy(Communicator& parent);
   static bool fits(const Communicator& parent);
+  // A step of `op`: other buffers, count and root.
+  static Op stepOf(const Op& op, const void* send, void* recv, size_t count, int root);
   ncclResult_t domainStep(const Op& op);
   ncclResult_t crossStep(const Op& op);
   ncclResult_t allReduce(const Op& op);
+  // stream_hierarchy_uneven.cc: domains of different sizes.
+  ncclResult_t unevenCollective(const Op& op);
+  ncclResult_t unevenAllReduce(const Op& op);
   ncclResult_t allGather(const Op& op);
   ncclResult_t reduceScatter(const Op& op);
   ncclResult_t broadcast(const Op& op);
@@ -104,9 +118,11 @@ class StreamHierarchy {
   ncclResult_t scratch(int which, size_t bytes, char** out);
 
   Communicator& parent_;
-  int k_ = 1;      // ranks per domain
-  int index_ = 0;  // mine within my domain (= my cross group)
-  std::unique_ptr<Communicator> cross_;
+  int k_ = 1;      // cross groups: ranks per domain (the smallest domain's when uneven_)
+  int index_ = 0;  // mine within my domain (= my cross group, where below k_)
+  int domainSize_ = 1;   // my domain's ranks
+  bool uneven_ = false;  // domains of different sizes
+  std::unique_ptr<Communicator> cross_;  // null at positions k_ and up
   std::unique_ptr<VendorCommunicator> domainVendor_;  // GPU ranks: the domain's library
   Backend* domainNative_ = nullptr;                   // host ranks: hetccl's algorithms (the parent's backend)
   Runtime& rt_;

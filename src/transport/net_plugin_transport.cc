@@ -56,6 +56,14 @@ struct ChunkHeader {
 };
 
 // What the receiver tells the sender once it accepted the line.
+// The handshake line broke: the peer gave up on the pair, most often
+// because it took another network (and says so itself).
+ncclResult_t handshakeBroke(ncclResult_t r, int peer, const NetPlugin& plugin) {
+  const std::string why = lastError();
+  return fail(r, "rank %d ended the network handshake (%s); this rank uses %s: every rank must take the same network "
+                 "(HETCCL_TRANSPORT, NCCL_NET_PLUGIN)", peer, why.c_str(), plugin.name().c_str());
+}
+
 struct Hello {
   uint64_t magic;
   uint64_t slotBytes;  // chunks are at most this long, header included
@@ -161,7 +169,8 @@ class PluginSender : public PluginConnection {
   ncclResult_t connect(bool* progressed) {
     if (helloRead_ < sizeof hello_) {
       const size_t before = helloRead_;
-      HETCCL_TRY(line_.recvSome(&hello_, sizeof hello_, &helloRead_));
+      if (ncclResult_t r = line_.recvSome(&hello_, sizeof hello_, &helloRead_); r != ncclSuccess)
+        return handshakeBroke(r, peer_, plugin_);
       *progressed |= helloRead_ != before;
       if (helloRead_ < sizeof hello_) return ncclSuccess;
       hello_.plugin[sizeof hello_.plugin - 1] = '\0';
@@ -236,7 +245,8 @@ class PluginReceiver : public PluginConnection {
   }
 
   ncclResult_t sendHello(const Hello& hello, const Deadline& deadline, const AbortFlag* abort) const {
-    return line_.sendAll(&hello, sizeof hello, deadline, abort);
+    ncclResult_t r = line_.sendAll(&hello, sizeof hello, deadline, abort);
+    return r == ncclSuccess || (abort && abort->load()) ? r : handshakeBroke(r, peer_, plugin_);
   }
 
 

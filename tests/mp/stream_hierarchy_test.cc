@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "hetccl.h"
@@ -306,19 +308,82 @@ TEST(StreamHierarchy, MixedGroupsKeepTheCollectivesPath) {
   });
 }
 
-// Domains of unequal size, or one rank per domain: other plans.
-TEST(StreamHierarchy, LayoutsThatDoNotFitKeepTheirPlans) {
-  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "a", "b"}, hierarchyEnv()), 60, [](int rank, int n, const ncclUniqueId& id) {
+// Domains of different sizes: all-reduce, all-gather, reduce-scatter,
+// broadcast and reduce take the hierarchy (k shards, k the smallest
+// domain's size), all-to-all, gather, scatter and send/recv the staged
+// plan beside it; the whole matrix checks both. Three and one (k = 1: the
+// domain's reduce to its first rank, one cross group), and two and three
+// interleaved (k = 2: the third rank of domain b is in no cross group).
+TEST(StreamHierarchy, EveryCollectiveUnequalDomains) {
+  const uint64_t seed = hetccl::testing::runSeed();
+  for (const std::vector<std::string>& layout : {std::vector<std::string>{"a", "a", "a", "b"},
+                                                 std::vector<std::string>{"a", "b", "a", "b", "b"}}) {
+    EXPECT_RANKS_PASS_EACH(static_cast<int>(layout.size()), mp::domainLayout(layout, hierarchyEnv()), 500,
+                           [&](int rank, int n, const ncclUniqueId& id) {
+                             return mp::runMatrix(rank, n, id, seed, 20011, "stream hierarchy (unequal domains)");
+                           });
+  }
+}
+
+// Domains of one, two and three ranks: all-reduce (sum, max, average,
+// PreMulSum) of every count from 0 to 13 (every shard empty but the
+// last, shards with a remainder) and a long one, in and out of place, on
+// integers (exact) and floats.
+TEST(StreamHierarchy, UnequalDomainsEveryCountIsRight) {
+  EXPECT_RANKS_PASS_EACH(6, mp::domainLayout({"a", "b", "c", "b", "c", "c"}, hierarchyEnv()), 300,
+                         [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
-    const char* plan = hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32);
-    RANK_EXPECT(plan && strncmp(plan, "stream", 6) != 0, "unequal domains: plan %s", plan ? plan : "(null)");
-    std::vector<float> x(1001, static_cast<float>(rank + 1));
-    RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr));
-    for (float v : x) RANK_EXPECT(v == 6.0f, "sum %g", v);
+    for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall"}) {
+      const char* plan = hetcclCommDescribePlan(comm, coll, 1 << 20, ncclFloat32);
+      const bool hierarchy = strcmp(coll, "alltoall") != 0;  // all-to-all, gather, scatter: staged
+      RANK_EXPECT(plan && (strstr(plan, "unequal domains") != nullptr) == hierarchy, "%s plan %s", coll,
+                  plan ? plan : "(null)");
+    }
+    std::vector<size_t> counts;
+    for (size_t c = 0; c <= 13; ++c) counts.push_back(c);
+    counts.push_back(40009);
+    for (size_t count : counts)
+      for (bool inPlace : {false, true}) {
+        // int64: sum and max exact; x[i] = rank * 1000 + i
+        std::vector<int64_t> in(count), out(count, -7);
+        for (size_t i = 0; i < count; ++i) in[i] = rank * 1000 + static_cast<int64_t>(i);
+        for (ncclRedOp_t op : {ncclSum, ncclMax}) {
+          std::vector<int64_t> x = in;
+          int64_t* dst = inPlace ? x.data() : out.data();
+          RANK_NCCL(ncclAllReduce(x.data(), dst, count, ncclInt64, op, comm, nullptr));
+          for (size_t i = 0; i < count; ++i) {
+            const int64_t want = op == ncclSum ? 15000 + 6 * static_cast<int64_t>(i) : 5000 + static_cast<int64_t>(i);
+            RANK_EXPECT(dst[i] == want, "count %zu %s op %d: [%zu] = %lld, want %lld", count, inPlace ? "in place" : "",
+                        static_cast<int>(op), i, static_cast<long long>(dst[i]), static_cast<long long>(want));
+          }
+        }
+        // double: average and PreMulSum (scalar 0.5) of x[i] = rank + i
+        std::vector<double> d(count), dout(count, -7);
+        for (size_t i = 0; i < count; ++i) d[i] = rank + static_cast<double>(i);
+        double half = 0.5;
+        ncclRedOp_t premul;
+        RANK_NCCL(ncclRedOpCreatePreMulSum(&premul, &half, ncclFloat64, ncclScalarHostImmediate, comm));
+        for (ncclRedOp_t op : {ncclAvg, premul}) {
+          std::vector<double> x = d;
+          double* dst = inPlace ? x.data() : dout.data();
+          RANK_NCCL(ncclAllReduce(x.data(), dst, count, ncclFloat64, op, comm, nullptr));
+          for (size_t i = 0; i < count; ++i) {
+            const double sum = 15 + 6 * static_cast<double>(i);
+            const double want = op == ncclAvg ? sum / 6 : sum / 2;
+            RANK_EXPECT(std::abs(dst[i] - want) <= 1e-12 * std::abs(want), "count %zu: [%zu] = %.17g, want %.17g",
+                        count, i, dst[i], want);
+          }
+        }
+        RANK_NCCL(ncclRedOpDestroy(premul, comm));
+      }
     RANK_NCCL(ncclCommDestroy(comm));
     return 0;
   });
+}
+
+// One rank per domain: the flat stream collectives.
+TEST(StreamHierarchy, LayoutsThatDoNotFitKeepTheirPlans) {
   EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, hierarchyEnv()), 60, [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
