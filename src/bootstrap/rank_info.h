@@ -21,6 +21,7 @@ struct Tunables {
   uint32_t streamP2p = 0;          // 1: send/recv on the streams too (it changes the segments' layout)
   uint32_t streamHierarchy = 0;    // 1: collectives across domains of several ranks on the streams
   uint32_t hierarchyP2p = 0;       // 1: and their send/recv, through the domain's library and the cross groups
+  uint32_t hostRanksStaged = 0;    // 1: host ranks of a multi-domain communicator take the GPU ranks' paths
   static Tunables fromParams();
 };
 

@@ -206,10 +206,10 @@ ncclResult_t Communicator::createDomains() {
     }
     return ncclSuccess;
   }
-  // GPU ranks (and host ranks with HETCCL_FORCE_STAGING, for tests) stage
+  // GPU ranks (and host ranks where rank 0 set HETCCL_FORCE_STAGING) stage
   // their buffers through host memory; their domains run hetccl's host
   // algorithms on the staged copies.
-  const bool staged = rt.hasDevices() || params().forceStaging;
+  const bool staged = rt.hasDevices() || tunables.hostRanksStaged;
   if (staged) startStaging(rt);
   const int d = partition.domainOf[rank];
   domainComm = std::make_unique<Communicator>();
@@ -266,7 +266,7 @@ bool Communicator::streamCollectivesFit() const {
   for (const Domain& d : partition.domains)
     if (d.members.size() != 1) return false;
   for (const RankInfo& p : peers) {
-    if (strcmp(p.runtime, "host") == 0 && !params().forceStaging) return false;
+    if (strcmp(p.runtime, "host") == 0 && !tunables.hostRanksStaged) return false;
     // HETCCL_STREAM_RELAY=0 (rank 0's): only when every rank maps every segment.
     if (!tunables.streamRelay && (p.hostHash != peers[0].hostHash || !p.shmAllowed)) return false;
   }

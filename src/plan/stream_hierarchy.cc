@@ -69,7 +69,7 @@ bool StreamHierarchy::fits(const Communicator& parent) {
   for (const RankInfo& r : parent.peers) {
     const bool host = strcmp(r.runtime, "host") == 0;
     // GPU ranks need their vendor library (without it, "hetccl-native": host-staged)
-    if (host ? !params().forceStaging : (r.library[0] == 0 || strcmp(r.library, "hetccl-native") == 0)) return false;
+    if (host ? !parent.tunables.hostRanksStaged : (r.library[0] == 0 || strcmp(r.library, "hetccl-native") == 0)) return false;
   }
   return true;
 }

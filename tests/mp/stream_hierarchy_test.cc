@@ -382,6 +382,31 @@ TEST(StreamHierarchy, UnequalDomainsEveryCountIsRight) {
   });
 }
 
+// HETCCL_FORCE_STAGING is rank 0's choice for every host rank (as every
+// rank must take the same path): set on rank 0 only, the others follow.
+TEST(StreamHierarchy, RankZerosForceStagingHoldsForEveryRank) {
+  mp::Env env;
+  for (const auto& [name, value] : hierarchyEnv("30"))
+    if (name != "HETCCL_FORCE_STAGING") env.push_back({name, value});
+  const mp::EnvForRank layout = mp::domainLayout({"a", "a", "b"}, env);
+  auto envFor = [&](int rank) {
+    mp::Env e = layout(rank);
+    if (rank == 0) e.push_back({"HETCCL_FORCE_STAGING", "1"});
+    return e;
+  };
+  EXPECT_RANKS_PASS_EACH(3, envFor, 120, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    const char* plan = hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32);
+    RANK_EXPECT(plan && strstr(plan, "stream hierarchy"), "plan %s", plan ? plan : "(null)");
+    std::vector<int32_t> x(3001, rank + 1);
+    RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclInt32, ncclSum, comm, nullptr));
+    for (int32_t v : x) RANK_EXPECT(v == 6, "sum %d", v);
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
 // One rank per domain: the flat stream collectives.
 TEST(StreamHierarchy, LayoutsThatDoNotFitKeepTheirPlans) {
   EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, hierarchyEnv()), 60, [](int rank, int n, const ncclUniqueId& id) {
