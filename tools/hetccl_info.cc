@@ -135,10 +135,11 @@ int main() {
     printf("    queue pairs: service level %d, traffic class %d, timeout %d, %d retries (NCCL_IB_SL, _TC, _TIMEOUT, _RETRY_CNT)\n",
            p.ibSl, p.ibTc, p.ibTimeout, p.ibRetryCnt);
   if (rdma)
-    printf("    %d per connection%s; relaxed ordering %s; adaptive routing %s (NCCL_IB_QPS_PER_CONNECTION, "
-           "_SPLIT_DATA_ON_QPS, _PCI_RELAXED_ORDERING, _ADAPTIVE_ROUTING)\n",
+    printf("    %d per connection%s; relaxed ordering %s; adaptive routing %s, for parts from %d bytes "
+           "(NCCL_IB_QPS_PER_CONNECTION, _SPLIT_DATA_ON_QPS, _PCI_RELAXED_ORDERING, _ADAPTIVE_ROUTING, _AR_THRESHOLD)\n",
            p.ibQpsPerConnection, p.ibSplitDataOnQps ? ", each message split over them" : ", taken in turn",
            p.ibRelaxedOrdering == 0 ? "off" : "where libibverbs can ask for it",
-           p.ibAdaptiveRouting < 0 ? "on InfiniBand, off on RoCE" : p.ibAdaptiveRouting ? "on" : "off");
+           p.ibAdaptiveRouting < 0 ? "on InfiniBand, off on RoCE" : p.ibAdaptiveRouting ? "on" : "off",
+           p.ibArThreshold);
   return p.invalidSettings.empty() ? 0 : 1;
 }

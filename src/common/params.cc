@@ -107,6 +107,7 @@ Params load() {
   p.ibSplitDataOnQps = ibSetting("SPLIT_DATA_ON_QPS", 0, 0, 1) != 0;
   p.ibRelaxedOrdering = ibSetting("PCI_RELAXED_ORDERING", p.ibRelaxedOrdering, 0, 2);
   p.ibAdaptiveRouting = ibSetting("ADAPTIVE_ROUTING", p.ibAdaptiveRouting, 0, 1);
+  p.ibArThreshold = ibSetting("AR_THRESHOLD", p.ibArThreshold, 0, 1 << 30);
   if (const char* v = env("HETCCL_UCX_ERROR_MODE")) {
     if (!strcasecmp(v, "peer")) p.ucxErrorMode = UcxErrorMode::Peer;
     else if (!strcasecmp(v, "none")) p.ucxErrorMode = UcxErrorMode::None;

@@ -55,6 +55,7 @@ struct Params {
   bool ibSplitDataOnQps = false;      // _SPLIT_DATA_ON_QPS: 1 splits each message over them, 0 takes them in turn
   int ibRelaxedOrdering = 2;          // _PCI_RELAXED_ORDERING: 0 off, 1 on (init fails where it cannot), 2 where it can
   int ibAdaptiveRouting = -1;         // _ADAPTIVE_ROUTING: 0/1; -1: on for InfiniBand, off for RoCE
+  int ibArThreshold = 8192;           // _AR_THRESHOLD: with adaptive routing, parts of this many bytes or more go apart
   UcxErrorMode ucxErrorMode = UcxErrorMode::Auto;  // HETCCL_UCX_ERROR_MODE: auto, peer or none
   int socketsPerPeer = 2;             // HETCCL_SOCKETS_PER_PEER, else NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD (at most kMaxSocketsPerPeer)
   bool cma = true;                    // HETCCL_CMA: single-copy shm via process_vm_readv

@@ -16,8 +16,9 @@
 // into one part per QP, each part a write with its own size as immediate
 // data and a receive of its own, the request done when all are. With
 // adaptive routing (NCCL_IB_ADAPTIVE_ROUTING; InfiniBand's default) a
-// part's data goes as a plain write and its immediate as an empty write
-// after it, as adaptive-routing fabrics route plain writes only.
+// part of NCCL_IB_AR_THRESHOLD bytes or more (8192) goes as a plain write
+// and its immediate as an empty write after it, as adaptive-routing
+// fabrics route plain writes only.
 #pragma once
 
 #include <infiniband/verbs.h>
