@@ -170,12 +170,11 @@ step gpus_and_cpu_ranks_stream_hierarchy env HETCCL_FORCE_STAGING=1 \
   "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,broadcast,reduce,alltoall,gather,scatter -N 4 --host-ranks 2 -b 8 -e "$(big 16M 2M)" -f "$(big 8 16)" -d "$(big all "$some_types")" -o all -n 2 -w 1 -c 1 --plan
 # Domains of different sizes: the GPU rank alone in NCCL's domain, two CPU
 # ranks in the other (k = 1); on two GPUs, two GPU ranks in NCCL's domain
-# beside one CPU rank. All-reduce, all-gather, reduce-scatter, broadcast
-# and reduce take the unequal-domain hierarchy (each domain's reduce to its
-# positions, the cross all-reduce, the broadcast), all-to-all the staged
-# plan; all checked.
+# beside one CPU rank. Every collective but all-to-all takes the
+# unequal-domain hierarchy (each domain's reduce to its positions, the
+# cross all-reduce, the broadcast), all-to-all the staged plan; all checked.
 step gpu_and_cpu_ranks_unequal_domains env HETCCL_FORCE_STAGING=1 \
-  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,broadcast,reduce,alltoall -N 3 --host-ranks 2 -b 8 -e "$(big 16M 2M)" -f "$(big 8 16)" -d "$(big all "$some_types")" -o all -n 2 -w 1 -c 1 --plan
+  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,broadcast,reduce,gather,scatter,alltoall -N 3 --host-ranks 2 -b 8 -e "$(big 16M 2M)" -f "$(big 8 16)" -d "$(big all "$some_types")" -o all -n 2 -w 1 -c 1 --plan
 step gpus_and_cpu_rank_unequal_domains env HETCCL_FORCE_STAGING=1 \
   "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter -N 3 --host-ranks 1 -b 8 -e "$(big 16M 2M)" -f "$(big 8 16)" -d "$(big all "$some_types")" -o all -n 2 -w 1 -c 1 --plan
 # Two GPU domains of two ranks each on the two GPUs (ranks 0,1 and 2,3; rank

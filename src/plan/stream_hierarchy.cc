@@ -153,7 +153,8 @@ StreamHierarchy::~StreamHierarchy() {
 bool StreamHierarchy::handles(const Op& op) const {
   ncclRedOp_t v;
   const VendorApi* api = domainVendor_ ? &domainVendor_->library().api() : nullptr;
-  if (uneven_ && (op.kind == OpKind::AlltoAll || op.kind == OpKind::Gather || op.kind == OpKind::Scatter)) return false;
+  if (uneven_ && op.kind == OpKind::AlltoAll) return false;  // host-staged in unequal domains
+  if (uneven_ && (op.kind == OpKind::Gather || op.kind == OpKind::Scatter)) return true;  // on the all-reduce
   switch (op.kind) {
     case OpKind::AllGather:
     case OpKind::Broadcast: return true;

@@ -41,9 +41,9 @@
 // position i of every domain (the vendor's reduce), all-reduces it in
 // cross group i, and broadcasts it from position i (stream_hierarchy_
 // uneven.cc). Ranks at positions k and up are in no cross group.
-// All-gather, broadcast, reduce-scatter and reduce ride on that all-reduce
-// (twice the traffic, but on the streams); all-to-all, gather, scatter
-// and send/recv stay host-staged there.
+// All-gather, gather, broadcast, scatter, reduce-scatter and reduce ride on
+// that all-reduce (twice the traffic or more, but on the streams);
+// all-to-all and send/recv stay host-staged there.
 // Every rank decides the same: at least one domain of several ranks, every
 // GPU rank with its vendor library, every cross group on the streams.
 #pragma once

@@ -3,9 +3,10 @@
 // position i of every domain, all-reduced by cross group i, broadcast from
 // position i. The other collectives ride on it, at about twice the traffic
 // of their own algorithms but on the streams instead of host-staged:
-// all-gather and broadcast as a sum of unsigned bytes, the vector with
-// zeros where this rank has nothing (exact: x + 0 = x); reduce-scatter and
-// reduce into scratch, each rank (or the root) keeping its part.
+// all-gather, gather, broadcast and scatter as a sum of unsigned bytes, the
+// vector with zeros where this rank has nothing (exact: x + 0 = x);
+// reduce-scatter and reduce into scratch, each rank (or the root) keeping
+// its part. All-to-all stays host-staged.
 #include "plan/stream_hierarchy.h"
 
 #include "comm/communicator.h"
@@ -34,12 +35,23 @@ ncclResult_t StreamHierarchy::unevenCollective(const Op& op) {
   const size_t rank = static_cast<size_t>(parent_.rank);
   char* recv = static_cast<char*>(op.recvbuff);
   switch (op.kind) {
-    case OpKind::AllGather: {  // my chunk in place, zeros around it
-      char* mine = recv + rank * bytes;
+    case OpKind::AllGather:
+    case OpKind::Gather: {  // my chunk in place, zeros around it (a gather's non-roots: in scratch)
+      char* all = recv;
+      if (op.kind == OpKind::Gather && static_cast<size_t>(op.root) != rank) HETCCL_TRY(scratch(0, n * bytes, &all));
+      char* mine = all + rank * bytes;
       if (op.sendbuff != mine) HETCCL_TRY(rt_.copyAsync(mine, op.sendbuff, bytes, op.stream));
-      if (rank > 0) HETCCL_TRY(rt_.memsetAsync(recv, 0, rank * bytes, op.stream));
+      if (rank > 0) HETCCL_TRY(rt_.memsetAsync(all, 0, rank * bytes, op.stream));
       if (rank + 1 < n) HETCCL_TRY(rt_.memsetAsync(mine + bytes, 0, (n - rank - 1) * bytes, op.stream));
-      return unevenAllReduce(byteSum(op, recv, n * bytes));
+      return unevenAllReduce(byteSum(op, all, n * bytes));
+    }
+    case OpKind::Scatter: {  // the root's whole vector, zeros elsewhere, in scratch; each keeps its chunk
+      char* all = nullptr;
+      HETCCL_TRY(scratch(0, n * bytes, &all));
+      if (static_cast<size_t>(op.root) == rank) HETCCL_TRY(rt_.copyAsync(all, op.sendbuff, n * bytes, op.stream));
+      else HETCCL_TRY(rt_.memsetAsync(all, 0, n * bytes, op.stream));
+      HETCCL_TRY(unevenAllReduce(byteSum(op, all, n * bytes)));
+      return rt_.copyAsync(recv, all + rank * bytes, bytes, op.stream);
     }
     case OpKind::Broadcast:  // the root's bytes, zeros elsewhere
       if (static_cast<size_t>(op.root) != rank) HETCCL_TRY(rt_.memsetAsync(recv, 0, bytes, op.stream));

@@ -308,10 +308,9 @@ TEST(StreamHierarchy, MixedGroupsKeepTheCollectivesPath) {
   });
 }
 
-// Domains of different sizes: all-reduce, all-gather, reduce-scatter,
-// broadcast and reduce take the hierarchy (k shards, k the smallest
-// domain's size), all-to-all, gather, scatter and send/recv the staged
-// plan beside it; the whole matrix checks both. Three and one (k = 1: the
+// Domains of different sizes: every collective but all-to-all takes the
+// hierarchy (k shards, k the smallest domain's size), all-to-all and
+// send/recv the staged plan beside it; the whole matrix checks both. Three and one (k = 1: the
 // domain's reduce to its first rank, one cross group), and two and three
 // interleaved (k = 2: the third rank of domain b is in no cross group).
 TEST(StreamHierarchy, EveryCollectiveUnequalDomains) {
@@ -334,9 +333,10 @@ TEST(StreamHierarchy, UnequalDomainsEveryCountIsRight) {
                          [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
-    for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall"}) {
+    for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "gather", "scatter",
+                             "alltoall"}) {
       const char* plan = hetcclCommDescribePlan(comm, coll, 1 << 20, ncclFloat32);
-      const bool hierarchy = strcmp(coll, "alltoall") != 0;  // all-to-all, gather, scatter: staged
+      const bool hierarchy = strcmp(coll, "alltoall") != 0;  // all-to-all: staged
       RANK_EXPECT(plan && (strstr(plan, "unequal domains") != nullptr) == hierarchy, "%s plan %s", coll,
                   plan ? plan : "(null)");
     }
