@@ -175,6 +175,11 @@ step gpus_and_cpu_ranks_stream_hierarchy env HETCCL_FORCE_STAGING=1 \
 # cross all-reduce, the broadcast), all-to-all the staged plan; all checked.
 step gpu_and_cpu_ranks_unequal_domains env HETCCL_FORCE_STAGING=1 \
   "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,broadcast,reduce,gather,scatter,alltoall -N 3 --host-ranks 2 -b 8 -e "$(big 16M 2M)" -f "$(big 8 16)" -d "$(big all "$some_types")" -o all -n 2 -w 1 -c 1 --plan
+# Its speed against the host-staged plan, same layout (CPU ranks bound it).
+step gpu_and_cpu_ranks_unequal_domains_bandwidth env HETCCL_FORCE_STAGING=1 \
+  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter -N 3 --host-ranks 2 -b 1M -e 64M -f 4 -n 5 -w 2 -c 0
+full_step gpu_and_cpu_ranks_unequal_domains_host_staged_bandwidth env HETCCL_FORCE_STAGING=1 HETCCL_STREAM_HIERARCHY=0 \
+  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter -N 3 --host-ranks 2 -b 1M -e 64M -f 4 -n 5 -w 2 -c 0
 step gpus_and_cpu_rank_unequal_domains env HETCCL_FORCE_STAGING=1 \
   "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter -N 3 --host-ranks 1 -b 8 -e "$(big 16M 2M)" -f "$(big 8 16)" -d "$(big all "$some_types")" -o all -n 2 -w 1 -c 1 --plan
 # Two GPU domains of two ranks each on the two GPUs (ranks 0,1 and 2,3; rank
