@@ -205,7 +205,7 @@ ncclResult_t VerbsSendComm::postPart(ibv_qp* qp, int index, char* data, size_t b
   imm.wr.rdma.remote_addr = e.addr + offset;
   imm.wr.rdma.rkey = e.rkey;
   if (!bytes) return post(qp, &imm);
-  if (!use_.adaptiveRouting || bytes < static_cast<size_t>(params().ibArThreshold)) {
+  if (!use_.adaptiveRouting || bytes < use_.arThreshold) {
     imm.sg_list = &sge;
     imm.num_sge = 1;
     return post(qp, &imm);

@@ -79,6 +79,7 @@ struct QpUse {
   int qps = 1;
   bool split = false;
   bool adaptiveRouting = false;  // the sender's; the receiver does not care
+  size_t arThreshold = 0;        // with it, parts of this many bytes or more go as two writes
 };
 
 class VerbsComm {

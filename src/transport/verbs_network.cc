@@ -166,6 +166,7 @@ class VerbsNetwork : public NetPlugin {
       use.split = params().ibSplitDataOnQps;
       use.adaptiveRouting = params().ibAdaptiveRouting < 0 ? device.linkLayer == IBV_LINK_LAYER_INFINIBAND
                                                            : params().ibAdaptiveRouting == 1;
+      use.arThreshold = static_cast<size_t>(params().ibArThreshold);
       c->comm = std::make_unique<VerbsSendComm>(api_, device, use);
       HETCCL_TRY(c->comm->create(true));
       SocketAddress to;
