@@ -80,11 +80,13 @@ ncclResult_t StreamHierarchy::create(Communicator& parent, std::unique_ptr<Strea
   const Partition& p = parent.partition;
   std::unique_ptr<StreamHierarchy> h(new StreamHierarchy(parent));
   const int myDomain = p.domainOf[static_cast<size_t>(parent.rank)];
-  size_t smallest = p.domains[0].members.size();
-  for (const Domain& d : p.domains) smallest = std::min(smallest, d.members.size());
+  size_t smallest = p.domains[0].members.size(), largest = 0;
+  for (const Domain& d : p.domains) {
+    smallest = std::min(smallest, d.members.size());
+    largest = std::max(largest, d.members.size());
+  }
   h->k_ = static_cast<int>(smallest);
-  h->uneven_ = false;
-  for (const Domain& d : p.domains) h->uneven_ |= d.members.size() != smallest;
+  h->uneven_ = smallest != largest;
   h->domainSize_ = static_cast<int>(p.domains[static_cast<size_t>(myDomain)].members.size());
   h->index_ = p.indexInDomain[static_cast<size_t>(parent.rank)];
   ncclResult_t r = ncclSuccess;
