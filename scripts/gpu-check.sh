@@ -38,9 +38,18 @@ results=$out/results.md
 logs=$out/steps.log  # every step's output, one after another
 : > "$logs"
 work=$(mktemp -d)
+# Steps that need two GPUs: two GPU ranks in one NCCL domain (NCCL refuses
+# two ranks on one GPU), or PyTorch with a GPU per local rank. On a machine
+# with one GPU they are listed as skipped; the rest run (two domains of one
+# rank each share the GPU).
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+needs_two_gpus='^(passthrough_all_types_ops|one_process_two_gpus|preload_into_nccl_program|(raw|het)_|gpus_and_cpu_|two_gpu_domains_of_two_|torch_|train_|dead_rank_)'
 step() {  # step NAME COMMAND...: runs with a time limit, logs, records pass/fail
   local name=$1; shift
   if [ -n "${ONLY:-}" ] && ! [[ $name =~ $ONLY ]]; then return 0; fi  # ONLY=regex: a subset of the steps
+  if [ "$gpus" -lt 2 ] && [[ $name =~ $needs_two_gpus ]]; then
+    printf '| %s | skipped (needs 2 GPUs, %s here) | |\n' "$name" "$gpus" >> "$results"; return 0
+  fi
   if [ "${BUDGET:-0}" -gt 0 ] && [ $SECONDS -ge "$BUDGET" ]; then  # BUDGET=s: no step starts later
     printf '| %s | skipped (BUDGET %ss spent) | |\n' "$name" "$BUDGET" >> "$results"; return 0
   fi
@@ -102,9 +111,9 @@ for i in $(seq 1 "$repeats"); do
     pre=""; [ $who = het ] && pre="$lib"
     step "${who}_small_$i" env LD_PRELOAD="$pre" "$build/hetccl-perf-nccl" all_reduce -N 2 -b 1M -e 16M -f 2 -n 200 -w 20 -c 0
     step "${who}_large_$i" env LD_PRELOAD="$pre" "$build/hetccl-perf-nccl" all_reduce -N 2 -b 64M -e 1G -f 4 -n 20 -w 5 -c 0
-    cat "$work/${who}_small_$i.log" "$work/${who}_large_$i.log" > "$work/side/$who.$i"
+    cat "$work/${who}_small_$i.log" "$work/${who}_large_$i.log" > "$work/side/$who.$i" 2>/dev/null
     step "${who}_latency_$i" env LD_PRELOAD="$pre" "$build/hetccl-perf-nccl" all_reduce -N 2 -b 8 -e 8 -n 5000 -w 500 -c 0 --host-time
-    cp "$work/${who}_latency_$i.log" "$work/side/l$who.$i"
+    cp "$work/${who}_latency_$i.log" "$work/side/l$who.$i" 2>/dev/null
     # The calling thread's time per 8-byte call, few enough calls that the
     # launch queue never fills (the host cost hetccl adds, without the GPU).
     step "${who}_hosttime_$i" env LD_PRELOAD="$pre" "$build/hetccl-perf-nccl" all_reduce -N 2 -b 8 -e 8 -n 100 -w 100 -c 0 --host-time
@@ -173,12 +182,17 @@ step gpus_and_cpu_ranks_stream_hierarchy env HETCCL_FORCE_STAGING=1 \
 # beside one CPU rank. Every collective but all-to-all takes the
 # unequal-domain hierarchy (each domain's reduce to its positions, the
 # cross all-reduce, the broadcast), all-to-all the staged plan; all checked.
+# (Every type: 16 MiB would take minutes, mostly the CPU ranks' reductions.)
 step gpu_and_cpu_ranks_unequal_domains env HETCCL_FORCE_STAGING=1 \
-  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,broadcast,reduce,gather,scatter,alltoall -N 3 --host-ranks 2 -b 8 -e "$(big 16M 2M)" -f "$(big 8 16)" -d "$(big all "$some_types")" -o all -n 2 -w 1 -c 1 --plan
+  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,broadcast,reduce,gather,scatter,alltoall -N 3 --host-ranks 2 -b 8 -e "$(big 4M 2M)" -f "$(big 8 16)" -d "$some_types" -o all -n 2 -w 1 -c 1 --plan
 # Its speed against the host-staged plan, same layout (CPU ranks bound it).
 step gpu_and_cpu_ranks_unequal_domains_bandwidth env HETCCL_FORCE_STAGING=1 \
   "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter -N 3 --host-ranks 2 -b 1M -e 64M -f 4 -n 5 -w 2 -c 0
 full_step gpu_and_cpu_ranks_unequal_domains_host_staged_bandwidth env HETCCL_FORCE_STAGING=1 HETCCL_STREAM_HIERARCHY=0 \
+  "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter -N 3 --host-ranks 2 -b 1M -e 64M -f 4 -n 5 -w 2 -c 0
+# And the default for that layout: the CPU ranks on their host algorithms,
+# the GPU rank host-staged (no HETCCL_FORCE_STAGING).
+full_step gpu_and_cpu_ranks_default_bandwidth \
   "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter -N 3 --host-ranks 2 -b 1M -e 64M -f 4 -n 5 -w 2 -c 0
 step gpus_and_cpu_rank_unequal_domains env HETCCL_FORCE_STAGING=1 \
   "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter -N 3 --host-ranks 1 -b 8 -e "$(big 16M 2M)" -f "$(big 8 16)" -d "$(big all "$some_types")" -o all -n 2 -w 1 -c 1 --plan
@@ -344,10 +358,10 @@ done
   echo
   echo "All steps: ${SECONDS}s ($([ "$full" = 1 ] && echo "FULL=1" || echo "one-call profile"), REPEATS=$repeats${ONLY:+, ONLY=$ONLY})."
   echo
-  [ -f "$work/side/raw.1" ] && python3 bench/median_table.py "all_reduce busbw (GB/s), raw NCCL vs hetccl (LD_PRELOAD, pass-through)" "$work/side" "$repeats" \
+  [ -s "$work/side/raw.1" ] && python3 bench/median_table.py "all_reduce busbw (GB/s), raw NCCL vs hetccl (LD_PRELOAD, pass-through)" "$work/side" "$repeats" \
     raw-NCCL raw 7 hetccl het 7
   echo
-  [ -f "$work/side/lraw.1" ] && python3 bench/median_table.py "8-byte all_reduce time (us), raw NCCL vs hetccl" "$work/side" "$repeats" \
+  [ -s "$work/side/lraw.1" ] && python3 bench/median_table.py "8-byte all_reduce time (us), raw NCCL vs hetccl" "$work/side" "$repeats" \
     raw-NCCL lraw 5 hetccl lhet 5
   echo
   [ -s "$work/side/hraw.1" ] && python3 bench/median_table.py "8-byte all_reduce, calling thread's us per call, raw NCCL vs hetccl" \
@@ -356,10 +370,10 @@ done
   [ -s "$work/side/zraw.1" ] && python3 bench/median_table.py "zero-count all_reduce, calling thread's us per call, raw NCCL vs hetccl" \
     "$work/side" "$repeats" raw-NCCL zraw 1 hetccl zhet 1
   echo
-  [ -f "$work/torchbw/nccl.1" ] && python3 bench/median_table.py "PyTorch all_reduce busbw (GB/s), plain NCCL vs hetccl preloaded" "$work/torchbw" "$repeats" \
+  [ -s "$work/torchbw/nccl.1" ] && python3 bench/median_table.py "PyTorch all_reduce busbw (GB/s), plain NCCL vs hetccl preloaded" "$work/torchbw" "$repeats" \
     torch-NCCL nccl 7 torch-hetccl het 7
   echo
-  [ -f "$work/torchbw/nccl.1" ] && python3 bench/median_table.py "PyTorch all_reduce busbw (GB/s) of each run's fastest loop" "$work/torchbw" "$repeats" \
+  [ -s "$work/torchbw/nccl.1" ] && python3 bench/median_table.py "PyTorch all_reduce busbw (GB/s) of each run's fastest loop" "$work/torchbw" "$repeats" \
     torch-NCCL nccl 9 torch-hetccl het 9
 } >> "$results" 2>&1
 cat "$results"

@@ -40,12 +40,13 @@ HETCCL_HD float floatOf(uint32_t u) {
   memcpy(&f, &u, 4);
   return f;
 }
-// v >= 0, an exactly scaled subnormal: the nearest integer, ties to even.
-HETCCL_HD uint32_t roundHalfEven(float v) {
-  uint32_t q = static_cast<uint32_t>(v);
-  const float r = v - static_cast<float>(q);
-  if (r > 0.5f || (r == 0.5f && (q & 1u))) ++q;
-  return q;
+// a: the bits of a float in [0, 2^M), M = magicExponent - 127. Returns the
+// nearest multiple of 2^(M - 23) as a count of them, ties to even: the sum
+// with 2^M keeps exactly those fraction bits, and the FPU rounds it so.
+// Branch-free (as every conversion below), so loops over it vectorize.
+HETCCL_HD uint32_t roundToMultiple(uint32_t a, uint32_t magicExponent) {
+  const float magic = floatOf(magicExponent << 23);
+  return bitsOf(floatOf(a) + magic) - bitsOf(magic);
 }
 // Keeps the top `keep` mantissa bits of a positive finite float's bits,
 // rounding to nearest even (a carry moves into the exponent, as it should).
@@ -67,53 +68,59 @@ HETCCL_HD uint16_t floatToBf16(float f) {
 
 HETCCL_HD float halfToFloat(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t e = (h >> 10) & 31u, m = h & 0x3ffu;
-  if (e == 31) return formats::floatOf(sign | 0x7f800000u | (m << 13));
-  if (e == 0) return formats::floatOf(sign) + (sign ? -1.0f : 1.0f) * static_cast<float>(m) * 5.9604644775390625e-8f;
-  return formats::floatOf(sign | ((e + 112u) << 23) | (m << 13));
+  const uint32_t body = static_cast<uint32_t>(h & 0x7fffu) << 13, e = h & 0x7c00u;
+  // A subnormal half is m * 2^-24: 2^-14 * (1 + m/1024) less 2^-14, exact.
+  const uint32_t subnormal = formats::bitsOf(formats::floatOf(body | (113u << 23)) - formats::floatOf(113u << 23));
+  uint32_t u = e == 0x7c00u ? body + (224u << 23) : body + (112u << 23);  // infinity and NaN: exponent 255
+  u = e == 0 ? subnormal : u;
+  return formats::floatOf(sign | u);
 }
 
 HETCCL_HD uint16_t floatToHalf(float f) {
   const uint32_t u = formats::bitsOf(f), a = u & 0x7fffffffu;
-  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
-  if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);
-  if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds past 65504: infinity
-  if (a < 0x38800000u) return static_cast<uint16_t>(sign | formats::roundHalfEven(formats::floatOf(a) * 16777216.0f));
-  return static_cast<uint16_t>(sign | (formats::roundMantissa(a, 10) - (112u << 10)));
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  uint32_t h = formats::roundMantissa(a, 10) - (112u << 10);
+  h = a < 0x38800000u ? formats::roundToMultiple(a, 126u) : h;  // below 2^-14: a multiple of 2^-24
+  h = a >= 0x477ff000u ? 0x7c00u : h;  // rounds past 65504: infinity
+  h = a > 0x7f800000u ? 0x7e00u : h;
+  return static_cast<uint16_t>(sign | h);
 }
 
 HETCCL_HD float fp8E4M3ToFloat(uint8_t b) {
   const uint32_t sign = static_cast<uint32_t>(b & 0x80u) << 24;
-  const uint32_t e = (b >> 3) & 15u, m = b & 7u;
-  if (e == 15 && m == 7) return formats::floatOf(0x7fc00000u);
-  if (e == 0) return (sign ? -1.0f : 1.0f) * static_cast<float>(m) * 0.001953125f;  // m * 2^-9
-  return formats::floatOf(sign | ((e + 120u) << 23) | (m << 20));
+  const uint32_t body = static_cast<uint32_t>(b & 0x7fu) << 20, e = b & 0x78u;
+  // A subnormal is m * 2^-9: 2^-6 * (1 + m/8) less 2^-6, exact.
+  const uint32_t subnormal = formats::bitsOf(formats::floatOf(body | (121u << 23)) - formats::floatOf(121u << 23));
+  const uint32_t u = sign | (e == 0 ? subnormal : body + (120u << 23));
+  return formats::floatOf((b & 0x7fu) == 0x7fu ? 0x7fc00000u : u);  // NaN
 }
 
 HETCCL_HD uint8_t floatToFp8E4M3(float f) {
   const uint32_t u = formats::bitsOf(f), a = u & 0x7fffffffu;
-  const uint8_t sign = static_cast<uint8_t>((u >> 24) & 0x80u);
-  if (a > 0x7f800000u) return 0x7f;
-  if (a >= 0x43e00000u) return static_cast<uint8_t>(sign | 0x7eu);  // >= 448: saturate
-  if (a < 0x3c800000u) return static_cast<uint8_t>(sign | formats::roundHalfEven(formats::floatOf(a) * 512.0f));
-  return static_cast<uint8_t>(sign | (formats::roundMantissa(a, 3) - (120u << 3)));
+  const uint32_t sign = (u >> 24) & 0x80u;
+  uint32_t q = formats::roundMantissa(a, 3) - (120u << 3);
+  q = a < 0x3c800000u ? formats::roundToMultiple(a, 141u) : q;  // below 2^-6: a multiple of 2^-9
+  q = a >= 0x43e00000u ? 0x7eu : q;  // >= 448: saturate
+  return static_cast<uint8_t>(a > 0x7f800000u ? 0x7fu : sign | q);
 }
 
 HETCCL_HD float fp8E5M2ToFloat(uint8_t b) {
   const uint32_t sign = static_cast<uint32_t>(b & 0x80u) << 24;
-  const uint32_t e = (b >> 2) & 31u, m = b & 3u;
-  if (e == 31) return formats::floatOf(sign | 0x7f800000u | (m << 21));
-  if (e == 0) return (sign ? -1.0f : 1.0f) * static_cast<float>(m) * 1.52587890625e-5f;  // m * 2^-16
-  return formats::floatOf(sign | ((e + 112u) << 23) | (m << 21));
+  const uint32_t body = static_cast<uint32_t>(b & 0x7fu) << 21, e = b & 0x7cu;
+  // A subnormal is m * 2^-16: 2^-14 * (1 + m/4) less 2^-14, exact.
+  const uint32_t subnormal = formats::bitsOf(formats::floatOf(body | (113u << 23)) - formats::floatOf(113u << 23));
+  uint32_t u = e == 0x7cu ? body + (224u << 23) : body + (112u << 23);  // infinity and NaN: exponent 255
+  u = e == 0 ? subnormal : u;
+  return formats::floatOf(sign | u);
 }
 
 HETCCL_HD uint8_t floatToFp8E5M2(float f) {
   const uint32_t u = formats::bitsOf(f), a = u & 0x7fffffffu;
-  const uint8_t sign = static_cast<uint8_t>((u >> 24) & 0x80u);
-  if (a > 0x7f800000u) return 0x7e;
-  if (a >= 0x47600000u) return static_cast<uint8_t>(sign | 0x7bu);  // >= 57344: saturate
-  if (a < 0x38800000u) return static_cast<uint8_t>(sign | formats::roundHalfEven(formats::floatOf(a) * 65536.0f));
-  return static_cast<uint8_t>(sign | (formats::roundMantissa(a, 2) - (112u << 2)));
+  const uint32_t sign = (u >> 24) & 0x80u;
+  uint32_t q = formats::roundMantissa(a, 2) - (112u << 2);
+  q = a < 0x38800000u ? formats::roundToMultiple(a, 134u) : q;  // below 2^-14: a multiple of 2^-16
+  q = a >= 0x47600000u ? 0x7bu : q;  // >= 57344: saturate
+  return static_cast<uint8_t>(a > 0x7f800000u ? 0x7eu : sign | q);
 }
 
 // FNUZ decoding: 0x80 is NaN; otherwise like OCP with the bias one higher.
@@ -132,7 +139,8 @@ HETCCL_HD uint8_t floatToFp8E4M3Fnuz(float f) {
   const uint8_t sign = static_cast<uint8_t>((u >> 24) & 0x80u);
   if (a > 0x7f800000u) return 0x80;
   if (a >= 0x43700000u) return static_cast<uint8_t>(sign | 0x7fu);  // >= 240: saturate
-  const uint32_t magnitude = a < 0x3c000000u ? formats::roundHalfEven(formats::floatOf(a) * 1024.0f)
+  // Below 2^-7 a subnormal, a multiple of 2^-10.
+  const uint32_t magnitude = a < 0x3c000000u ? formats::roundToMultiple(a, 140u)
                                              : formats::roundMantissa(a, 3) - (119u << 3);
   return magnitude ? static_cast<uint8_t>(sign | magnitude) : 0;
 }
@@ -150,7 +158,8 @@ HETCCL_HD uint8_t floatToFp8E5M2Fnuz(float f) {
   const uint8_t sign = static_cast<uint8_t>((u >> 24) & 0x80u);
   if (a > 0x7f800000u) return 0x80;
   if (a >= 0x47600000u) return static_cast<uint8_t>(sign | 0x7fu);  // >= 57344: saturate
-  const uint32_t magnitude = a < 0x38000000u ? formats::roundHalfEven(formats::floatOf(a) * 131072.0f)
+  // Below 2^-15 a subnormal, a multiple of 2^-17.
+  const uint32_t magnitude = a < 0x38000000u ? formats::roundToMultiple(a, 133u)
                                              : formats::roundMantissa(a, 2) - (111u << 2);
   return magnitude ? static_cast<uint8_t>(sign | magnitude) : 0;
 }

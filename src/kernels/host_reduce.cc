@@ -7,6 +7,17 @@
 
 #include "kernels/reduce_math.h"
 
+// The loops are compiled twice on x86-64 with GCC: for the baseline and for
+// x86-64-v3 (AVX2), which the loader picks at run time (an ifunc). The
+// wider vectors make the half, bfloat16 and fp8 conversions about twice as
+// fast again (docs/performance.md). Contraction into FMA stays off
+// (CMakeLists.txt: -ffp-contract=off), so both give the same bits.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define HETCCL_HOST_LOOP __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define HETCCL_HOST_LOOP
+#endif
+
 namespace hetccl {
 
 namespace {
@@ -19,7 +30,7 @@ typename Num<S>::C scalarOf(const Reduction& r) {
 }
 
 template <typename S, RedKind K>
-void reduceT(const Reduction& r, void* dstv, const void* inv, const void* localv, size_t n) {
+HETCCL_HOST_LOOP void reduceT(const Reduction& r, void* dstv, const void* inv, const void* localv, size_t n) {
   using N = Num<S>;
   using C = typename N::C;
   S* dst = static_cast<S*>(dstv);
@@ -30,7 +41,7 @@ void reduceT(const Reduction& r, void* dstv, const void* inv, const void* localv
 }
 
 template <typename S>
-void prepareT(const Reduction& r, void* dstv, const void* localv, size_t n) {
+HETCCL_HOST_LOOP void prepareT(const Reduction& r, void* dstv, const void* localv, size_t n) {
   S* dst = static_cast<S*>(dstv);
   const S* local = static_cast<const S*>(localv);
   if (r.kind != RedKind::PreMulSum) {
@@ -42,7 +53,7 @@ void prepareT(const Reduction& r, void* dstv, const void* localv, size_t n) {
 }
 
 template <typename S>
-void averageT(void* datav, size_t n, int nranks) {
+HETCCL_HOST_LOOP void averageT(void* datav, size_t n, int nranks) {
   S* data = static_cast<S*>(datav);
   for (size_t i = 0; i < n; ++i) data[i] = divideBy<S>(data[i], nranks);
 }

@@ -134,6 +134,67 @@ TEST(Formats, Fp8FnuzMatchesTheModel) {
   }
 }
 
+namespace {
+
+// Every point where rounding decides: each midpoint between two neighbouring
+// finite values of a narrow format (a tie), and the floats just beside it,
+// of both signs; plus random bit patterns.
+template <typename Decode>
+std::vector<float> roundingPoints(int codes, Decode decode) {
+  std::vector<float> finite;
+  for (int c = 0; c < codes; ++c) {
+    const float v = decode(static_cast<uint32_t>(c));
+    if (std::isfinite(v) && v >= 0 && (finite.empty() || v > finite.back())) finite.push_back(v);
+  }
+  std::vector<float> points;
+  for (size_t i = 0; i + 1 < finite.size(); ++i) {
+    const float mid = finite[i] + (finite[i + 1] - finite[i]) / 2;  // exact: two more bits than the format
+    for (float f : {std::nextafter(mid, 0.0f), mid, std::nextafter(mid, INFINITY), finite[i]}) {
+      points.push_back(f);
+      points.push_back(-f);
+    }
+  }
+  uint32_t x = 12345;
+  for (int i = 0; i < (1 << 20); ++i) {
+    x = x * 1664525u + 1013904223u;  // LCG: any bits will do
+    float f;
+    memcpy(&f, &x, 4);
+    points.push_back(f);
+  }
+  return points;
+}
+
+}  // namespace
+
+// The conversions are branch-free (the host reductions vectorize them):
+// their rounding at every tie and beside it, against the independent models.
+TEST(Formats, EveryTieRoundsToEven) {
+  for (float f : roundingPoints(0x7c00, [](uint32_t c) { return halfToFloat(static_cast<uint16_t>(c)); })) {
+    const _Float16 h = static_cast<_Float16>(f);
+    uint16_t bits;
+    memcpy(&bits, &h, 2);
+    if (std::isnan(f)) {
+      ASSERT_EQ(floatToHalf(f) & 0x7fffu, 0x7e00u);
+      continue;
+    }
+    ASSERT_EQ(floatToHalf(f), bits) << "float " << f;
+  }
+  using namespace hetccl::testing;
+  for (float f : roundingPoints(0x7f, [](uint32_t c) { return fp8E4M3ToFloat(static_cast<uint8_t>(c)); }))
+    ASSERT_EQ(floatToFp8E4M3(f), oracleFloatToFp8E4M3(f)) << "e4m3 of " << f;
+  for (float f : roundingPoints(0x7c, [](uint32_t c) { return fp8E5M2ToFloat(static_cast<uint8_t>(c)); }))
+    ASSERT_EQ(floatToFp8E5M2(f), oracleFloatToFp8E5M2(f)) << "e5m2 of " << f;
+  for (float f : roundingPoints(0x80, [](uint32_t c) { return fp8E4M3FnuzToFloat(static_cast<uint8_t>(c)); }))
+    ASSERT_EQ(floatToFp8E4M3Fnuz(f), oracleFloatToFp8E4M3Fnuz(f)) << "e4m3 fnuz of " << f;
+  for (float f : roundingPoints(0x80, [](uint32_t c) { return fp8E5M2FnuzToFloat(static_cast<uint8_t>(c)); }))
+    ASSERT_EQ(floatToFp8E5M2Fnuz(f), oracleFloatToFp8E5M2Fnuz(f)) << "e5m2 fnuz of " << f;
+  // The subnormals' own ties, by hand: half's smallest step is 2^-24.
+  EXPECT_EQ(floatToHalf(std::ldexp(0.5f, -24)), 0x0000);  // half of the smallest: ties to 0
+  EXPECT_EQ(floatToHalf(std::ldexp(1.5f, -24)), 0x0002);  // 1.5 steps: ties to 2
+  EXPECT_EQ(floatToFp8E4M3(std::ldexp(2.5f, -9)), 0x02);
+  EXPECT_EQ(floatToFp8E5M2(std::ldexp(-3.5f, -16)), 0x84);
+}
+
 // What tells FNUZ from OCP, checked directly: the same byte is half the
 // value (bias one higher), 0x80 is NaN (OCP: -0), no negative zero comes
 // out, and the ranges differ (240 and 2^-10 against 448 and 2^-9).

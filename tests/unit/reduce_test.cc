@@ -4,10 +4,12 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/formats.h"
 #include "kernels/host_reduce.h"
+#include "kernels/reduce_math.h"
 #include "reference.h"
 
 using namespace hetccl;
@@ -94,4 +96,91 @@ TEST(Reduce, EveryTypeMatchesDoubleMathWithinRounding) {
       }
     }
   }
+}
+
+namespace {
+
+// dst[i] per element through reduce_math.h's scalar functions, compiled in
+// this test (baseline code, no vector clone, no FMA).
+template <typename S>
+void scalarReduce(const Reduction& r, S* dst, const S* in, const S* local, size_t n) {
+  typename Num<S>::C scalar{};
+  if (r.kind == RedKind::PreMulSum) {
+    S s;
+    memcpy(&s, &r.scalar, sizeof(S));
+    scalar = Num<S>::load(s);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    switch (r.kind) {
+      case RedKind::Sum: dst[i] = reduceElement<S, RedKind::Sum>(in[i], local[i], scalar); break;
+      case RedKind::Prod: dst[i] = reduceElement<S, RedKind::Prod>(in[i], local[i], scalar); break;
+      case RedKind::Max: dst[i] = reduceElement<S, RedKind::Max>(in[i], local[i], scalar); break;
+      case RedKind::Min: dst[i] = reduceElement<S, RedKind::Min>(in[i], local[i], scalar); break;
+      case RedKind::PreMulSum: dst[i] = reduceElement<S, RedKind::PreMulSum>(in[i], local[i], scalar); break;
+    }
+    if (r.average) dst[i] = divideBy<S>(dst[i], 3);
+  }
+}
+
+// The same bits, or both NaN (which NaN an operation passes on may depend
+// on the order of its operands, which the compiler may swap).
+template <typename S>
+size_t firstDifference(const S* got, const S* want, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (memcmp(&got[i], &want[i], sizeof(S)) == 0) continue;
+    if constexpr (!std::is_integral_v<S>) {
+      if (std::isnan(static_cast<double>(Num<S>::load(got[i]))) && std::isnan(static_cast<double>(Num<S>::load(want[i]))))
+        continue;
+    }
+    return i;
+  }
+  return n;
+}
+
+template <typename S>
+void checkBitsOf(ncclDataType_t type, std::mt19937_64& rng) {
+  for (size_t n : {size_t{1}, size_t{7}, size_t{31}, size_t{1000}, size_t{4099}}) {
+    for (RedKind kind : {RedKind::Sum, RedKind::Prod, RedKind::Max, RedKind::Min, RedKind::PreMulSum}) {
+      Reduction r = make(type, kind, kind == RedKind::Sum);
+      // Any bits: subnormals, infinities, NaNs, every exponent; an odd
+      // offset so that the vector loops start unaligned.
+      std::vector<S> in(n + 1), local(n + 1), got(n + 1), want(n);
+      for (auto* v : {&in, &local}) {
+        std::vector<uint8_t> bytes(v->size() * sizeof(S));
+        for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+        memcpy(v->data(), bytes.data(), bytes.size());
+      }
+      const S scalar = in[0];
+      memcpy(&r.scalar, &scalar, sizeof(S));
+      scalarReduce(r, want.data(), in.data() + 1, local.data() + 1, n);
+      reduceInto(r, got.data() + 1, in.data() + 1, local.data() + 1, n);
+      finishAverage(r, got.data() + 1, n, 3);
+      ASSERT_EQ(firstDifference(got.data() + 1, want.data(), n), n)
+          << typeName(type) << " op " << static_cast<int>(kind) << " n " << n;
+      // In place, into the incoming operand.
+      std::vector<S> inPlace = in;
+      reduceInto(r, inPlace.data() + 1, inPlace.data() + 1, local.data() + 1, n);
+      finishAverage(r, inPlace.data() + 1, n, 3);
+      ASSERT_EQ(firstDifference(inPlace.data() + 1, want.data(), n), n) << typeName(type) << " in place";
+    }
+  }
+}
+
+template <typename... S>
+void checkEveryType(std::mt19937_64& rng) {
+  int type = 0;
+  (checkBitsOf<S>(static_cast<ncclDataType_t>(type++), rng), ...);
+}
+
+}  // namespace
+
+// The host loops are vectorized (and on x86-64 also compiled for AVX2, the
+// loader's pick here): bit for bit what the per-element math gives, for
+// every type and op on random bits, NaN and infinities included.
+TEST(Reduce, VectorLoopsGiveTheScalarMathsBits) {
+  std::mt19937_64 rng(std::random_device{}());
+  // The storage types in ncclDataType_t's order, ncclInt8 (0) to ncclFloat8e5m2.
+  static_assert(ncclNumTypes == 12);
+  checkEveryType<int8_t, uint8_t, int32_t, uint32_t, int64_t, uint64_t, Half, float, double, Bf16, Fp8E4M3,
+                 Fp8E5M2>(rng);
 }
