@@ -39,11 +39,13 @@ logs=$out/steps.log  # every step's output, one after another
 : > "$logs"
 work=$(mktemp -d)
 # Steps that need two GPUs: two GPU ranks in one NCCL domain (NCCL refuses
-# two ranks on one GPU), or PyTorch with a GPU per local rank. On a machine
-# with one GPU they are listed as skipped; the rest run (two domains of one
-# rank each share the GPU).
+# two ranks on one GPU), or NCCL's own PyTorch runs. On a machine with one
+# GPU they are listed as skipped; the rest run (two domains of one rank
+# each share the GPU, PyTorch's two-domain runs too).
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-needs_two_gpus='^(passthrough_all_types_ops|one_process_two_gpus|preload_into_nccl_program|(raw|het)_|gpus_and_cpu_|two_gpu_domains_of_two_|torch_|train_|dead_rank_)'
+needs_two_gpus='^(passthrough_all_types_ops|one_process_two_gpus|preload_into_nccl_program|(raw|het)_|gpus_and_cpu_|two_gpu_domains_of_two_'
+needs_two_gpus+='|torch_preload|torch_distributed_all_ops(_plain_nccl)?$|torch_distributed_all_ops_two_domains_of_two|torch_busbw_'
+needs_two_gpus+='|train_[a-z]+_(nccl|hetccl|same_losses_passthrough|losses_two_domains)$|dead_rank_(plain_nccl|hetccl)$)'
 step() {  # step NAME COMMAND...: runs with a time limit, logs, records pass/fail
   local name=$1; shift
   if [ -n "${ONLY:-}" ] && ! [[ $name =~ $ONLY ]]; then return 0; fi  # ONLY=regex: a subset of the steps
