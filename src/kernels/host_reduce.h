@@ -19,4 +19,8 @@ void prepareLocal(const Reduction& r, void* dst, const void* local, size_t count
 // For ncclAvg: data[i] /= nranks, once, on the fully reduced value.
 void finishAverage(const Reduction& r, void* data, size_t count, int nranks);
 
+// Tests: whether half may take the CPU's own conversions (on by default);
+// returns whether this CPU has them.
+bool hostReduceUsesCpuConversions(bool use);
+
 }  // namespace hetccl

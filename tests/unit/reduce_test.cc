@@ -142,12 +142,19 @@ void checkBitsOf(ncclDataType_t type, std::mt19937_64& rng) {
   for (size_t n : {size_t{1}, size_t{7}, size_t{31}, size_t{1000}, size_t{4099}}) {
     for (RedKind kind : {RedKind::Sum, RedKind::Prod, RedKind::Max, RedKind::Min, RedKind::PreMulSum}) {
       Reduction r = make(type, kind, kind == RedKind::Sum);
-      // Any bits: subnormals, infinities, NaNs, every exponent; an odd
-      // offset so that the vector loops start unaligned.
+      // Any bits: subnormals, infinities, NaNs, every exponent; half of
+      // the elements from a pool of eight (with +0 and -0), so that equal
+      // operands and signed zeros meet. An odd offset so that the vector
+      // loops start unaligned.
       std::vector<S> in(n + 1), local(n + 1), got(n + 1), want(n);
+      std::vector<uint8_t> pool(8 * sizeof(S), 0);
+      for (size_t b = 2 * sizeof(S); b < pool.size(); ++b) pool[b] = static_cast<uint8_t>(rng());
+      pool[2 * sizeof(S) - 1] = 0x80;  // the second value: -0 (its sign bit alone)
       for (auto* v : {&in, &local}) {
         std::vector<uint8_t> bytes(v->size() * sizeof(S));
         for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+        for (size_t e = 0; e < v->size(); ++e)
+          if (rng() & 1) memcpy(&bytes[e * sizeof(S)], &pool[(rng() % 8) * sizeof(S)], sizeof(S));
         memcpy(v->data(), bytes.data(), bytes.size());
       }
       const S scalar = in[0];
@@ -183,4 +190,16 @@ TEST(Reduce, VectorLoopsGiveTheScalarMathsBits) {
   static_assert(ncclNumTypes == 12);
   checkEveryType<int8_t, uint8_t, int32_t, uint32_t, int64_t, uint64_t, Half, float, double, Bf16, Fp8E4M3,
                  Fp8E5M2>(rng);
+}
+
+// half with the CPU's conversions (F16C, the default where the CPU has
+// them) and with formats.h's: the same bits, including the tails after the
+// last group of eight.
+TEST(Reduce, HalfWithAndWithoutTheCpusConversions) {
+  std::mt19937_64 rng(std::random_device{}());
+  const bool cpuHasThem = hostReduceUsesCpuConversions(false);
+  checkBitsOf<Half>(ncclFloat16, rng);
+  hostReduceUsesCpuConversions(true);
+  checkBitsOf<Half>(ncclFloat16, rng);
+  if (!cpuHasThem) GTEST_SKIP() << "this CPU has no F16C: only formats.h's conversions ran";
 }
