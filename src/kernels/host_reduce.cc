@@ -1,6 +1,7 @@
 #include "kernels/host_reduce.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -9,16 +10,16 @@
 #include "kernels/host_reduce_table.h"
 #include "kernels/reduce_math.h"
 
-// The loops are compiled twice on x86-64 with GCC: for the baseline and for
-// x86-64-v3 (AVX2), which the loader picks at run time (an ifunc). The
-// wider vectors make the bfloat16 and fp8 conversions about twice as fast
-// again (docs/performance.md). Contraction into FMA stays off
+// The loops are compiled twice: for the baseline and, on x86-64, for AVX2
+// (twice the vector width), and each process takes the table its CPU can
+// run. The wider vectors make the bfloat16 and fp8 conversions about twice
+// as fast again (docs/performance.md). Contraction into FMA stays off
 // (CMakeLists.txt: -ffp-contract=off), so both give the same bits. half
 // takes the CPU's own conversions where it has them (host_reduce_f16c.cc).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define HETCCL_HOST_LOOP __attribute__((target_clones("arch=x86-64-v3", "default")))
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HETCCL_AVX2 __attribute__((target("avx2")))
 #else
-#define HETCCL_HOST_LOOP
+#define HETCCL_AVX2
 #endif
 
 namespace hetccl {
@@ -32,8 +33,9 @@ typename Num<S>::C scalarOf(const Reduction& r) {
   return Num<S>::load(s);
 }
 
+// The loops, inlined into each build of them below.
 template <typename S, RedKind K>
-HETCCL_HOST_LOOP void reduceT(const Reduction& r, void* dstv, const void* inv, const void* localv, size_t n) {
+[[gnu::always_inline]] inline void reduceLoop(const Reduction& r, void* dstv, const void* inv, const void* localv, size_t n) {
   using N = Num<S>;
   using C = typename N::C;
   S* dst = static_cast<S*>(dstv);
@@ -44,7 +46,7 @@ HETCCL_HOST_LOOP void reduceT(const Reduction& r, void* dstv, const void* inv, c
 }
 
 template <typename S>
-HETCCL_HOST_LOOP void prepareT(const Reduction& r, void* dstv, const void* localv, size_t n) {
+[[gnu::always_inline]] inline void prepareLoop(const Reduction& r, void* dstv, const void* localv, size_t n) {
   S* dst = static_cast<S*>(dstv);
   const S* local = static_cast<const S*>(localv);
   if (r.kind != RedKind::PreMulSum) {
@@ -56,33 +58,79 @@ HETCCL_HOST_LOOP void prepareT(const Reduction& r, void* dstv, const void* local
 }
 
 template <typename S>
-HETCCL_HOST_LOOP void averageT(void* datav, size_t n, int nranks) {
+[[gnu::always_inline]] inline void averageLoop(void* datav, size_t n, int nranks) {
   S* data = static_cast<S*>(datav);
   for (size_t i = 0; i < n; ++i) data[i] = divideBy<S>(data[i], nranks);
 }
 
+template <typename S, RedKind K>
+void reduceBase(const Reduction& r, void* dst, const void* in, const void* local, size_t n) {
+  reduceLoop<S, K>(r, dst, in, local, n);
+}
+template <typename S, RedKind K>
+HETCCL_AVX2 void reduceAvx2(const Reduction& r, void* dst, const void* in, const void* local, size_t n) {
+  reduceLoop<S, K>(r, dst, in, local, n);
+}
 template <typename S>
+void prepareBase(const Reduction& r, void* dst, const void* local, size_t n) {
+  prepareLoop<S>(r, dst, local, n);
+}
+template <typename S>
+HETCCL_AVX2 void prepareAvx2(const Reduction& r, void* dst, const void* local, size_t n) {
+  prepareLoop<S>(r, dst, local, n);
+}
+template <typename S>
+void averageBase(void* data, size_t n, int nranks) {
+  averageLoop<S>(data, n, nranks);
+}
+template <typename S>
+HETCCL_AVX2 void averageAvx2(void* data, size_t n, int nranks) {
+  averageLoop<S>(data, n, nranks);
+}
+
+template <typename S, bool Avx2>
 constexpr HostReduceOps opsFor() {
-  return HostReduceOps{{&reduceT<S, RedKind::Sum>, &reduceT<S, RedKind::Prod>, &reduceT<S, RedKind::Max>,
-                        &reduceT<S, RedKind::Min>, &reduceT<S, RedKind::PreMulSum>},
-                       &prepareT<S>,
-                       &averageT<S>};
+  if constexpr (Avx2)
+    return HostReduceOps{{&reduceAvx2<S, RedKind::Sum>, &reduceAvx2<S, RedKind::Prod>, &reduceAvx2<S, RedKind::Max>,
+                          &reduceAvx2<S, RedKind::Min>, &reduceAvx2<S, RedKind::PreMulSum>},
+                         &prepareAvx2<S>,
+                         &averageAvx2<S>};
+  else
+    return HostReduceOps{{&reduceBase<S, RedKind::Sum>, &reduceBase<S, RedKind::Prod>, &reduceBase<S, RedKind::Max>,
+                          &reduceBase<S, RedKind::Min>, &reduceBase<S, RedKind::PreMulSum>},
+                         &prepareBase<S>,
+                         &averageBase<S>};
 }
 
 // Indexed by ncclDataType_t.
-const HostReduceOps kTable[ncclNumTypes] = {
-    opsFor<int8_t>(),   opsFor<uint8_t>(),  opsFor<int32_t>(), opsFor<uint32_t>(),
-    opsFor<int64_t>(),  opsFor<uint64_t>(), opsFor<Half>(), opsFor<float>(),
-    opsFor<double>(),   opsFor<Bf16>(),     opsFor<Fp8E4M3>(), opsFor<Fp8E5M2>(),
-};
+template <bool Avx2>
+constexpr std::array<HostReduceOps, ncclNumTypes> tableFor() {
+  return {opsFor<int8_t, Avx2>(),  opsFor<uint8_t, Avx2>(), opsFor<int32_t, Avx2>(), opsFor<uint32_t, Avx2>(),
+          opsFor<int64_t, Avx2>(), opsFor<uint64_t, Avx2>(), opsFor<Half, Avx2>(),   opsFor<float, Avx2>(),
+          opsFor<double, Avx2>(),  opsFor<Bf16, Avx2>(),     opsFor<Fp8E4M3, Avx2>(), opsFor<Fp8E5M2, Avx2>()};
+}
 
-std::atomic<bool> useCpuConversions{true};
+const std::array<HostReduceOps, ncclNumTypes> kBaseTable = tableFor<false>();
+const std::array<HostReduceOps, ncclNumTypes> kAvx2Table = tableFor<true>();
 
-// half takes the CPU's conversions where it has them (host_reduce_f16c.cc).
+bool cpuHasAvx2() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  return __builtin_cpu_supports("avx2");
+#else
+  return false;
+#endif
+}
+
+std::atomic<bool> useCpuFeatures{true};  // tests: false takes the baseline loops
+
+// The AVX2 loops where the CPU has AVX2, half with the CPU's conversions
+// where it has them (host_reduce_f16c.cc).
 const HostReduceOps& opsOf(ncclDataType_t type) {
   static const HostReduceOps* const half = halfOpsWithF16c();
-  if (type == ncclFloat16 && half && useCpuConversions.load(std::memory_order_relaxed)) return *half;
-  return kTable[type];
+  static const HostReduceOps* const table = cpuHasAvx2() ? kAvx2Table.data() : kBaseTable.data();
+  if (!useCpuFeatures.load(std::memory_order_relaxed)) return kBaseTable[type];
+  if (type == ncclFloat16 && half) return *half;
+  return table[type];
 }
 
 }  // namespace
@@ -99,9 +147,9 @@ void finishAverage(const Reduction& r, void* data, size_t count, int nranks) {
   if (r.average && count) opsOf(r.type).average(data, count, nranks);
 }
 
-bool hostReduceUsesCpuConversions(bool use) {
-  useCpuConversions.store(use);
-  return halfOpsWithF16c() != nullptr;
+bool hostReduceUsesCpuFeatures(bool use) {
+  useCpuFeatures.store(use);
+  return halfOpsWithF16c() != nullptr || cpuHasAvx2();
 }
 
 }  // namespace hetccl

@@ -19,8 +19,8 @@ void prepareLocal(const Reduction& r, void* dst, const void* local, size_t count
 // For ncclAvg: data[i] /= nranks, once, on the fully reduced value.
 void finishAverage(const Reduction& r, void* data, size_t count, int nranks);
 
-// Tests: whether half may take the CPU's own conversions (on by default);
-// returns whether this CPU has them.
-bool hostReduceUsesCpuConversions(bool use);
+// Tests: whether the loops may use the CPU's features (AVX2, F16C; on by
+// default), else the baseline loops; returns whether this CPU has any.
+bool hostReduceUsesCpuFeatures(bool use);
 
 }  // namespace hetccl

@@ -164,13 +164,32 @@ ncclResult_t VerbsComm::post(ibv_qp* qp, ibv_send_wr* wr) {
   return ncclSuccess;
 }
 
+namespace {
+
+// A FIFO entry, once its sequence says it is there: read once, each field
+// as an atomic, as the NIC writes the slot while the sender polls it (and
+// writes it again for a later receive; ThreadSanitizer checks this against
+// the stand-in NIC, which writes entries word by word).
+FifoEntry readEntry(const FifoEntry& slot) {
+  FifoEntry e;
+  e.addr = __atomic_load_n(&slot.addr, __ATOMIC_RELAXED);
+  e.size = __atomic_load_n(&slot.size, __ATOMIC_RELAXED);
+  e.rkey = __atomic_load_n(&slot.rkey, __ATOMIC_RELAXED);
+  e.tag = __atomic_load_n(&slot.tag, __ATOMIC_RELAXED);
+  e.sequence = __atomic_load_n(&slot.sequence, __ATOMIC_RELAXED);
+  return e;
+}
+
+}  // namespace
+
 ncclResult_t VerbsSendComm::isend(void* data, size_t size, int tag, ibv_mr* mr, void** request) {
   *request = nullptr;
   HETCCL_TRY(brokenError());
   const int index = static_cast<int>(count_ % kVerbsDepth);
   VerbsRequest& r = requests_[index];
-  FifoEntry& e = fifo[static_cast<size_t>(index)];
-  if (r.used || __atomic_load_n(&e.sequence, __ATOMIC_ACQUIRE) != count_ + 1) return ncclSuccess;  // not yet
+  const FifoEntry& slot = fifo[static_cast<size_t>(index)];
+  if (r.used || __atomic_load_n(&slot.sequence, __ATOMIC_ACQUIRE) != count_ + 1) return ncclSuccess;  // not yet
+  const FifoEntry e = readEntry(slot);
   if (e.tag != tag) return fail(ncclInternalError, "RDMA: a message with tag %d met a receive with tag %d", tag, e.tag);
   if (size > e.size)
     return fail(ncclInvalidUsage, "RDMA: a message of %zu bytes met a receive of %llu bytes", size,

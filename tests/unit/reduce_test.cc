@@ -181,8 +181,8 @@ void checkEveryType(std::mt19937_64& rng) {
 
 }  // namespace
 
-// The host loops are vectorized (and on x86-64 also compiled for AVX2, the
-// loader's pick here): bit for bit what the per-element math gives, for
+// The host loops are vectorized (on x86-64 also compiled for AVX2, and half
+// with F16C, this CPU's pick here): bit for bit what the per-element math gives, for
 // every type and op on random bits, NaN and infinities included.
 TEST(Reduce, VectorLoopsGiveTheScalarMathsBits) {
   std::mt19937_64 rng(std::random_device{}());
@@ -192,14 +192,14 @@ TEST(Reduce, VectorLoopsGiveTheScalarMathsBits) {
                  Fp8E5M2>(rng);
 }
 
-// half with the CPU's conversions (F16C, the default where the CPU has
-// them) and with formats.h's: the same bits, including the tails after the
-// last group of eight.
-TEST(Reduce, HalfWithAndWithoutTheCpusConversions) {
+// The baseline loops (what a CPU without AVX2 and F16C runs) against the
+// scalar math too, and the CPU's again after them.
+TEST(Reduce, BaselineLoopsGiveTheSameBits) {
   std::mt19937_64 rng(std::random_device{}());
-  const bool cpuHasThem = hostReduceUsesCpuConversions(false);
+  const bool cpuHasFeatures = hostReduceUsesCpuFeatures(false);
+  checkEveryType<int8_t, uint8_t, int32_t, uint32_t, int64_t, uint64_t, Half, float, double, Bf16, Fp8E4M3,
+                 Fp8E5M2>(rng);
+  hostReduceUsesCpuFeatures(true);
   checkBitsOf<Half>(ncclFloat16, rng);
-  hostReduceUsesCpuConversions(true);
-  checkBitsOf<Half>(ncclFloat16, rng);
-  if (!cpuHasThem) GTEST_SKIP() << "this CPU has no F16C: only formats.h's conversions ran";
+  if (!cpuHasFeatures) GTEST_SKIP() << "this CPU has neither AVX2 nor F16C: the baseline loops ran twice";
 }
