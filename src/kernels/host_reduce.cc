@@ -16,7 +16,7 @@
 // as fast again (docs/performance.md). Contraction into FMA stays off
 // (CMakeLists.txt: -ffp-contract=off), so both give the same bits. half
 // takes the CPU's own conversions where it has them (host_reduce_f16c.cc).
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if HETCCL_X86_FEATURES
 #define HETCCL_AVX2 __attribute__((target("avx2")))
 #else
 #define HETCCL_AVX2
@@ -25,13 +25,6 @@
 namespace hetccl {
 
 namespace {
-
-template <typename S>
-typename Num<S>::C scalarOf(const Reduction& r) {
-  S s;
-  memcpy(&s, &r.scalar, sizeof(S));
-  return Num<S>::load(s);
-}
 
 // The loops, inlined into each build of them below.
 template <typename S, RedKind K>
@@ -114,7 +107,7 @@ const std::array<HostReduceOps, ncclNumTypes> kBaseTable = tableFor<false>();
 const std::array<HostReduceOps, ncclNumTypes> kAvx2Table = tableFor<true>();
 
 bool cpuHasAvx2() {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if HETCCL_X86_FEATURES
   return __builtin_cpu_supports("avx2");
 #else
   return false;

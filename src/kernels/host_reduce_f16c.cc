@@ -11,9 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/reduce_math.h"
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if HETCCL_X86_FEATURES
 #include <immintrin.h>
 
 #define HETCCL_F16C __attribute__((target("avx2,f16c")))
@@ -51,18 +49,12 @@ HETCCL_F16C inline __m256 combine8(__m256 a, __m256 b, __m256 scalar) {
   else return _mm256_add_ps(a, _mm256_cvtph_ps(toHalf8(_mm256_mul_ps(scalar, b))));  // the scaled input, rounded to half
 }
 
-float scalarOf(const Reduction& r) {
-  Half s;
-  memcpy(&s, &r.scalar, sizeof(s));
-  return Num<Half>::load(s);
-}
-
 template <RedKind K>
 HETCCL_F16C void reduceHalf(const Reduction& r, void* dstv, const void* inv, const void* localv, size_t n) {
   Half* dst = static_cast<Half*>(dstv);
   const Half* in = static_cast<const Half*>(inv);
   const Half* local = static_cast<const Half*>(localv);
-  const float scalar = K == RedKind::PreMulSum ? scalarOf(r) : 0.0f;
+  const float scalar = K == RedKind::PreMulSum ? scalarOf<Half>(r) : 0.0f;
   const __m256 scalar8 = _mm256_set1_ps(scalar);
   size_t i = 0;
   for (; i + 8 <= n; i += 8) store8(dst + i, combine8<K>(load8(in + i), load8(local + i), scalar8));
@@ -76,7 +68,7 @@ HETCCL_F16C void prepareHalf(const Reduction& r, void* dstv, const void* localv,
   }
   Half* dst = static_cast<Half*>(dstv);
   const Half* local = static_cast<const Half*>(localv);
-  const float scalar = scalarOf(r);
+  const float scalar = scalarOf<Half>(r);
   const __m256 scalar8 = _mm256_set1_ps(scalar);
   size_t i = 0;
   for (; i + 8 <= n; i += 8) store8(dst + i, _mm256_mul_ps(scalar8, load8(local + i)));
