@@ -286,6 +286,11 @@ full_step two_gpu_domains_host_staged_p2p_bandwidth env HETCCL_STREAM_P2P=0 \
 step two_gpu_domains_stream_one_hardware_queue env CUDA_DEVICE_MAX_CONNECTIONS=1 HETCCL_TIMEOUT=30 \
   "$build/hetccl-perf" all_reduce,broadcast,all_gather,reduce_scatter,reduce,sendrecv -N 2 --domains 2 -b 8 -e 64M -f 16 \
   -d float,int64 -n 3 -w 1 -c 1
+# CUDA graphs across domains (the replayable chains of src/plan/
+# stream_graph_lane.cc) with one hardware queue: a replay must not wait
+# for work the runtime queued behind it.
+step two_gpu_domains_graphs_one_hardware_queue env CUDA_DEVICE_MAX_CONNECTIONS=1 HETCCL_TIMEOUT=30 \
+  "$build/tests/gpu_comm_tests" --gtest_filter='GpuCrossDomain.GraphCapture*:GpuCrossDomain.Replays*'
 # All-reduce always up to 1 GiB and checked; the others up to 256 MiB,
 # unchecked (checked above), unless FULL=1.
 step two_gpu_domains_stream_bandwidth_all_reduce "$build/hetccl-perf" all_reduce -N 2 --domains 2 -b 1M -e 1G -f 4 -n 10 -w 3 -c 1
@@ -308,9 +313,12 @@ step torch_distributed_all_ops env LD_PRELOAD="$lib" torchrun --nproc_per_node 2
 step torch_distributed_all_ops_two_domains env LD_PRELOAD="$lib" torchrun --nproc_per_node 2 --no_python bash -c \
   "HETCCL_DOMAIN=d\$LOCAL_RANK exec python3 examples/torch_distributed_check.py"
 # What capturing costs across domains: eager (stream plans) vs CUDA graph
-# replay (host-staged graph nodes), side by side in one run.
+# replay (the replayable chains; FULL: also the host-staged graph nodes,
+# HETCCL_STREAM_GRAPHS=0), side by side in one run.
 step torch_graph_vs_eager_two_domains env LD_PRELOAD="$lib" torchrun --nproc_per_node 2 --no_python bash -c \
   "HETCCL_DOMAIN=d\$LOCAL_RANK exec python3 bench/torch_graph_vs_eager.py"
+full_step torch_graph_vs_eager_two_domains_host_staged_graphs env HETCCL_STREAM_GRAPHS=0 LD_PRELOAD="$lib" \
+  torchrun --nproc_per_node 2 --no_python bash -c "HETCCL_DOMAIN=d\$LOCAL_RANK exec python3 bench/torch_graph_vs_eager.py"
 # fp8 tensors between an OCP rank and one set to FNUZ, through PyTorch.
 step torch_fp8_formats env LD_PRELOAD="$lib" torchrun --nproc_per_node 2 --no_python bash -c \
   "HETCCL_DOMAIN=d\$LOCAL_RANK HETCCL_FP8_FORMAT=\$([ \$LOCAL_RANK = 1 ] && echo fnuz || echo ocp) exec python3 examples/torch_fp8_formats.py"

@@ -107,6 +107,19 @@ ncclResult_t dispatch(Communicator* c, std::span<const Op* const> ops) {
   if (c->hostStaging) {
     bool capturing = false;
     HETCCL_TRY(c->hostStaging->capturing(ops, &capturing));
+    // The stream collectives' replayable chains where they can (every rank
+    // decides the same: the settings are rank 0's, the lane is set up on
+    // all ranks or none).
+    StreamCollectives* sc = c->streamCollectives.get();
+    if (sc && sc->replaysOnStreams(capturing) &&
+        std::all_of(ops.begin(), ops.end(), [](const Op* op) { return StreamCollectives::handles(op->kind); })) {
+      bool usable = false;
+      HETCCL_TRY(sc->openGraphLane(&usable));
+      if (usable) {
+        for (const Op* op : ops) HETCCL_TRY(sc->enqueueReplayable(*op));
+        return ncclSuccess;
+      }
+    }
     if (capturing) return c->hostStaging->capture(ops);
   }
   const bool offHost = c->streamCollectives || c->streamHierarchy;

@@ -17,6 +17,7 @@ struct Tunables {
   uint32_t streamMinPieces = 1;
   uint32_t streamIssueThread = 0;  // 1: stream collectives queued by a thread (then send/recv stay host-staged)
   uint32_t streamCollectives = 0;  // 1: GPU ranks may take them
+  uint32_t streamGraphs = 0;       // captured calls: 0 host-staged, 1 on the streams (replayable chains), 2 every call so
   uint32_t streamRelay = 0;        // 1: also ranks that cannot share memory (the relay)
   uint32_t streamP2p = 0;          // 1: send/recv on the streams too (it changes the segments' layout)
   uint32_t streamHierarchy = 0;    // 1: collectives across domains of several ranks on the streams

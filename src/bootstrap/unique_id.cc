@@ -199,6 +199,7 @@ Tunables Tunables::fromParams() {
   t.streamHierarchy = params().streamHierarchy ? 1 : 0;
   t.hierarchyP2p = params().hierarchyP2p ? 1 : 0;
   t.streamIssueThread = params().streamIssueThread ? 1 : 0;
+  t.streamGraphs = static_cast<uint32_t>(params().streamGraphs);
   t.hostRanksStaged = params().forceStaging ? 1 : 0;
   return t;
 }

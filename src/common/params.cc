@@ -36,14 +36,18 @@ long envLong(const char* name, long fallback, long min) {
   return fallback;
 }
 
-// HETCCL_IB_<what>, else NCCL_IB_<what>: an integer from min to max.
-int ibSetting(const char* what, int fallback, long min, long max) {
-  const std::string ours = std::string("HETCCL_IB_") + what, nccls = std::string("NCCL_IB_") + what;
-  const char* name = env(ours.c_str()) ? ours.c_str() : nccls.c_str();
+// An integer from min to max.
+int envInRange(const char* name, int fallback, long min, long max) {
   const long x = envLong(name, fallback, min);
   if (x <= max) return static_cast<int>(x);
   invalid(name, env(name), "an integer from " + std::to_string(min) + " to " + std::to_string(max));
   return fallback;
+}
+
+// HETCCL_IB_<what>, else NCCL_IB_<what>: an integer from min to max.
+int ibSetting(const char* what, int fallback, long min, long max) {
+  const std::string ours = std::string("HETCCL_IB_") + what, nccls = std::string("NCCL_IB_") + what;
+  return envInRange(env(ours.c_str()) ? ours.c_str() : nccls.c_str(), fallback, min, max);
 }
 
 int parseDebug(const char* v) {
@@ -144,6 +148,7 @@ Params load() {
   p.streamFailSetup = envLong("HETCCL_STREAM_FAIL_SETUP", 0, 0) != 0;
   p.streamIssueThread = envLong("HETCCL_STREAM_ISSUE_THREAD", 0, 0) != 0;
   p.streamMinPieces = static_cast<int>(envLong("HETCCL_STREAM_MIN_PIECES", 1, 1));
+  p.streamGraphs = envInRange("HETCCL_STREAM_GRAPHS", 1, 0, 2);
   p.forceStaging = envLong("HETCCL_FORCE_STAGING", 0, 0) != 0;
   if (const char* v = env("HETCCL_CACHE_DIR")) p.cacheDir = v;
   p.vendorIsolation = envLong("HETCCL_VENDOR_ISOLATION", 1, 0) != 0;

@@ -82,6 +82,7 @@ struct Params {
   int streamSlots = 8;                // HETCCL_STREAM_SLOTS: pieces in flight, stream collectives
   int streamMinPieces = 1;            // HETCCL_STREAM_MIN_PIECES: cut smaller messages into at least this many pieces
   bool streamIssueThread = false;     // HETCCL_STREAM_ISSUE_THREAD=1: calls return at once (see stream_collectives.h)
+  int streamGraphs = 1;               // HETCCL_STREAM_GRAPHS: 0 captures host-staged, 1 on the streams, 2 every call as if captured (tests)
   bool streamFailSetup = false;       // HETCCL_STREAM_FAIL_SETUP=1: this rank's stream setup fails (tests)
   bool allowTwoNccl = false;          // HETCCL_ALLOW_TWO_NCCL=1: init even when another NCCL's symbols come first
   bool forceStaging = false;          // HETCCL_FORCE_STAGING=1: host ranks take the GPU ranks' paths (rank 0's counts)

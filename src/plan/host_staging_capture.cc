@@ -1,8 +1,9 @@
-// Cross-domain calls inside a CUDA/HIP graph capture (host_staging.h). The
-// stream plans cannot be captured (their flags' values are fixed when the
-// call is queued, and their relay and watchdog learn of each piece from
-// the host, which a replay does not tell them), so a capture takes the
-// host-staged plans as graph nodes:
+// Cross-domain calls inside a CUDA/HIP graph capture (host_staging.h) that
+// the stream collectives' replayable chains do not take (stream_graph_
+// lane.cc: send/recv, the relay between hosts, domains of several ranks,
+// HETCCL_STREAM_GRAPHS=0). The ordinary stream plans cannot be captured
+// (their flags' values are fixed when the call is queued), so a capture
+// takes the host-staged plans as graph nodes:
 //
 //   copies of the call's buffers into pinned memory of its own
 //   -> a host node that runs the host plans on that memory

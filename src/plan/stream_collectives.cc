@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "plan/host_staging.h"
+#include "plan/stream_graph_lane.h"
 #include "plan/stream_relay.h"
 #include "plan/stream_segment.h"
 
@@ -184,6 +185,10 @@ StreamCollectives::~StreamCollectives() {
     bool done = false;
     while (e && rt_.eventDone(e, &done) == ncclSuccess && !done) std::this_thread::yield();
   }
+  if (lane_ && lane_->anyChain) {  // the last replayable chain queued outside a capture (a graph must be done by now)
+    bool done = false;
+    while (rt_.eventDone(lane_->chainEnd, &done) == ncclSuccess && !done) std::this_thread::yield();
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
@@ -243,7 +248,7 @@ ncclResult_t StreamCollectives::checkUsable(OpKind kind) {
   return ncclSuccess;
 }
 
-ncclResult_t StreamCollectives::enqueue(const Op& op) {
+ncclResult_t StreamCollectives::admitCall(const Op& op) {
   HETCCL_TRY(checkUsable(op.kind));
   HETCCL_TRY(checkBuffers(op));
   if (ncclResult_t r = publishCall(op, ++calls_); r != ncclSuccess) {
@@ -252,6 +257,11 @@ ncclResult_t StreamCollectives::enqueue(const Op& op) {
     release();
     return r;
   }
+  return ncclSuccess;
+}
+
+ncclResult_t StreamCollectives::enqueue(const Op& op) {
+  HETCCL_TRY(admitCall(op));
   if (op.count == 0) return ncclSuccess;
   if (!setup_.issueThread) {
     // Every piece is queued on my streams now, then the caller's stream
@@ -321,22 +331,22 @@ void StreamCollectives::issueLoop() {
   }
 }
 
-ncclResult_t StreamCollectives::issue(const Job& job) {
-  const Op& op = job.op;
-  Stream streams[4] = {send_, reduce_, result_, gather_};
-  for (Stream s : streams) HETCCL_TRY(rt_.waitEvent(s, job.start));
+size_t StreamCollectives::pieceElemsOf(const Op& op, size_t partBytes) const {
   const size_t es = typeSize(op.type);
   // All-reduce cuts a piece into one part per rank; the others move one
   // part-sized slice of every rank's block per piece.
   const size_t perPiece = op.kind == OpKind::AllReduce ? static_cast<size_t>(nranks_) : 1;
-  size_t pieceElems = perPiece * (partBytes_ / es);
+  const size_t pieceElems = perPiece * (partBytes / es);
   // HETCCL_STREAM_MIN_PIECES: a message that fits in fewer pieces is cut
   // into that many (not below 16 KiB per part), so its copies overlap.
   const size_t floorElems = perPiece * std::max<size_t>(1, (16 << 10) / es);
   const size_t wanted = (op.count + setup_.minPieces - 1) / setup_.minPieces;
-  pieceElems = std::min(pieceElems, std::max(floorElems, wanted));
+  return std::min(pieceElems, std::max(floorElems, wanted));
+}
+
+ncclResult_t StreamCollectives::copyOwnBlock(const Op& op, Stream s) {
   // My own input's place in my output, copied once, unless in place.
-  const size_t block = op.count * es, mineAt = static_cast<size_t>(rank_) * block;
+  const size_t block = op.count * typeSize(op.type), mineAt = static_cast<size_t>(rank_) * block;
   char* recv = static_cast<char*>(op.recvbuff);
   const char* send = static_cast<const char*>(op.sendbuff);
   const bool root = rank_ == op.root;
@@ -350,7 +360,37 @@ ncclResult_t StreamCollectives::issue(const Job& job) {
     case OpKind::Scatter: ownTo = root ? recv : nullptr; ownFrom = send + mineAt; break;
     default: break;
   }
-  if (ownTo && ownTo != ownFrom) HETCCL_TRY(rt_.copyAsync(ownTo, ownFrom, block, gather_));
+  if (ownTo && ownTo != ownFrom) HETCCL_TRY(rt_.copyAsync(ownTo, ownFrom, block, s));
+  return ncclSuccess;
+}
+
+ncclResult_t StreamCollectives::reduceMine(const Op& op, const Shape& sh, const char* incoming, size_t stride, Stream s) {
+  const Part own = sh.reduces ? sh.toRank[static_cast<size_t>(rank_)] : Part{0, 0};
+  if (!own.count) return ncclSuccess;
+  const size_t es = typeSize(op.type);
+  char* out = static_cast<char*>(op.recvbuff) + sh.reducedAt * es;
+  const Reduction& red = op.red;
+  const Reduction merge = red.merging();  // the peers' parts come scaled already
+  const void* acc = static_cast<const char*>(op.sendbuff) + own.offset * es;
+  if (red.kind == RedKind::PreMulSum) {
+    HETCCL_TRY(reducer_->prepare(red, out, acc, own.count, s));
+    acc = out;
+  }
+  for (int q = 0; q < nranks_; ++q) {
+    if (q == rank_) continue;
+    HETCCL_TRY(reducer_->reduce(merge, out, acc, incoming + static_cast<size_t>(q) * stride, own.count, s));
+    acc = out;
+  }
+  if (red.average) HETCCL_TRY(reducer_->average(red, out, own.count, nranks_, s));
+  return ncclSuccess;
+}
+
+ncclResult_t StreamCollectives::issue(const Job& job) {
+  const Op& op = job.op;
+  Stream streams[4] = {send_, reduce_, result_, gather_};
+  for (Stream s : streams) HETCCL_TRY(rt_.waitEvent(s, job.start));
+  HETCCL_TRY(copyOwnBlock(op, gather_));
+  const size_t pieceElems = pieceElemsOf(op, partBytes_);
   for (size_t start = 0; start < op.count; start += pieceElems) {
     const uint32_t seq = issued_.load() + 1;
     issued_.store(seq);  // in flight from now on (a host rank's "stream" may block in it)
@@ -476,22 +516,7 @@ ncclResult_t StreamCollectives::queuePiece(const Op& op, size_t start, size_t le
     if (own.count) HETCCL_TRY(rt_.copyAsync(incoming(q), peer(q).sendPart(slot, rank_), own.count * es, reduce_));
   }
   HETCCL_TRY(rt_.writeFlag(reduce_, mine.consumed(slot), seq));
-  if (own.count) {
-    char* out = recv + sh.reducedAt * es;
-    const Reduction& red = op.red;
-    const Reduction merge = red.merging();  // the peers' parts come scaled already
-    const void* acc = send + own.offset * es;
-    if (red.kind == RedKind::PreMulSum) {
-      HETCCL_TRY(reducer_->prepare(red, out, acc, own.count, reduce_));
-      acc = out;
-    }
-    for (int q = 0; q < nranks_; ++q) {
-      if (q == rank_) continue;
-      HETCCL_TRY(reducer_->reduce(merge, out, acc, incoming(q), own.count, reduce_));
-      acc = out;
-    }
-    if (red.average) HETCCL_TRY(reducer_->average(red, out, own.count, nranks_, reduce_));
-  }
+  HETCCL_TRY(reduceMine(op, sh, incoming(0), partBytes_, reduce_));
   HETCCL_TRY(rt_.recordEvent(reduced_[slot], reduce_));
 
   // Phase 2 (all-gather). Result stream: my part (reduced, or my input),

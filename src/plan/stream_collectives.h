@@ -94,6 +94,8 @@ struct StreamSetup {
   std::function<void(ncclResult_t)> onError;  // the communicator turns fatal
   bool issueThread = false;       // HETCCL_STREAM_ISSUE_THREAD: an issuing thread queues the pieces
   bool p2p = false;               // HETCCL_STREAM_P2P: send/recv on the streams too (stream_p2p.cc)
+  int graphs = 1;                 // HETCCL_STREAM_GRAPHS: 1 captures as replayable chains, 2 every call, 0 none
+  bool everyRankOnDevice = true;  // no host ranks (HETCCL_FORCE_STAGING): only then may a capture take the chains
   bool failSetupForTest = false;  // HETCCL_STREAM_FAIL_SETUP: this rank's setup fails (tests the fallback)
 };
 
@@ -124,6 +126,21 @@ class StreamCollectives {
   bool handlesP2p(std::span<const Op* const> ops) const;
   ncclResult_t enqueueP2p(std::span<const Op* const> ops);
   bool p2pOnStreams() const { return p2pSlots_ && !setup_.issueThread; }
+  // Calls captured into a CUDA/HIP graph (HETCCL_STREAM_GRAPHS=1), or
+  // every call (=2, tests): queued on the caller's stream alone, as a
+  // chain whose handshakes end where they began, so that a graph can
+  // replay it (stream_graph_lane.cc). Only where every peer's memory is
+  // mapped here (no relay). usable: the lane is set up on every rank (the
+  // first call sets it up, a collective step); else captures stay
+  // host-staged everywhere.
+  bool replaysOnStreams(bool capturing) const {
+    // A host rank never captures: beside one, a GPU rank's capture stays
+    // host-staged (its host node meets the host rank's call).
+    const bool captured = capturing && setup_.graphs == 1 && setup_.everyRankOnDevice;
+    return (setup_.graphs == 2 || captured) && !relay_ && !setup_.issueThread;
+  }
+  ncclResult_t openGraphLane(bool* usable);
+  ncclResult_t enqueueReplayable(const Op& op);
 
  private:
   struct Job {
@@ -144,7 +161,12 @@ class StreamCollectives {
   ncclResult_t checkBuffers(const Op& op);
   ncclResult_t publishCall(const Op& op, uint64_t call);
   ncclResult_t checkCall(uint64_t call) const;
+  // Usable, buffers checked, the call's shape published and matched
+  // against the peers' (a mismatch releases everything).
+  ncclResult_t admitCall(const Op& op);
   ncclResult_t queuePiece(const Op& op, size_t start, size_t length, uint32_t seq);
+  size_t pieceElemsOf(const Op& op, size_t partBytes) const;  // elements per piece, with parts of partBytes
+  ncclResult_t copyOwnBlock(const Op& op, Stream s);  // my input's block into my output, where the collective has one
   // Where one piece's data is, in elements from the start of the buffers.
   struct Shape {
     bool reduces = false, gathers = false;  // phase 1 (reduce-scatter), phase 2 (all-gather)
@@ -156,6 +178,9 @@ class StreamCollectives {
     bool mineFromSend = false;
     std::vector<Part> landsAt;  // phase 2: per rank, where its slice goes in my recvbuff (empty: none)
   };
+  // My part of a piece, reduced into the output: my input, then each
+  // peer's copy in rank order (the peers' parts at incoming + q * stride).
+  ncclResult_t reduceMine(const Op& op, const Shape& sh, const char* incoming, size_t stride, Stream s);
   Part partOf(size_t start, size_t length, int owner) const;
   void shapeOf(const Op& op, size_t start, size_t length, Shape* out) const;
   void issueLoop();
@@ -222,6 +247,17 @@ class StreamCollectives {
   ncclResult_t checkRecvSizes();            // watchdog: the receives against the senders' sizes
   uint64_t p2pProgress(bool* pending) const;  // pieces done so far; *pending: some still in flight
   uint32_t highestP2pSeq() const;
+
+  // The replayable chains (stream_graph_lane.cc).
+  struct GraphLane;
+  std::unique_ptr<GraphLane> lane_;
+  std::atomic<GraphLane*> laneView_{nullptr};  // the watchdog's view, set once the lane is up
+  bool laneRefused_ = false;                   // some rank could not set it up: captures host-staged
+  ncclResult_t prepareGraphLane(GraphLane& lane);
+  ncclResult_t queueReplayableBatch(const Op& op, size_t batch, size_t pieces, size_t pieceElems);
+  bool graphLaneBusy() const;           // a chain is on some stream now
+  uint64_t graphLaneMoves() const;      // changes whenever a handshake moves
+  void raiseGraphLane();                // every handshake passes (after an error)
 };
 
 }  // namespace hetccl

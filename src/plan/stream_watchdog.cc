@@ -78,10 +78,18 @@ void StreamCollectives::watch() {
   uint64_t lastP2pDone = 0;
   bool p2pPending = false;
   auto lastMove = std::chrono::steady_clock::now();
+  uint64_t lastLaneMoves = 0;
   while (!stop_) {
     const uint32_t issued = issued_.load();
-    cv_.wait_for(lock, std::chrono::milliseconds(issued > lastDone || p2pPending ? 20 : 200));
-    if (stop_ || released_.load()) continue;
+    const bool laneBusy = graphLaneBusy();
+    cv_.wait_for(lock, std::chrono::milliseconds(issued > lastDone || p2pPending || laneBusy ? 20 : 200));
+    if (stop_) continue;
+    if (released_.load()) {
+      // Replayable chains rewrite their handshakes as they go: keep them
+      // released while any runs (a graph replayed after the error too).
+      if (graphLaneBusy()) raiseGraphLane();
+      continue;
+    }
     if (uint32_t who = __atomic_load_n(segments_[static_cast<size_t>(rank_)]->broken(), __ATOMIC_ACQUIRE)) {
       // A peer gave up (and raised the flags): what is in flight is wrong.
       ncclResult_t r = fail(ncclRemoteError, "collective across domains: rank %u gave up after an error", who - 1);
@@ -93,14 +101,16 @@ void StreamCollectives::watch() {
     }
     const uint32_t done = completedPieces();
     const uint64_t p2pDone = p2pProgress(&p2pPending);
+    const uint64_t laneMoves = graphLaneMoves();
     const auto now = std::chrono::steady_clock::now();
-    if (done != lastDone || p2pDone != lastP2pDone) {
+    if (done != lastDone || p2pDone != lastP2pDone || laneMoves != lastLaneMoves) {
       lastDone = done;
       lastP2pDone = p2pDone;
+      lastLaneMoves = laneMoves;
       lastMove = now;
     }
     ncclResult_t r = p2pSlots_ ? checkRecvSizes() : ncclSuccess;
-    if (r == ncclSuccess && issued_.load() <= done && !p2pPending) {
+    if (r == ncclSuccess && issued_.load() <= done && !p2pPending && !graphLaneBusy()) {
       lastMove = now;
       continue;
     }
@@ -164,6 +174,7 @@ void StreamCollectives::release() {
   const Segment& mine = *segments_[static_cast<size_t>(rank_)];
   if (mine.shared.base())
     for (size_t i = 0; i < 4; ++i) __atomic_store_n(mine.done(i), tickets_.load() + (1u << 30), __ATOMIC_RELEASE);
+  raiseGraphLane();
   queueCv_.notify_all();
 }
 

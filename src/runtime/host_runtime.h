@@ -73,6 +73,10 @@ class HostRuntime : public Runtime {
     *capturing = false;
     return ncclSuccess;
   }
+  ncclResult_t captureId(Stream, uint64_t* id) override {
+    *id = 0;
+    return ncclSuccess;
+  }
   ncclResult_t launchHostFunc(Stream, void (*fn)(void*), void* arg) override {  // synchronous streams: now
     fn(arg);
     return ncclSuccess;
@@ -103,6 +107,10 @@ class HostRuntime : public Runtime {
   }
   ncclResult_t writeFlag(Stream, volatile uint32_t* flag, uint32_t value) override {
     __atomic_store_n(flag, value, __ATOMIC_RELEASE);
+    return ncclSuccess;
+  }
+  ncclResult_t waitFlagBits(Stream, volatile uint32_t* flag, uint32_t mask) override {
+    while (!(__atomic_load_n(flag, __ATOMIC_ACQUIRE) & mask)) std::this_thread::yield();
     return ncclSuccess;
   }
 

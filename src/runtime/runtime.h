@@ -51,6 +51,9 @@ class Runtime {
   virtual ncclResult_t synchronize(Stream s) = 0;
   virtual ncclResult_t streamDevice(Stream s, int* device) = 0;  // -1 if the runtime cannot tell
   virtual ncclResult_t streamCapturing(Stream s, bool* capturing) = 0;  // inside a graph capture
+  // The capture `s` is part of (one id per capture sequence); 0 when it is
+  // not capturing or the runtime cannot tell (HIP so far).
+  virtual ncclResult_t captureId(Stream s, uint64_t* id) = 0;
   // Queues fn(arg) on `s` (a host node when `s` is capturing). fn runs on
   // the runtime's own thread and must make no runtime call.
   virtual ncclResult_t launchHostFunc(Stream s, void (*fn)(void*), void* arg) = 0;
@@ -72,6 +75,9 @@ class Runtime {
   // >= value; or writes value there once earlier work is done.
   virtual ncclResult_t waitFlag(Stream s, volatile uint32_t* flag, uint32_t value) = 0;
   virtual ncclResult_t writeFlag(Stream s, volatile uint32_t* flag, uint32_t value) = 0;
+  // The stream waits until (*flag & mask) != 0 (graph-replayable
+  // handshakes, whose values cannot grow from one replay to the next).
+  virtual ncclResult_t waitFlagBits(Stream s, volatile uint32_t* flag, uint32_t mask) = 0;
 
   // Copies (any direction, by unified addressing) and memset.
   virtual ncclResult_t copyAsync(void* dst, const void* src, size_t bytes, Stream s) = 0;

@@ -171,6 +171,7 @@ inline constexpr unsigned kStreamNonBlocking = 0x1;
 inline constexpr unsigned kEventDisableTiming = 0x2;
 inline constexpr int kMemcpyDefault = 4;
 inline constexpr unsigned kWaitGeq = 0x0;
+inline constexpr unsigned kWaitAnd = 0x2;       // (*flag & value) != 0
 inline constexpr int kErrorNotReady = 600;      // cudaErrorNotReady, hipErrorNotReady
 inline constexpr int kDmabufSupportedAttribute = 124;  // CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED
 inline constexpr int kDmabufHandle = 1;         // CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD

@@ -133,6 +133,16 @@ class VendorRuntime : public Runtime {
     *capturing = status != 0;
     return ncclSuccess;
   }
+  ncclResult_t captureId(Stream s, uint64_t* id) override {
+    *id = 0;
+    if (spec_.hip || !api_.cuStreamGetCaptureInfo) return ncclSuccess;
+    int status = 0;
+    unsigned long long captured = 0;
+    HETCCL_TRY(check(api_.cuStreamGetCaptureInfo(s, &status, &captured, nullptr, nullptr, nullptr, nullptr),
+                     "stream capture info"));
+    if (status != 0) *id = captured;
+    return ncclSuccess;
+  }
   ncclResult_t launchHostFunc(Stream s, void (*fn)(void*), void* arg) override {
     if (!api_.launchHostFunc) return fail(ncclInvalidUsage, "%s %s has no host functions on streams", name(), version().c_str());
     return check(api_.launchHostFunc(s, fn, arg), "host function on a stream");
@@ -175,11 +185,7 @@ class VendorRuntime : public Runtime {
   ncclResult_t waitEvent(Stream s, Event e) override { return check(api_.streamWaitEvent(s, e, 0), "stream wait event"); }
 
   ncclResult_t waitFlag(Stream s, volatile uint32_t* flag, uint32_t value) override {
-    void* dev = nullptr;
-    HETCCL_TRY(devicePointerOf(const_cast<uint32_t*>(flag), &dev));
-    if (spec_.hip) return check(api_.hipStreamWaitValue32(s, dev, value, kWaitGeq, 0xffffffffu), "stream wait value");
-    return check(api_.cuStreamWaitValue32(s, reinterpret_cast<unsigned long long>(dev), value, kWaitGeq),
-                 "stream wait value");
+    return waitValue(s, flag, value, kWaitGeq);
   }
   ncclResult_t writeFlag(Stream s, volatile uint32_t* flag, uint32_t value) override {
     void* dev = nullptr;
@@ -187,6 +193,17 @@ class VendorRuntime : public Runtime {
     if (spec_.hip) return check(api_.hipStreamWriteValue32(s, dev, value, 0), "stream write value");
     return check(api_.cuStreamWriteValue32(s, reinterpret_cast<unsigned long long>(dev), value, 0),
                  "stream write value");
+  }
+
+  ncclResult_t waitFlagBits(Stream s, volatile uint32_t* flag, uint32_t mask) override {
+    return waitValue(s, flag, mask, kWaitAnd);
+  }
+  // The stream waits until *flag compares with value as `how` says (kWait*).
+  ncclResult_t waitValue(Stream s, volatile uint32_t* flag, uint32_t value, unsigned how) {
+    void* dev = nullptr;
+    HETCCL_TRY(devicePointerOf(const_cast<uint32_t*>(flag), &dev));
+    if (spec_.hip) return check(api_.hipStreamWaitValue32(s, dev, value, how, 0xffffffffu), "stream wait value");
+    return check(api_.cuStreamWaitValue32(s, reinterpret_cast<unsigned long long>(dev), value, how), "stream wait value");
   }
 
   ncclResult_t copyAsync(void* dst, const void* src, size_t bytes, Stream s) override {

@@ -4,6 +4,9 @@
 
 #include <dlfcn.h>
 
+#include <cstddef>
+#include <vector>
+
 namespace gpu_test {
 
 // CUDA's graph calls, from the CUDA runtime library (hetccl's runtime
@@ -15,7 +18,24 @@ struct CudaGraphs {
   int (*launch)(void*, void*) = nullptr;
   int (*execDestroy)(void*) = nullptr;
   int (*destroy)(void*) = nullptr;
+  int (*getNodes)(void*, void**, size_t*) = nullptr;  // cudaGraphGetNodes
+  int (*nodeType)(void*, int*) = nullptr;             // cudaGraphNodeGetType
   bool ok = false;
+
+  // How many host nodes (cudaGraphNodeTypeHost) `graph` holds; -1 if unknown.
+  int hostNodes(void* graph) const {
+    size_t n = 0;
+    if (!getNodes || !nodeType || getNodes(graph, nullptr, &n) != 0) return -1;
+    std::vector<void*> nodes(n);
+    if (n && getNodes(graph, nodes.data(), &n) != 0) return -1;
+    int hosts = 0;
+    for (void* node : nodes) {
+      int type = -1;
+      if (nodeType(node, &type) != 0) return -1;
+      hosts += type == 3;
+    }
+    return hosts;
+  }
 };
 
 inline CudaGraphs cudaGraphs() {
@@ -30,6 +50,8 @@ inline CudaGraphs cudaGraphs() {
   g.launch = reinterpret_cast<int (*)(void*, void*)>(dlsym(lib, "cudaGraphLaunch"));
   g.execDestroy = reinterpret_cast<int (*)(void*)>(dlsym(lib, "cudaGraphExecDestroy"));
   g.destroy = reinterpret_cast<int (*)(void*)>(dlsym(lib, "cudaGraphDestroy"));
+  g.getNodes = reinterpret_cast<int (*)(void*, void**, size_t*)>(dlsym(lib, "cudaGraphGetNodes"));
+  g.nodeType = reinterpret_cast<int (*)(void*, int*)>(dlsym(lib, "cudaGraphNodeGetType"));
   g.ok = g.begin && g.end && g.instantiate && g.launch && g.execDestroy && g.destroy;
   return g;
 }

@@ -1,6 +1,7 @@
 // Collectives captured in CUDA graphs and replayed (skipped without a GPU):
 // pass-through (NCCL's own capture), and across domains, where the call
-// becomes graph nodes that stage it through host memory
+// becomes the stream collectives' replayable chain (src/plan/
+// stream_graph_lane.cc) or graph nodes that stage it through host memory
 // (src/plan/host_staging_capture.cc). Two ranks, on one GPU or two.
 #include <unistd.h>
 
@@ -39,6 +40,16 @@ bool cudaGraphsFor(int rank, CudaGraphs* g) {
   *g = gpu_test::cudaGraphs();
   if (!g->ok) fprintf(stderr, "rank %d: no CUDA runtime with graphs: capture not checked\n", rank);
   return g->ok;
+}
+
+// A cross-domain rank's start: its device (ranks share GPUs when there are
+// fewer), CUDA's graph calls, the communicator. 0 when up, -1 where the
+// CUDA runtime has no graphs (nothing to check), else a failed check's 1.
+int openGraphRank(int rank, int n, const ncclUniqueId& id, CudaGraphs* g, ncclComm_t* comm) {
+  RANK_EXPECT(hetccl::processRuntime().setDevice(rank % gpu_test::gpuCount()) == ncclSuccess, "set device");
+  if (!cudaGraphsFor(rank, g)) return -1;
+  RANK_NCCL(ncclCommInitRank(comm, n, id, rank));
+  return 0;
 }
 
 // Pass-through: a collective captured in a CUDA graph runs on every replay
@@ -92,18 +103,21 @@ mp::EnvForRank twoDomains(mp::Env extra = {}) {
 // int32, double x sum, max, avg x counts 0, 1, odd, 4099 x in and out of
 // place, each call its own graph, replayed twice on fresh inputs and a
 // poisoned output, checked against the reference. The graphs are
-// destroyed as they go, so their pinned memory is reused.
-TEST(GpuCrossDomain, GraphCaptureAndReplayEveryCollective) {
+// destroyed as they go, so their pinned memory is reused. By default the
+// collectives are captured as the stream collectives' replayable chains
+// (no host node in the graph; send/recv stay host-staged), with
+// HETCCL_STREAM_GRAPHS=0 as host-staged nodes.
+void graphCaptureAndReplayEveryCollective(bool onStreams) {
   REQUIRE_GPUS(1);
   const uint64_t seed = hetccl::testing::runSeed();
-  EXPECT_RANKS_PASS_EACH(2, twoDomains(), 600, [&](int rank, int n, const ncclUniqueId& id) {
+  mp::Env env;
+  if (!onStreams) env.push_back({"HETCCL_STREAM_GRAPHS", "0"});
+  EXPECT_RANKS_PASS_EACH(2, twoDomains(env), 600, [&](int rank, int n, const ncclUniqueId& id) {
     using namespace hetccl::testing;
     Runtime& rt = hetccl::processRuntime();
-    RANK_EXPECT(rt.setDevice(rank % gpu_test::gpuCount()) == ncclSuccess, "set device");
     CudaGraphs g;
-    if (!cudaGraphsFor(rank, &g)) return 0;
     ncclComm_t comm;
-    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    if (int r = openGraphRank(rank, n, id, &g, &comm)) return r < 0 ? 0 : r;
     const char* plan = hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32);
     RANK_EXPECT(plan && strncmp(plan, "stream", 6) == 0, "plan outside a capture: %s", plan ? plan : "(null)");
     const size_t maxBytes = 4099 * 8 * static_cast<size_t>(n);
@@ -135,6 +149,11 @@ TEST(GpuCrossDomain, GraphCaptureAndReplayEveryCollective) {
               RANK_EXPECT(r == ncclSuccess, "capture of %s %s %s count %zu: %s", collectiveName(coll), typeLabel(type),
                           opLabel(opv), count, ncclGetLastError(comm));
               RANK_EXPECT(ended == 0 && graph, "end capture: %d", ended);
+              const int hosts = g.hostNodes(graph);
+              const bool staged = !onStreams || coll == Collective::SendRecv;
+              if (count > 0 && hosts >= 0)
+                RANK_EXPECT(staged ? hosts > 0 : hosts == 0, "%s captured with %d host nodes (%s expected)",
+                            collectiveName(coll), hosts, staged ? "host-staged" : "on the streams");
               void* exec = nullptr;
               RANK_EXPECT(g.instantiate(&exec, graph, 0) == 0, "instantiate");
               ++graphs;
@@ -188,6 +207,123 @@ TEST(GpuCrossDomain, GraphCaptureAndReplayEveryCollective) {
   });
 }
 
+TEST(GpuCrossDomain, GraphCaptureAndReplayEveryCollective) { graphCaptureAndReplayEveryCollective(true); }
+TEST(GpuCrossDomain, GraphCaptureAndReplayEveryCollectiveHostStaged) { graphCaptureAndReplayEveryCollective(false); }
+
+// Replays of two graphs interleaved with eager calls, with messages of
+// many pieces (both slots of the replayable lane reused many times), and
+// one graph whose two collectives sit on two streams of the capture (the
+// second chain waits for the first: they share the lane).
+TEST(GpuCrossDomain, ReplaysMixWithEagerCallsAndOtherGraphs) {
+  REQUIRE_GPUS(1);
+  EXPECT_RANKS_PASS_EACH(2, twoDomains(), 300, [](int rank, int n, const ncclUniqueId& id) {
+    Runtime& rt = hetccl::processRuntime();
+    CudaGraphs g;
+    ncclComm_t comm;
+    if (int r = openGraphRank(rank, n, id, &g, &comm)) return r < 0 ? 0 : r;
+    const size_t count = (5 << 20) + 3, small = (1 << 20) + 1;  // floats
+    DeviceBuffer a(rt, count * 4), b(rt, small * 4 * static_cast<size_t>(n)), c(rt, small * 4);
+    Stream s1 = nullptr, s2 = nullptr;
+    hetccl::Event fork = nullptr, join = nullptr;
+    RANK_EXPECT(a.p && b.p && c.p && rt.createStream(&s1) == ncclSuccess && rt.createStream(&s2) == ncclSuccess &&
+                    rt.createEvent(&fork) == ncclSuccess && rt.createEvent(&join) == ncclSuccess,
+                "alloc");
+    const auto cs1 = static_cast<cudaStream_t>(s1), cs2 = static_cast<cudaStream_t>(s2);
+    // Graph 1: all-reduce of a on s1; beside it on s2, all-gather of c into b.
+    void *graph1 = nullptr, *exec1 = nullptr, *graph2 = nullptr, *exec2 = nullptr;
+    RANK_EXPECT(g.begin(s1, gpu_test::kCaptureModeGlobal) == 0, "begin capture 1");
+    RANK_EXPECT(rt.recordEvent(fork, s1) == ncclSuccess && rt.waitEvent(s2, fork) == ncclSuccess, "fork");
+    RANK_NCCL(ncclAllReduce(a.p, a.p, count, ncclFloat32, ncclSum, comm, cs1));
+    RANK_NCCL(ncclAllGather(c.p, b.p, small, ncclFloat32, comm, cs2));
+    RANK_EXPECT(rt.recordEvent(join, s2) == ncclSuccess && rt.waitEvent(s1, join) == ncclSuccess, "join");
+    RANK_EXPECT(g.end(s1, &graph1) == 0 && graph1 && g.instantiate(&exec1, graph1, 0) == 0, "capture 1");
+    // Graph 2: max all-reduce of c on s2.
+    RANK_EXPECT(g.begin(s2, gpu_test::kCaptureModeGlobal) == 0, "begin capture 2");
+    RANK_NCCL(ncclAllReduce(c.p, c.p, small, ncclFloat32, ncclMax, comm, cs2));
+    RANK_EXPECT(g.end(s2, &graph2) == 0 && graph2 && g.instantiate(&exec2, graph2, 0) == 0, "capture 2");
+    std::vector<float> ha(count), hb(small * static_cast<size_t>(n)), hc(small);
+    auto expectAll = [&](const std::vector<float>& v, size_t from, size_t to, float want, const char* what, int round) {
+      size_t wrong = 0, first = to;
+      for (size_t i = from; i < to; ++i)
+        if (v[i] != want) first = wrong++ ? first : i;
+      RANK_EXPECT(wrong == 0, "round %d, %s: %zu wrong, [%zu] = %g, expected %g", round, what, wrong, first,
+                  wrong ? v[first] : 0.0, want);
+    };
+    for (int round = 0; round < 4; ++round) {
+      const float base = static_cast<float>(round);
+      std::fill(ha.begin(), ha.end(), rank + 1 + base);
+      std::fill(hc.begin(), hc.end(), rank * 10 + base);
+      RANK_EXPECT(rt.copyAsync(a.p, ha.data(), count * 4, s1) == ncclSuccess &&
+                      rt.copyAsync(c.p, hc.data(), small * 4, s1) == ncclSuccess,
+                  "upload");
+      RANK_EXPECT(g.launch(exec1, s1) == 0, "replay 1");
+      RANK_EXPECT(rt.copyAsync(ha.data(), a.p, count * 4, s1) == ncclSuccess &&
+                      rt.copyAsync(hb.data(), b.p, hb.size() * 4, s1) == ncclSuccess && rt.synchronize(s1) == ncclSuccess,
+                  "download");
+      expectAll(ha, 0, count, 3 + 2 * base, "graph 1's all-reduce", round);
+      for (int r = 0; r < n; ++r)
+        expectAll(hb, static_cast<size_t>(r) * small, static_cast<size_t>(r + 1) * small, r * 10 + base,
+                  "graph 1's all-gather", round);
+      // An eager call in between, on the other stream.
+      RANK_NCCL(ncclAllReduce(a.p, a.p, count, ncclFloat32, ncclSum, comm, cs2));
+      RANK_EXPECT(g.launch(exec2, s2) == 0, "replay 2");
+      RANK_EXPECT(rt.copyAsync(ha.data(), a.p, count * 4, s2) == ncclSuccess &&
+                      rt.copyAsync(hc.data(), c.p, small * 4, s2) == ncclSuccess && rt.synchronize(s2) == ncclSuccess,
+                  "download");
+      expectAll(ha, 0, count, 2 * (3 + 2 * base), "the eager all-reduce", round);
+      expectAll(hc, 0, small, 10 + base, "graph 2's max", round);
+    }
+    ncclResult_t async = ncclSuccess;
+    RANK_NCCL(ncclCommGetAsyncError(comm, &async));
+    RANK_EXPECT(async == ncclSuccess, "async error: %s", ncclGetLastError(comm));
+    g.execDestroy(exec1);
+    g.destroy(graph1);
+    g.execDestroy(exec2);
+    g.destroy(graph2);
+    RANK_NCCL(ncclCommDestroy(comm));
+    rt.destroyEvent(fork);
+    rt.destroyEvent(join);
+    rt.destroyStream(s1);
+    rt.destroyStream(s2);
+    return 0;
+  });
+}
+
+// A GPU rank beside a CPU rank that takes the streams' path
+// (HETCCL_FORCE_STAGING=1): the CPU rank cannot meet a captured call, so
+// the capture is refused at once with a message, not left to time out.
+TEST(GpuCrossDomain, CaptureBesideCpuRanksOnTheStreamsIsRefused) {
+  REQUIRE_GPUS(1);
+  auto env = [](int rank) {
+    mp::Env e = {{"HETCCL_FORCE_STAGING", "1"}};
+    if (rank == 1) e.push_back({"HETCCL_DEVICE", "host"});
+    return e;
+  };
+  EXPECT_RANKS_PASS_EACH(2, env, 120, [](int rank, int n, const ncclUniqueId& id) {
+    Runtime& rt = hetccl::processRuntime();
+    if (rank == 0) RANK_EXPECT(rt.setDevice(0) == ncclSuccess, "set device");
+    CudaGraphs g;
+    if (rank == 0 && !cudaGraphsFor(rank, &g)) return 0;
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    if (rank == 0) {
+      DeviceBuffer dev(rt, 4096);
+      Stream s = nullptr;
+      RANK_EXPECT(dev.p && rt.createStream(&s) == ncclSuccess, "alloc");
+      RANK_EXPECT(g.begin(s, gpu_test::kCaptureModeGlobal) == 0, "begin capture");
+      const ncclResult_t r = ncclAllReduce(dev.p, dev.p, 1024, ncclFloat32, ncclSum, comm, static_cast<cudaStream_t>(s));
+      void* graph = nullptr;
+      g.end(s, &graph);
+      RANK_EXPECT(r == ncclInvalidUsage, "capture beside a CPU rank on the streams: %s", ncclGetErrorString(r));
+      RANK_EXPECT(strstr(ncclGetLastError(comm), "HETCCL_FORCE_STAGING"), "message: %s", ncclGetLastError(comm));
+      if (graph) g.destroy(graph);
+      rt.destroyStream(s);
+    }
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
 // A peer that dies before a replay: the replay's host node gives up within
 // the timeout, the communicator reports it through ncclCommGetAsyncError
 // (as PyTorch's watchdog polls), and ncclCommAbort returns promptly.
@@ -195,11 +331,9 @@ TEST(GpuCrossDomain, AReplayWithADeadPeerIsAnAsyncErrorNotAHang) {
   REQUIRE_GPUS(1);
   EXPECT_RANKS_PASS_EACH(2, twoDomains({{"HETCCL_TIMEOUT", "10"}}), 120, [](int rank, int n, const ncclUniqueId& id) {
     Runtime& rt = hetccl::processRuntime();
-    RANK_EXPECT(rt.setDevice(rank % gpu_test::gpuCount()) == ncclSuccess, "set device");
     CudaGraphs g;
-    if (!cudaGraphsFor(rank, &g)) return 0;
     ncclComm_t comm;
-    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    if (int r = openGraphRank(rank, n, id, &g, &comm)) return r < 0 ? 0 : r;
     const size_t count = 1 << 18;
     DeviceBuffer dev(rt, count * 4);
     Stream s = nullptr;

@@ -172,8 +172,27 @@ TEST(StreamCollectives, IssuingThreadKeepsResultsRight) {
   });
 }
 
-TEST(StreamCollectives, MismatchedCountsFailWithoutHanging) {
-  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, streamEnv("10")), 60, [](int rank, int n, const ncclUniqueId& id) {
+// HETCCL_STREAM_GRAPHS=2: every call takes the replayable chains that
+// graph captures take on GPUs (stream_graph_lane.cc), here run at once by
+// the host ranks' "streams". The matrix's many calls of many pieces reuse
+// the lane's two slots thousands of times with the same handshake values,
+// as replays do.
+TEST(StreamCollectives, ReplayableChainsEveryCollectiveTypeOpCountAndPlacement) {
+  const uint64_t seed = hetccl::testing::runSeed();
+  mp::Env env = streamEnv();
+  env.push_back({"HETCCL_STREAM_GRAPHS", "2"});
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 500,
+                         [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
+}
+
+TEST(StreamCollectives, ReplayableChainsDeadPeerIsAnErrorNotAHang) {
+  mp::Env env = streamEnv("20");
+  env.push_back({"HETCCL_STREAM_GRAPHS", "2"});
+  deadPeerIsAnError(threeDomains(env));
+}
+
+void mismatchedCountsFailWithoutHanging(const mp::Env& env) {
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 60, [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
     std::vector<float> x(100000, 1.0f);
@@ -193,6 +212,14 @@ TEST(StreamCollectives, MismatchedCountsFailWithoutHanging) {
     ncclCommAbort(comm);
     return 0;
   });
+}
+
+TEST(StreamCollectives, MismatchedCountsFailWithoutHanging) { mismatchedCountsFailWithoutHanging(streamEnv("10")); }
+
+TEST(StreamCollectives, ReplayableChainsMismatchedCountsFail) {
+  mp::Env env = streamEnv("10");
+  env.push_back({"HETCCL_STREAM_GRAPHS", "2"});
+  mismatchedCountsFailWithoutHanging(env);
 }
 
 // The same number of pieces, but different collectives: caught by the
@@ -294,8 +321,8 @@ TEST(StreamCollectives, DeadPeerThroughTheRelayIsAnErrorNotAHang) {
 // Collectives in a group (PyTorch's coalesced calls) go to the streams one
 // after another in the group's order; a group with send/recv is staged
 // whole. Both right.
-TEST(StreamCollectives, GroupedCollectivesAndMixedGroupsAreRight) {
-  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, streamEnv()), 120, [](int rank, int n, const ncclUniqueId& id) {
+void groupedCollectivesAndMixedGroupsAreRight(const mp::Env& env) {
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 120, [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
     const size_t count = 5001;
@@ -341,6 +368,14 @@ TEST(StreamCollectives, GroupedCollectivesAndMixedGroupsAreRight) {
     RANK_NCCL(ncclCommDestroy(comm));
     return 0;
   });
+}
+
+TEST(StreamCollectives, GroupedCollectivesAndMixedGroupsAreRight) { groupedCollectivesAndMixedGroupsAreRight(streamEnv()); }
+
+TEST(StreamCollectives, ReplayableChainsGroupedCollectivesAndMixedGroupsAreRight) {
+  mp::Env env = streamEnv();
+  env.push_back({"HETCCL_STREAM_GRAPHS", "2"});
+  groupedCollectivesAndMixedGroupsAreRight(env);
 }
 
 // Send/recv on the streams (HETCCL_STREAM_P2P, on by default). The matrix's

@@ -75,6 +75,7 @@ static_assert(kStreamNonBlocking == cudaStreamNonBlocking);
 static_assert(kEventDisableTiming == cudaEventDisableTiming);
 static_assert(kMemcpyDefault == cudaMemcpyDefault);
 static_assert(kWaitGeq == CU_STREAM_WAIT_VALUE_GEQ);
+static_assert(kWaitAnd == CU_STREAM_WAIT_VALUE_AND);
 static_assert(kCaptureModeRelaxed == cudaStreamCaptureModeRelaxed);
 static_assert(kUserObjectNoDestructorSync == CU_USER_OBJECT_NO_DESTRUCTOR_SYNC && kGraphUserObjectMove == CU_GRAPH_USER_OBJECT_MOVE);
 static_assert(kErrorNotReady == cudaErrorNotReady);

@@ -71,6 +71,7 @@ static_assert(kStreamNonBlocking == hipStreamNonBlocking);
 static_assert(kEventDisableTiming == hipEventDisableTiming);
 static_assert(kMemcpyDefault == hipMemcpyDefault);
 static_assert(kWaitGeq == hipStreamWaitValueGte);
+static_assert(kWaitAnd == hipStreamWaitValueAnd);
 static_assert(kCaptureModeRelaxed == hipStreamCaptureModeRelaxed);
 static_assert(kErrorNotReady == hipErrorNotReady);
 static_assert(hipSuccess == 0);
