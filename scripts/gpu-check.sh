@@ -291,6 +291,16 @@ step two_gpu_domains_stream_one_hardware_queue env CUDA_DEVICE_MAX_CONNECTIONS=1
 # for work the runtime queued behind it.
 step two_gpu_domains_graphs_one_hardware_queue env CUDA_DEVICE_MAX_CONNECTIONS=1 HETCCL_TIMEOUT=30 \
   "$build/tests/gpu_comm_tests" --gtest_filter='GpuCrossDomain.GraphCapture*:GpuCrossDomain.Replays*'
+# hetccl-perf -G: each row's iterations captured in a CUDA graph and
+# replayed (the replayable chains), beside the eager rows above/below; a
+# GPU rank's captures beside CPU ranks (host-staged graph nodes, the CPU
+# ranks calling eagerly), checked.
+step two_gpu_domains_graphs_bandwidth "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,broadcast -N 2 --domains 2 \
+  -G 1 -b 64K -e 256M -f 4 -n 10 -w 2 -c 1
+full_step two_gpu_domains_host_staged_graphs_bandwidth env HETCCL_STREAM_GRAPHS=0 "$build/hetccl-perf" all_reduce -N 2 \
+  --domains 2 -G 1 -b 64K -e 256M -f 4 -n 10 -w 2 -c 1
+step gpu_and_cpu_ranks_graphs "$build/hetccl-perf" all_reduce,all_gather,broadcast,reduce_scatter -N 3 --host-ranks 2 \
+  -G 2 -b 8 -e 4M -f 8 -d float,int32 -n 3 -w 1 -c 1
 # All-reduce always up to 1 GiB and checked; the others up to 256 MiB,
 # unchecked (checked above), unless FULL=1.
 step two_gpu_domains_stream_bandwidth_all_reduce "$build/hetccl-perf" all_reduce -N 2 --domains 2 -b 1M -e 1G -f 4 -n 10 -w 3 -c 1

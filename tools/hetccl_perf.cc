@@ -21,6 +21,7 @@
 
 #include <dlfcn.h>
 
+#include "cuda_graphs.h"
 #include "launcher.h"
 #include "nccl.h"
 #include "perf_buffers.h"
@@ -48,6 +49,7 @@ struct Options {
   bool showHostTime = false;             // --host-time: the calling thread's time per call
   int hostRanks = 0;                     // --host-ranks K: the last K local ranks are CPU ranks
   int peerShift = 1;                     // --peer-shift S: sendrecv to rank+S, from rank-S
+  int graphLaunches = 0;                 // -G L: the iterations captured in a CUDA graph, launched L times
 };
 
 size_t parseSize(const char* s) {
@@ -71,6 +73,7 @@ size_t parseSize(const char* s) {
           "  -c <0|1> check results   -o <sum|prod|max|min|avg|mulsum|all>[,...]   -d <type|all>[,...]   -r <root>\n"
           "  -N <ranks> start this many local ranks (else mpirun/torchrun variables, else 1 rank)\n"
           "  -g <G>     each process drives G ranks (GPUs) from one thread, in groups (nccl-tests' -g)\n"
+          "  -G <L>     capture the -n iterations in a CUDA graph and launch it L times (nccl-tests' -G; NVIDIA GPUs, -g 1)\n"
           "  --domains <K>          with -N: place the local ranks in K domains (contiguous blocks)\n"
           "  --domain-list <a,b,..> with -N: the domain of each local rank, in rank order\n"
           "  --host-ranks <K>       with -N: the last K local ranks are CPU ranks (HETCCL_DEVICE=host)\n"
@@ -167,11 +170,16 @@ Options parse(int argc, char** argv) {
         o.perProcess = atoi(optarg);
         if (o.perProcess < 1) usage("-g needs at least 1");
         break;
-      case 'm': case 'z': case 'G': break;  // accepted for nccl-tests compatibility, no effect on host ranks
+      case 'G':
+        o.graphLaunches = atoi(optarg);
+        if (o.graphLaunches < 0) usage("-G needs 0 or more");
+        break;
+      case 'm': case 'z': break;  // accepted for nccl-tests compatibility, no effect
       default: usage(nullptr);
     }
   }
   if (o.iters < 1 || o.minBytes > o.maxBytes || (o.factor <= 1 && o.step == 0)) usage("bad size/iteration options");
+  if (o.graphLaunches > 0 && o.perProcess > 1) usage("-G goes with one rank per process (-g 1)");
   if ((o.domains || !o.domainList.empty()) && o.localRanks <= 0) usage("--domains/--domain-list go with -N");
   if (!o.domainList.empty() && static_cast<int>(o.domainList.size()) != o.localRanks)
     usage("--domain-list needs one name per local rank");
@@ -367,6 +375,22 @@ int runRanks(const Options& o, int first, int perProcess, int n, int localBase, 
   auto launchAll = [&](const Case& k, bool inPlace) {
     return forEachRank(ranks, [&](LocalRank& r) { return r.run.launch(k, r.op, inPlace); });
   };
+  // -G: each row's iterations captured in a CUDA graph and launched
+  // o.graphLaunches times (after one launch to warm up). A process that
+  // cannot capture (a CPU rank, no CUDA graphs) makes the same calls
+  // eagerly, so its peers' replays meet them.
+  const gpu_test::CudaGraphs cudaGraphs = o.graphLaunches > 0 && buf0.gpu() ? gpu_test::cudaGraphs() : gpu_test::CudaGraphs{};
+  const bool captures = cudaGraphs.ok && strcmp(buf0.runtimeName(), "cuda") == 0;
+  const int launches = std::max(1, o.graphLaunches), warmLaunches = o.graphLaunches > 0 && o.warmup > 0 ? 1 : 0;
+  if (o.graphLaunches > 0 && printer)
+    printf("# CUDA graphs: the %d iterations captured, launched %d times%s\n", o.iters, o.graphLaunches,
+           captures ? "" : " (not on this process's ranks: no CUDA graphs here, they call eagerly)");
+  // The iterations of `times` graph launches, called eagerly.
+  auto eagerIterations = [&](const Case& k, bool inPlace, int times) -> ncclResult_t {
+    for (int it = 0; it < o.iters * times; ++it)
+      if (ncclResult_t r = launchAll(k, inPlace); r != ncclSuccess) return r;
+    return ncclSuccess;
+  };
   auto synchronizeAll = [&] {
     for (LocalRank& r : ranks) r.buf.synchronize();
   };
@@ -417,15 +441,45 @@ int runRanks(const Options& o, int first, int perProcess, int n, int localBase, 
             }
             for (int w = 0; w < o.warmup; ++w) PERF_CHECK_ALL(launchAll(k, inPlace));
             synchronizeAll();
+            void *graph = nullptr, *exec = nullptr;
+            void* stream = ranks[0].buf.stream();
+            if (o.graphLaunches > 0 && captures) {
+              if (cudaGraphs.begin(stream, gpu_test::kCaptureModeGlobal) != 0) {
+                fprintf(stderr, "rank %d: cudaStreamBeginCapture failed\n", first);
+                return 1;
+              }
+              ncclResult_t captured = ncclSuccess;
+              for (int it = 0; it < o.iters && captured == ncclSuccess; ++it) captured = launchAll(k, inPlace);
+              const int ended = cudaGraphs.end(stream, &graph);
+              PERF_CHECK_ALL(captured);
+              if (ended != 0 || !graph || cudaGraphs.instantiate(&exec, graph, 0) != 0) {
+                fprintf(stderr, "rank %d: the captured graph could not be made (%d)\n", first, ended);
+                return 1;
+              }
+              for (int w = 0; w < warmLaunches; ++w) cudaGraphs.launch(exec, stream);
+            } else {
+              PERF_CHECK_ALL(eagerIterations(k, inPlace, warmLaunches));  // the peers' warm-up launches
+            }
+            synchronizeAll();
             // Align the ranks, then time the iterations (to the end of the
             // last one on the streams, as nccl-tests does).
             PERF_CHECK_ALL(exchange(0.0, ncclFloat64, ncclSum, false).first);
+            const int calls = o.iters * launches;
             auto t0 = std::chrono::steady_clock::now();
-            for (int it = 0; it < o.iters; ++it) PERF_CHECK_ALL(launchAll(k, inPlace));
-            hostTimes[inPlace] =
-                std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / o.iters;
+            if (exec) {
+              for (int l = 0; l < launches; ++l)
+                if (cudaGraphs.launch(exec, stream) != 0) {
+                  fprintf(stderr, "rank %d: cudaGraphLaunch failed\n", first);
+                  return 1;
+                }
+            } else {
+              PERF_CHECK_ALL(eagerIterations(k, inPlace, launches));
+            }
+            hostTimes[inPlace] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls;
             synchronizeAll();
-            const double mine = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / o.iters;
+            const double mine = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls;
+            if (exec) cudaGraphs.execDestroy(exec);
+            if (graph) cudaGraphs.destroy(graph);
             auto [timeResult, us] = exchange(mine, ncclFloat64, ncclMax, false);
             PERF_CHECK_ALL(timeResult);
             times[inPlace] = us;

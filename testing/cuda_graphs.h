@@ -1,5 +1,6 @@
 // CUDA's graph calls for the GPU tests (gpu_comm_test.cc,
-// graph_capture_test.cc), from the CUDA runtime library.
+// graph_capture_test.cc) and hetccl-perf's -G, from the CUDA runtime
+// library.
 #pragma once
 
 #include <dlfcn.h>
