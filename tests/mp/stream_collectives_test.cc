@@ -185,6 +185,19 @@ TEST(StreamCollectives, ReplayableChainsEveryCollectiveTypeOpCountAndPlacement) 
                          [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
 }
 
+// HETCCL_STREAM_GRAPHS takes 0, 1 or 2: anything else is an init error.
+TEST(StreamCollectives, AGraphsSettingOutOfRangeIsAnInitError) {
+  mp::Env env = streamEnv();
+  env.push_back({"HETCCL_STREAM_GRAPHS", "3"});
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_EXPECT(ncclCommInitRank(&comm, n, id, rank) != ncclSuccess, "init succeeded");
+    const char* e = ncclGetLastError(nullptr);
+    RANK_EXPECT(strstr(e, "HETCCL_STREAM_GRAPHS=3") || strstr(e, "rank 0"), "error: %s", e);
+    return 0;
+  });
+}
+
 TEST(StreamCollectives, ReplayableChainsDeadPeerIsAnErrorNotAHang) {
   mp::Env env = streamEnv("20");
   env.push_back({"HETCCL_STREAM_GRAPHS", "2"});
