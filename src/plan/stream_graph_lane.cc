@@ -45,7 +45,6 @@
 #include "bootstrap/bootstrap.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "plan/host_staging.h"
 
 namespace hetccl {
 
@@ -138,13 +137,17 @@ ncclResult_t StreamCollectives::enqueueReplayable(const Op& op) {
   // Chains share the lane's handshakes, so they must not run side by
   // side: one on another stream waits for the last one's end, where the
   // runtime can express it (outside captures, or within one capture).
-  if (lane.anyChain && s != lane.lastStream && capturing == lane.lastCaptured && (!capturing || (capture && capture == lane.lastCapture)))
+  const bool sameCapture = !capturing || (capture && capture == lane.lastCapture);
+  if (lane.anyChain && s != lane.lastStream && capturing == lane.lastCaptured && sameCapture)
     HETCCL_TRY(rt_.waitEvent(s, lane.chainEnd));
   volatile uint32_t* busy = lane.busy(rank_, lane.nextBusy++ % GraphLane::kBusyLines);
   HETCCL_TRY(rt_.writeFlag(s, busy, 1));
   HETCCL_TRY(copyOwnBlock(op, s));
   const size_t pieceElems = pieceElemsOf(op, lane.partBytes);
   const size_t pieces = (op.count + pieceElems - 1) / pieceElems;
+  shapeOf(op, 0, std::min(pieceElems, op.count), &lane.shapes[0]);  // which phases the collective has
+  lane.firstPhase = lane.shapes[0].reduces || lane.shapes[0].exchanges;
+  lane.secondPhase = lane.shapes[0].gathers;
   for (size_t batch = 0; batch < pieces + 3; ++batch) {
     HETCCL_TRY(checkUsable(op.kind));  // a host rank's "stream" runs the batches in the call: stop at an error
     ncclResult_t r = queueReplayableBatch(op, batch, pieces, pieceElems);
@@ -172,9 +175,7 @@ ncclResult_t StreamCollectives::queueReplayableBatch(const Op& op, size_t batch,
   constexpr uint32_t kFull = GraphLane::kFull, kEmpty = GraphLane::kEmpty;
   // Which piece each stage works on in this batch (none: out of range);
   // the first phase's stages go first where the collective has both.
-  Shape probe;
-  shapeOf(op, 0, std::min(pieceElems, op.count), &probe);
-  const bool first = probe.reduces || probe.exchanges, second = probe.gathers;
+  const bool first = lane.firstPhase, second = lane.secondPhase;
   const size_t lag[4] = {0, 1, first ? 2u : 0u, first ? 3u : 1u};
   const bool runs[4] = {first, first, second, second};
   bool active[4] = {};

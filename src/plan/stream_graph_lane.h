@@ -89,7 +89,10 @@ struct StreamCollectives::GraphLane {
   uint64_t lastCapture = 0;
   bool lastCaptured = false, anyChain = false;
   size_t nextBusy = 0;
-  StreamCollectives::Shape shapes[4];  // the piece each stage works on in the batch being queued
+  // The call being queued: its phases, and the piece each stage works on
+  // in the batch being queued.
+  bool firstPhase = false, secondPhase = false;
+  StreamCollectives::Shape shapes[4];
 };
 
 }  // namespace hetccl
