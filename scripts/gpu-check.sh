@@ -295,8 +295,8 @@ step two_gpu_domains_graphs_one_hardware_queue env CUDA_DEVICE_MAX_CONNECTIONS=1
 # replayed (the replayable chains), beside the eager rows above/below; a
 # GPU rank's captures beside CPU ranks (host-staged graph nodes, the CPU
 # ranks calling eagerly), checked.
-step two_gpu_domains_graphs_bandwidth "$build/hetccl-perf" all_reduce,all_gather,reduce_scatter,broadcast -N 2 --domains 2 \
-  -G 1 -b 64K -e 256M -f 4 -n 10 -w 2 -c 1
+step two_gpu_domains_graphs_bandwidth "$build/hetccl-perf" all_reduce,all_gather -N 2 --domains 2 \
+  -G 1 -b 64K -e "$(big 256M 64M)" -f 4 -n 10 -w 2 -c 1
 full_step two_gpu_domains_host_staged_graphs_bandwidth env HETCCL_STREAM_GRAPHS=0 "$build/hetccl-perf" all_reduce -N 2 \
   --domains 2 -G 1 -b 64K -e 256M -f 4 -n 10 -w 2 -c 1
 step gpu_and_cpu_ranks_graphs "$build/hetccl-perf" all_reduce,all_gather,broadcast,reduce_scatter -N 3 --host-ranks 2 \
