@@ -73,7 +73,7 @@ size_t parseSize(const char* s) {
           "  -c <0|1> check results   -o <sum|prod|max|min|avg|mulsum|all>[,...]   -d <type|all>[,...]   -r <root>\n"
           "  -N <ranks> start this many local ranks (else mpirun/torchrun variables, else 1 rank)\n"
           "  -g <G>     each process drives G ranks (GPUs) from one thread, in groups (nccl-tests' -g)\n"
-          "  -G <L>     capture the -n iterations in a CUDA graph and launch it L times (nccl-tests' -G; NVIDIA GPUs, -g 1)\n"
+          "  -G <L>     capture the -n iterations in a CUDA graph, launch it L times (nccl-tests' -G; NVIDIA, -g 1)\n"
           "  --domains <K>          with -N: place the local ranks in K domains (contiguous blocks)\n"
           "  --domain-list <a,b,..> with -N: the domain of each local rank, in rank order\n"
           "  --host-ranks <K>       with -N: the last K local ranks are CPU ranks (HETCCL_DEVICE=host)\n"

@@ -221,6 +221,8 @@ ncclResult_t Communicator::createDomains() {
   HETCCL_TRY(r);
   backend = makeNativeBackend(*domainComm);
   proxy = std::make_unique<Proxy>();
+  const bool hostRanks =
+      std::any_of(peers.begin(), peers.end(), [](const RankInfo& p) { return strcmp(p.runtime, "host") == 0; });
   if (staged && streamCollectivesFit()) {
     StreamSetup s;
     s.runtime = &rt;
@@ -252,13 +254,12 @@ ncclResult_t Communicator::createDomains() {
     s.issueThread = tunables.streamIssueThread != 0;  // rank 0's: it decides where send/recv go
     s.p2p = tunables.streamP2p != 0;
     s.graphs = static_cast<int>(tunables.streamGraphs);
-    for (const RankInfo& p : peers) s.everyRankOnDevice &= strcmp(p.runtime, "host") != 0;
+    s.everyRankOnDevice = !hostRanks;
     HETCCL_TRY(StreamCollectives::create(s, &streamCollectives));
   }
   if (staged && !streamCollectives) HETCCL_TRY(StreamHierarchy::create(*this, &streamHierarchy));
   // Host ranks on the streams never capture; a GPU rank's captured call
   // would take host-staged graph nodes their calls do not meet.
-  const bool hostRanks = std::any_of(peers.begin(), peers.end(), [](const RankInfo& p) { return strcmp(p.runtime, "host") == 0; });
   if ((streamCollectives || streamHierarchy) && hostRanks && hostStaging)
     hostStaging->refuseCaptures("CPU ranks take the GPU ranks' stream path here (HETCCL_FORCE_STAGING=1) and cannot "
                                 "meet a captured call; unset HETCCL_FORCE_STAGING to capture beside CPU ranks");

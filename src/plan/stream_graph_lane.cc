@@ -225,7 +225,8 @@ ncclResult_t StreamCollectives::queueReplayableBatch(const Op& op, size_t batch,
           const Part from = sh.fromRank[static_cast<size_t>(q)];
           if (sh.exchanges && from.count)
             HETCCL_TRY(rt_.copyAsync(recv + from.offset * es, lane.sendPart(q, k, rank_), from.count * es, s));
-          if (own.count) HETCCL_TRY(rt_.copyAsync(lane.incomingPart(k, q), lane.sendPart(q, k, rank_), own.count * es, s));
+          if (own.count)
+            HETCCL_TRY(rt_.copyAsync(lane.incomingPart(k, q), lane.sendPart(q, k, rank_), own.count * es, s));
           HETCCL_TRY(rt_.writeFlag(s, lane.sent(q, k, rank_), kEmpty));
         }
         HETCCL_TRY(reduceMine(op, sh, lane.incomingPart(k, 0), lane.partBytes, s));
