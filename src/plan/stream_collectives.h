@@ -134,8 +134,8 @@ class StreamCollectives {
   // first call sets it up, a collective step); else captures stay
   // host-staged everywhere.
   bool replaysOnStreams(bool capturing) const {
-    // A host rank never captures: beside one, a GPU rank's capture stays
-    // host-staged (its host node meets the host rank's call).
+    // A host rank never captures, so beside one a GPU rank's capture is
+    // not taken here (the communicator refuses it: communicator.cc).
     const bool captured = capturing && setup_.graphs == 1 && setup_.everyRankOnDevice;
     return (setup_.graphs == 2 || captured) && !relay_ && !setup_.issueThread;
   }
