@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Builds hetccl and runs every test (unit, multi-process, ABI, drop-in,
-# hetccl-perf check). This is what CI runs.
+# hetccl-perf check, fault injection), then the multi-process tests that
+# take input from other processes under AddressSanitizer and
+# UndefinedBehaviorSanitizer. This is what CI runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 # CI builds the NVIDIA and AMD kernel images too (nvcc, hipcc).
 HETCCL_CMAKE_ARGS="-DHETCCL_REQUIRE_KERNELS=ON ${HETCCL_CMAKE_ARGS:-}" scripts/build.sh
-cd build
-ctest --output-on-failure --timeout 600 "$@"
+(cd build && ctest --output-on-failure --timeout 600 "$@")
+scripts/sanitize-check.sh address quick

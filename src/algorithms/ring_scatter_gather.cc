@@ -47,7 +47,7 @@ ncclResult_t allGather(Communicator& c, const Op& op, uint64_t tag) {
   const int n = c.nranks, r = c.rank;
   const size_t blockBytes = op.count * typeSize(op.type);
   char* out = static_cast<char*>(op.recvbuff);
-  if (op.sendbuff != out + r * blockBytes) memmove(out + r * blockBytes, op.sendbuff, blockBytes);
+  if (blockBytes && op.sendbuff != out + r * blockBytes) memmove(out + r * blockBytes, op.sendbuff, blockBytes);
   const int next = (r + 1) % n, prev = (r - 1 + n) % n;
   for (int step = 0; step < n - 1; ++step) {
     const int sendBlock = (r - step + n) % n;

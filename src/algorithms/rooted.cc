@@ -29,7 +29,7 @@ ncclResult_t broadcast(Communicator& c, const Op& op, uint64_t tag) {
   const size_t es = typeSize(op.type);
   char* out = static_cast<char*>(op.recvbuff);
   const int pos = (c.rank - op.root + n) % n;  // 0 = root
-  if (pos == 0 && op.sendbuff != out) memmove(out, op.sendbuff, op.count * es);
+  if (pos == 0 && op.count && op.sendbuff != out) memmove(out, op.sendbuff, op.count * es);
   if (n == 1) return ncclSuccess;
   const int next = (c.rank + 1) % n, prev = (c.rank - 1 + n) % n;
   const bool last = pos == n - 1;
@@ -96,7 +96,7 @@ ncclResult_t gather(Communicator& c, const Op& op, uint64_t tag) {
   const size_t bytes = op.count * typeSize(op.type);
   if (c.rank != op.root) return c.net->send(op.root, op.sendbuff, bytes, tag);
   char* out = static_cast<char*>(op.recvbuff);
-  if (op.sendbuff != out + c.rank * bytes) memmove(out + c.rank * bytes, op.sendbuff, bytes);
+  if (bytes && op.sendbuff != out + c.rank * bytes) memmove(out + c.rank * bytes, op.sendbuff, bytes);
   Request* recvs = c.requestPool.take(static_cast<size_t>(c.nranks));
   std::vector<Request*>& list = c.requestPool.pending;
   for (int p = 0; p < c.nranks; ++p) {
@@ -118,7 +118,7 @@ ncclResult_t scatter(Communicator& c, const Op& op, uint64_t tag) {
     HETCCL_TRY(c.net->postSend(p, in + p * bytes, bytes, tag, &sends[p]));
     list.push_back(&sends[p]);
   }
-  if (in + c.rank * bytes != op.recvbuff) memmove(op.recvbuff, in + c.rank * bytes, bytes);
+  if (bytes && in + c.rank * bytes != op.recvbuff) memmove(op.recvbuff, in + c.rank * bytes, bytes);
   return c.net->wait(list.data(), list.size());
 }
 
@@ -130,7 +130,7 @@ ncclResult_t alltoAll(Communicator& c, const Op& op, uint64_t tag) {
   const char* outEnd = out + n * bytes;
   if (in < outEnd && out < in + n * bytes && bytes > 0) {  // overlapping (in-place): send from a copy
     char* copy = c.scratch(n * bytes);
-    memcpy(copy, in, n * bytes);
+    if (bytes) memcpy(copy, in, n * bytes);
     in = copy;
   }
   Request* sends = c.requestPool.take(2 * static_cast<size_t>(n));
@@ -146,7 +146,7 @@ ncclResult_t alltoAll(Communicator& c, const Op& op, uint64_t tag) {
     HETCCL_TRY(c.net->postRecv(p, out + p * bytes, bytes, tag, nullptr, &recvs[p]));
     list.push_back(&recvs[p]);
   }
-  memmove(out + c.rank * bytes, in + c.rank * bytes, bytes);
+  if (bytes) memmove(out + c.rank * bytes, in + c.rank * bytes, bytes);
   return c.net->wait(list.data(), list.size());
 }
 

@@ -113,7 +113,11 @@ ncclResult_t submit(const char* fn, Op op, ncclComm_t comm, ncclRedOp_t redop, b
     recordGroupError(code);
     return code;
   };
-  if (!validType(op.type)) return bad(fail(ncclInvalidArgument, "%s: invalid data type %d", fn, static_cast<int>(op.type)));
+  if (!validType(op.type)) {
+    int bits = 0;
+    memcpy(&bits, &op.type, sizeof(bits));
+    return bad(fail(ncclInvalidArgument, "%s: invalid data type %d", fn, bits));
+  }
   if (rooted && (op.root < 0 || op.root >= c->nranks))
     return bad(fail(ncclInvalidArgument, "%s: invalid %s %d (nranks is %d)", fn, op.isPointToPoint() ? "peer" : "root",
                     op.root, c->nranks));
@@ -156,7 +160,7 @@ Op makeOp(OpKind kind, const void* sendbuff, void* recvbuff, size_t count, ncclD
   op.sendbuff = sendbuff;
   op.recvbuff = recvbuff;
   op.count = count;
-  op.type = type;
+  memcpy(&op.type, &type, sizeof(type));  // checked in submit (validType), not loaded as an enum before
   op.root = root;
   return op;
 }

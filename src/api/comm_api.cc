@@ -1,6 +1,8 @@
 // Exported communicator lifecycle: unique id, init (blocking and not),
 // split, shrink, finalize, destroy, abort, queries and error strings.
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -79,7 +81,8 @@ ncclResult_t startInit(ncclComm_t* out, const CommConfig& config, Body body, boo
 ncclResult_t checkInitArgs(ncclComm_t* comm, int nranks, int rank) {
   if (!comm) return fail(ncclInvalidArgument, "comm pointer is NULL");
   HETCCL_TRY(checkSingleNccl());
-  if (nranks < 1) return fail(ncclInvalidArgument, "invalid nranks %d (must be at least 1)", nranks);
+  if (nranks < 1 || nranks > kMaxRanks)
+    return fail(ncclInvalidArgument, "invalid nranks %d (must be 1 to %d)", nranks, kMaxRanks);
   if (rank < 0 || rank >= nranks) return fail(ncclInvalidArgument, "invalid rank %d (nranks is %d)", rank, nranks);
   return ncclSuccess;
 }
@@ -269,10 +272,27 @@ HETCCL_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm) {
 HETCCL_WEAK_ALIAS(ncclCommFinalize)
 
 namespace {
+// A destroyed handle stays readable (so a call on it is an error, not a
+// crash) until kRetiredHandles later destroys; then it is freed. Memory
+// stays bounded over any number of create/destroy cycles.
+void retireHandle(ncclComm_t comm) {
+  constexpr size_t kRetiredHandles = 4096;
+  static std::mutex mutex;
+  static auto* retired = new std::deque<ncclComm_t>;  // never destroyed: reachable until exit
+  std::lock_guard<std::mutex> lock(mutex);
+  retired->push_back(comm);
+  if (retired->size() > kRetiredHandles) {
+    delete retired->front();
+    retired->pop_front();
+  }
+}
+
 ncclResult_t release(ncclComm_t comm, bool abort, const char* caller) {
   Communicator* c = nullptr;
   HETCCL_TRY(handleComm(comm, caller, &c));
   if (!c) return fail(ncclInternalError, "%s: no communicator", caller);  // never: tells GCC 12 that c is set
+  if (!abort && deferDestroy(comm)) return ncclSuccess;  // inside a group: at ncclGroupEnd, after its operations
+  if (abort) dropGroupWork(comm);
   if (abort) {
     c->abort.store(true);  // wakes any operation blocked in another thread
     if (c->vendor) c->vendor->markAborted();
@@ -289,6 +309,7 @@ ncclResult_t release(ncclComm_t comm, bool abort, const char* caller) {
   comm->aborted = abort;
   comm->impl = nullptr;
   delete c;
+  retireHandle(comm);
   return ncclSuccess;
 }
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
 
 #include <span>
 #include <vector>
@@ -20,6 +21,7 @@ struct GroupState {
   int depth = 0;
   std::vector<Op> ops;
   std::vector<ncclComm_t> inits;
+  std::vector<ncclComm_t> destroys;  // ncclCommDestroy inside the group: done at its end
   ncclResult_t error = ncclSuccess;
   std::string errorText;
   std::vector<VendorLibrary*> vendorGroups;  // vendor libraries in a group with this one
@@ -255,6 +257,21 @@ struct GroupEnd {
   static ncclResult_t finish(bool simulate, ncclSimInfo_t* sim) {
     if (tGroup.depth == 0) return fail(ncclInvalidUsage, "ncclGroupEnd called without a matching ncclGroupStart");
     if (--tGroup.depth > 0) return ncclSuccess;
+    std::vector<ncclComm_t> destroys;
+    destroys.swap(tGroup.destroys);
+    ncclResult_t r = run(simulate, sim);
+    // The group's operations have run (or failed): now the communicators
+    // destroyed inside it go, as NCCL does at the group's end.
+    const std::string text = r != ncclSuccess ? lastError() : "";
+    for (ncclComm_t comm : destroys) {
+      const ncclResult_t d = pncclCommDestroy(comm);
+      if (d != ncclSuccess && r == ncclSuccess) return d;
+    }
+    return r == ncclSuccess ? r : fail(r, "%s", text.c_str());
+  }
+
+ private:
+  static ncclResult_t run(bool simulate, ncclSimInfo_t* sim) {
     std::vector<VendorLibrary*> vendorGroups;
     vendorGroups.swap(tGroup.vendorGroups);
     const ncclResult_t vendorResult = VendorLibrary::groupEnd(vendorGroups);
@@ -295,6 +312,25 @@ struct GroupEnd {
 namespace hetccl {
 bool inGroup() { return tGroup.depth > 0; }
 void deferInit(ncclComm_t comm) { tGroup.inits.push_back(comm); }
+
+bool deferDestroy(ncclComm_t comm) {
+  if (tGroup.depth == 0) return false;
+  if (std::find(tGroup.destroys.begin(), tGroup.destroys.end(), comm) == tGroup.destroys.end())
+    tGroup.destroys.push_back(comm);
+  return true;
+}
+
+void dropGroupWork(ncclComm_t comm) {
+  Communicator* c = comm->impl;
+  const size_t before = tGroup.ops.size();
+  std::erase_if(tGroup.ops, [c](const Op& op) { return op.comm == c; });
+  std::erase(tGroup.inits, comm);
+  std::erase(tGroup.destroys, comm);
+  if (tGroup.ops.size() != before && tGroup.error == ncclSuccess) {
+    tGroup.error = ncclInvalidUsage;
+    tGroup.errorText = "a communicator was aborted inside the group before its operations ran";
+  }
+}
 
 // Called by the API layer when an enqueued call fails its checks.
 void recordGroupError(ncclResult_t r) {

@@ -17,5 +17,11 @@ bool inGroup();
 // A communicator whose init was started inside a group: ncclGroupEnd
 // waits for it (so one thread can init several ranks, as nccl-tests does).
 void deferInit(ncclComm_t comm);
+// ncclCommDestroy inside a group: true if it is left for ncclGroupEnd,
+// which runs the group's operations first (false outside a group).
+bool deferDestroy(ncclComm_t comm);
+// ncclCommAbort inside a group: the group forgets the communicator's
+// operations (ncclGroupEnd then fails, saying so) and its pending destroy.
+void dropGroupWork(ncclComm_t comm);
 
 }  // namespace hetccl

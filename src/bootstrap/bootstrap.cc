@@ -4,6 +4,9 @@
 
 #include <cstring>
 
+#include "bootstrap/hello_gate.h"
+#include "bootstrap/peer_process.h"
+
 #include "common/error.h"
 #include "common/log.h"
 
@@ -22,6 +25,8 @@ struct Hello {
 
 }  // namespace
 
+const size_t Listener::kHelloBytes = sizeof(Hello);
+
 ncclResult_t Listener::open(uint64_t secret) {
   secret_ = secret;
   SocketAddress addr;
@@ -31,21 +36,32 @@ ncclResult_t Listener::open(uint64_t secret) {
 }
 
 ncclResult_t Listener::connectTo(const SocketAddress& peer, uint64_t secret, int myRank, uint64_t tag,
-                                 const Deadline& deadline, const AbortFlag* abort, Socket* out) {
+                                 const Deadline& deadline, const AbortFlag* abort, Socket* out, int peerPid) {
   Socket s;
-  HETCCL_TRY(Socket::connect(peer, deadline, abort, &s));
+  HETCCL_TRY(Socket::connect(peer, deadline, abort, &s, peerPid));
   Hello h{kHelloMagic, myRank, secret, tag};
   HETCCL_TRY(s.sendAll(&h, sizeof(h), deadline, abort));
   *out = std::move(s);
   return ncclSuccess;
 }
 
-ncclResult_t Listener::takeArrival(int peer, uint64_t tag, int waitMs, const AbortFlag* abort, Socket* out,
+ncclResult_t Listener::takeArrival(int peer, uint64_t tag, int waitMs, const AbortFlag* /*abort*/, Socket* out,
                                    bool* accepted) {
   // Short turns under the lock: another thread waiting for its own
-  // connection takes what arrived for it in between.
+  // connection takes what arrived for it in between. Hellos are read by
+  // the gate, never waited for: a silent stranger delays nobody.
   std::lock_guard<std::mutex> lock(mutex_);
   *accepted = false;
+  const HelloGate::Take keep = [this](const void* bytes, Socket&& s) {
+    Hello h;
+    memcpy(&h, bytes, sizeof(h));
+    if (h.magic != kHelloMagic || h.secret != secret_) {
+      HETCCL_WARN("refused a connection to the communicator listener %s: it did not present the secret",
+                  address_.toString().c_str());
+      return;
+    }
+    pending_.push_back(Pending{h.rank, h.tag, std::move(s)});
+  };
   for (;;) {
     for (size_t i = 0; i < pending_.size(); ++i) {
       if (pending_[i].rank == peer && pending_[i].tag == tag) {
@@ -55,19 +71,10 @@ ncclResult_t Listener::takeArrival(int peer, uint64_t tag, int waitMs, const Abo
         return ncclSuccess;
       }
     }
-    Socket s;
-    bool arrived = false;
-    HETCCL_TRY(socket_.acceptWithin(waitMs, &s, &arrived));
-    if (!arrived) return ncclSuccess;
-    waitMs = 0;  // after an arrival, take only what is already there
-    Hello h{};
-    if (s.recvAll(&h, sizeof(h), Deadline(5.0), abort) != ncclSuccess || h.magic != kHelloMagic ||
-        h.secret != secret_) {
-      HETCCL_WARN("refused a connection to the communicator listener %s: it did not present the secret",
-                  address_.toString().c_str());
-      continue;
-    }
-    pending_.push_back(Pending{h.rank, h.tag, std::move(s)});
+    bool took = false;
+    HETCCL_TRY(gate_.pass(socket_, waitMs, keep, &took));
+    if (!took) return ncclSuccess;
+    waitMs = 0;  // after a hello, take only what is already there
   }
 }
 
@@ -76,13 +83,15 @@ ncclResult_t Listener::tryAcceptFrom(int peer, uint64_t tag, const AbortFlag* ab
 }
 
 ncclResult_t Listener::acceptFrom(int peer, uint64_t tag, const Deadline& deadline, const AbortFlag* abort,
-                                  Socket* out) {
+                                  Socket* out, int peerPid) {
   for (;;) {
     bool accepted = false;
     HETCCL_TRY(takeArrival(peer, tag, deadline.remainingMs(20), abort, out, &accepted));
     if (accepted) return ncclSuccess;
     if (abort && abort->load())
       return fail(ncclInvalidUsage, "communicator aborted while waiting for rank %d to connect", peer);
+    if (peerPid > 0 && processGone(peerPid))
+      return fail(ncclRemoteError, "no connection from rank %d: its process (pid %d) has exited", peer, peerPid);
     if (deadline.expired())
       return fail(ncclRemoteError, "no connection from rank %d (tag %llu): timed out waiting for a peer to connect (HETCCL_TIMEOUT)",
                   peer, static_cast<unsigned long long>(tag));
@@ -116,9 +125,8 @@ ncclResult_t Ring::barrier(const Deadline& deadline, const AbortFlag* abort) con
   return allGather(token.data(), 1, deadline, abort);
 }
 
-ncclResult_t buildRing(Listener& listener, const std::vector<SocketAddress>& addresses,
-                       const std::vector<int>& members, int myIndex, uint64_t tag, const Deadline& deadline,
-                       const AbortFlag* abort, Ring* out) {
+ncclResult_t buildRing(Listener& listener, const std::vector<RankInfo>& peers, const std::vector<int>& members,
+                       int myIndex, uint64_t tag, const Deadline& deadline, const AbortFlag* abort, Ring* out) {
   const int n = static_cast<int>(members.size());
   if (n == 1) {
     *out = Ring(0, 1, Socket(), Socket());
@@ -127,9 +135,12 @@ ncclResult_t buildRing(Listener& listener, const std::vector<SocketAddress>& add
   const int me = members[myIndex];
   const int next = members[(myIndex + 1) % n];
   const int prev = members[(myIndex - 1 + n) % n];
+  const RankInfo& mine = peers[static_cast<size_t>(me)];
+  const RankInfo& nextInfo = peers[static_cast<size_t>(next)];
   Socket nextSock, prevSock;
-  HETCCL_TRY(Listener::connectTo(addresses[next], listener.secret(), me, tag, deadline, abort, &nextSock));
-  HETCCL_TRY(listener.acceptFrom(prev, tag, deadline, abort, &prevSock));
+  HETCCL_TRY(Listener::connectTo(nextInfo.listenAddress, listener.secret(), me, tag, deadline, abort, &nextSock,
+                                 watchablePid(mine, nextInfo)));
+  HETCCL_TRY(listener.acceptFrom(prev, tag, deadline, abort, &prevSock, watchablePid(mine, peers[static_cast<size_t>(prev)])));
   *out = Ring(myIndex, n, std::move(nextSock), std::move(prevSock));
   return ncclSuccess;
 }

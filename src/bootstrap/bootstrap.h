@@ -7,6 +7,7 @@
 #include <mutex>
 #include <vector>
 
+#include "bootstrap/hello_gate.h"
 #include "bootstrap/rank_info.h"
 #include "bootstrap/socket.h"
 
@@ -27,17 +28,21 @@ enum ConnectionTag : uint64_t {
 
 class Listener {
  public:
+  static const size_t kHelloBytes;  // what a connection sends first
   ncclResult_t open(uint64_t secret);
   const SocketAddress& address() const { return address_; }
   uint64_t secret() const { return secret_; }
 
   // Connects to a peer's listener, introducing ourselves as `myRank`.
+  // peerPid (watchablePid): the peer's process, whose exit ends the wait.
   static ncclResult_t connectTo(const SocketAddress& peer, uint64_t secret, int myRank, uint64_t tag,
-                                const Deadline& deadline, const AbortFlag* abort, Socket* out);
+                                const Deadline& deadline, const AbortFlag* abort, Socket* out, int peerPid = 0);
   // Waits for `peer` to connect with `tag`; other arrivals are kept for
   // later. Safe to call from several threads at once (a communicator's
   // collectives and its send/recv make their connections apart).
-  ncclResult_t acceptFrom(int peer, uint64_t tag, const Deadline& deadline, const AbortFlag* abort, Socket* out);
+  // peerPid (watchablePid): the peer's process, whose exit ends the wait.
+  ncclResult_t acceptFrom(int peer, uint64_t tag, const Deadline& deadline, const AbortFlag* abort, Socket* out,
+                          int peerPid = 0);
   // The same without waiting: *accepted says whether `peer` has connected.
   ncclResult_t tryAcceptFrom(int peer, uint64_t tag, const AbortFlag* abort, Socket* out, bool* accepted);
 
@@ -54,8 +59,9 @@ class Listener {
   // waitMs for a first arrival.
   ncclResult_t takeArrival(int peer, uint64_t tag, int waitMs, const AbortFlag* abort, Socket* out, bool* accepted);
 
-  std::mutex mutex_;  // guards pending_ and accepting
+  std::mutex mutex_;  // guards pending_ and gate_
   std::vector<Pending> pending_;
+  HelloGate gate_{kHelloBytes};
 };
 
 class Ring {
@@ -76,10 +82,10 @@ class Ring {
   Socket next_, prev_;
 };
 
-// Builds a ring through `members` (indices into `addresses`, in ring order;
-// myIndex is ours) using the members' listeners and `tag`.
-ncclResult_t buildRing(Listener& listener, const std::vector<SocketAddress>& addresses,
-                       const std::vector<int>& members, int myIndex, uint64_t tag, const Deadline& deadline,
-                       const AbortFlag* abort, Ring* out);
+// Builds a ring through `members` (indices into `peers`, in ring order;
+// myIndex is ours) using the members' listeners and `tag`. A neighbour on
+// this host that has died is an error at once.
+ncclResult_t buildRing(Listener& listener, const std::vector<RankInfo>& peers, const std::vector<int>& members,
+                       int myIndex, uint64_t tag, const Deadline& deadline, const AbortFlag* abort, Ring* out);
 
 }  // namespace hetccl

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <thread>
 
+#include "bootstrap/peer_process.h"
 #include "common/error.h"
 #include "common/name_list.h"
 #include "common/params.h"
@@ -136,7 +137,7 @@ ncclResult_t Socket::listen(const SocketAddress& addr, Socket* out, SocketAddres
 }
 
 ncclResult_t Socket::connect(const SocketAddress& addr, const Deadline& deadline, const AbortFlag* abort,
-                             Socket* out) {
+                             Socket* out, int peerPid) {
   int delayMs = 1;
   for (;;) {
     if (abort && abort->load()) return fail(ncclInvalidUsage, "communicator aborted while connecting");
@@ -154,6 +155,9 @@ ncclResult_t Socket::connect(const SocketAddress& addr, const Deadline& deadline
     if (deadline.expired())
       return fail(ncclRemoteError, "connect to %s timed out (HETCCL_TIMEOUT): %s", addr.toString().c_str(),
                   strerror(err));
+    if (peerPid > 0 && processGone(peerPid))
+      return fail(ncclRemoteError, "connect to %s: the process listening there (pid %d) has exited",
+                  addr.toString().c_str(), peerPid);
     std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
     delayMs = delayMs < 50 ? delayMs * 2 : 50;
   }

@@ -52,9 +52,11 @@ class Socket {
 
   // Binds to `addr` (port 0 picks one) and listens; `bound` gets the port.
   static ncclResult_t listen(const SocketAddress& addr, Socket* out, SocketAddress* bound);
-  // Connects, retrying refused connections until the deadline.
+  // Connects, retrying refused connections until the deadline, or until
+  // the process `peerPid` (one of this host's, listening there; 0: not
+  // known) has exited.
   static ncclResult_t connect(const SocketAddress& addr, const Deadline& deadline, const AbortFlag* abort,
-                              Socket* out);
+                              Socket* out, int peerPid = 0);
   ncclResult_t accept(const Deadline& deadline, const AbortFlag* abort, Socket* out) const;
   // Accepts a connection if one arrives within `waitMs` (*accepted says).
   ncclResult_t acceptWithin(int waitMs, Socket* out, bool* accepted) const;

@@ -6,10 +6,13 @@
 
 #include <cstring>
 #include <functional>
+#include <map>
+#include <new>
 #include <random>
 #include <string>
 #include <thread>
 
+#include "bootstrap/hello_gate.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/params.h"
@@ -20,7 +23,7 @@ namespace {
 
 constexpr uint32_t kIdMagic = 0x4c435448;  // "HTCL"
 constexpr uint32_t kRootMagic = 0x544f4f52;
-constexpr uint16_t kIdVersion = 1;
+constexpr uint16_t kIdVersion = 2;
 constexpr uint16_t kFlagRank0Root = 1;
 
 struct IdLayout {
@@ -30,6 +33,9 @@ struct IdLayout {
   uint64_t secret;
   uint32_t addressLength;
   uint8_t address[sizeof(sockaddr_in6)];
+  int32_t rootPid;        // the process serving the root (0: not known, NCCL_COMM_ID)
+  uint64_t rootHostHash;  // its host and pid namespace (RankInfo's), so that
+  uint64_t rootPidNs;     // ranks beside it notice at once when it dies
 };
 static_assert(sizeof(IdLayout) <= NCCL_UNIQUE_ID_BYTES, "unique id layout too large");
 
@@ -42,7 +48,7 @@ struct RootHello {
   RankInfo info;
 };
 
-ncclResult_t encode(const SocketAddress& root, uint64_t secret, uint16_t flags, ncclUniqueId* id) {
+ncclResult_t encode(const SocketAddress& root, uint64_t secret, uint16_t flags, bool rootHere, ncclUniqueId* id) {
   if (root.length > sizeof(IdLayout::address)) return fail(ncclInternalError, "root address too long");
   IdLayout l{};
   l.magic = kIdMagic;
@@ -51,49 +57,138 @@ ncclResult_t encode(const SocketAddress& root, uint64_t secret, uint16_t flags, 
   l.secret = secret;
   l.addressLength = root.length;
   memcpy(l.address, &root.storage, root.length);
+  if (rootHere) {
+    l.rootPid = getpid();
+    l.rootHostHash = thisHostHash();
+    l.rootPidNs = thisPidNamespace();
+  }
   memset(id, 0, sizeof(*id));
   memcpy(id->internal, &l, sizeof(l));
   return ncclSuccess;
 }
 
-// Serves one rendezvous: collects nranks hellos (refusing wrong secrets),
-// then sends the full table to every rank. Gives up after the timeout.
+// What the root answers each rank before the table (kReplyOk) or instead.
+enum ReplyStatus : uint32_t {
+  kReplyOk = 0,
+  kReplyBadNranks = 1,
+  kReplyNranksDiffer = 2,
+  kReplyRankTaken = 3,
+  kReplyRankLeft = 4,  // a rank hung up before the table was complete: nobody gets one
+};
+struct RootReply {
+  uint32_t magic;
+  uint32_t status;
+  int32_t nranks;  // the communicator's size, as rank 0 said (or -1 if not known yet)
+  int32_t rank;    // kReplyRankLeft: the rank that left
+};
+
+void answer(const Socket& s, ReplyStatus status, int nranks, const Deadline& deadline, int rank = -1) {
+  RootReply reply{kRootMagic, status, nranks, rank};
+  (void)s.sendAll(&reply, sizeof(reply), deadline, nullptr);
+}
+
+// After a rank left: every rank that has arrived, and every one that comes
+// until the timeout, is told which.
+template <typename Arrivals>
+void failRendezvous(const Socket& listener, uint64_t secret, Arrivals arrived, int leftRank, int nranks,
+                    const Deadline& deadline) {
+  for (const auto& [rank, a] : arrived) answer(a.socket, kReplyRankLeft, nranks, Deadline(1.0), leftRank);
+  HelloGate gate(sizeof(RootHello));
+  int arrivals = static_cast<int>(arrived.size());
+  const HelloGate::Take refuse = [&](const void* bytes, Socket&& s) {
+    RootHello h;
+    memcpy(&h, bytes, sizeof(h));
+    if (h.magic != kRootMagic || h.secret != secret) return;
+    answer(s, kReplyRankLeft, nranks, Deadline(1.0), leftRank);
+    ++arrivals;
+  };
+  while (!deadline.expired() && (nranks < 0 || arrivals < nranks)) {
+    bool took = false;
+    if (gate.pass(listener, deadline.remainingMs(100), refuse, &took) != ncclSuccess) return;
+  }
+}
+
+// Serves one rendezvous: collects hellos (refusing wrong secrets) until
+// nranks ranks have arrived, then sends the table to every rank. nranks
+// is rank 0's; a rank that disagrees, or claims a rank already taken, is
+// answered at once with the reason. Nothing is allocated per nranks
+// before that many ranks arrived, so no hello can exhaust memory here.
+// Gives up after the timeout.
 void serveRoot(Socket listener, uint64_t secret) {
   const Deadline deadline(params().timeoutSeconds);
-  std::vector<Socket> conns;
-  std::vector<RankInfo> table;
-  std::vector<bool> seen;
-  int nranks = -1, arrived = 0;
-  while (nranks < 0 || arrived < nranks) {
-    Socket s;
-    if (listener.accept(deadline, nullptr, &s) != ncclSuccess) {
-      HETCCL_WARN("bootstrap root: gave up after %d of %d ranks arrived (HETCCL_TIMEOUT)", arrived, nranks);
+  struct Arrival {
+    RankInfo info;
+    Socket socket;
+    int nranks;
+  };
+  std::map<int, Arrival> arrived;
+  int nranks = -1;  // rank 0's, once it has said hello
+  auto admit = [&](int rank) {
+    Arrival& a = arrived.at(rank);
+    if (nranks < 0 || a.nranks == nranks) return true;
+    HETCCL_WARN("bootstrap root: refused rank %d: it said %d ranks, rank 0 says %d", rank, a.nranks, nranks);
+    answer(a.socket, kReplyNranksDiffer, nranks, Deadline(1.0));
+    arrived.erase(rank);
+    return false;
+  };
+  HelloGate gate(sizeof(RootHello));
+  const HelloGate::Take take = [&](const void* bytes, Socket&& s) {
+    RootHello h;
+    memcpy(&h, bytes, sizeof(h));
+    if (h.magic != kRootMagic || h.secret != secret) {
+      HETCCL_WARN("bootstrap root: refused a connection that did not present the communicator's secret");
       return;
     }
-    RootHello h{};
-    if (s.recvAll(&h, sizeof(h), Deadline(5.0), nullptr) != ncclSuccess || h.magic != kRootMagic ||
-        h.secret != secret) {
-      HETCCL_WARN("bootstrap root: refused a connection that did not present the communicator's secret");
-      continue;
+    if (h.nranks < 1 || h.nranks > kMaxRanks || h.rank < 0 || h.rank >= h.nranks) {
+      HETCCL_WARN("bootstrap root: refused rank %d of %d (out of range)", h.rank, h.nranks);
+      answer(s, kReplyBadNranks, nranks, Deadline(1.0));
+      return;
     }
-    if (nranks < 0) {
+    if (arrived.count(h.rank)) {
+      HETCCL_WARN("bootstrap root: refused a second rank %d", h.rank);
+      answer(s, kReplyRankTaken, nranks, Deadline(1.0));
+      return;
+    }
+    arrived.emplace(h.rank, Arrival{h.info, std::move(s), h.nranks});
+    if (h.rank == 0) {
       nranks = h.nranks;
-      table.resize(nranks);
-      seen.assign(nranks, false);
-      conns.resize(nranks);
+      for (auto it = arrived.begin(); it != arrived.end();) {
+        const int r = (it++)->first;
+        admit(r);
+      }
+    } else {
+      admit(h.rank);
     }
-    if (h.nranks != nranks || h.rank < 0 || h.rank >= nranks || seen[h.rank]) {
-      HETCCL_WARN("bootstrap root: refused rank %d of %d (expected %d ranks, each once)", h.rank, h.nranks, nranks);
-      continue;
+  };
+  while (nranks < 0 || static_cast<int>(arrived.size()) < nranks) {
+    bool took = false;
+    if (gate.pass(listener, deadline.remainingMs(100), take, &took) != ncclSuccess || deadline.expired()) {
+      HETCCL_WARN("bootstrap root: gave up after %zu of %d ranks arrived (HETCCL_TIMEOUT)", arrived.size(), nranks);
+      return;
     }
-    seen[h.rank] = true;
-    table[h.rank] = h.info;
-    conns[h.rank] = std::move(s);
-    ++arrived;
+    // A rank that said hello and hung up (it died, or its init was
+    // aborted) can never get the table: tell everyone at once, and every
+    // rank that comes later, instead of letting them wait for the timeout.
+    for (const auto& [rank, a] : arrived) {
+      if (!a.socket.peerClosed()) continue;
+      HETCCL_WARN("bootstrap root: rank %d left before every rank had arrived", rank);
+      failRendezvous(listener, secret, std::move(arrived), rank, nranks, deadline);
+      return;
+    }
   }
-  for (int r = 0; r < nranks; ++r) {
-    if (conns[r].sendAll(table.data(), table.size() * sizeof(RankInfo), deadline, nullptr) != ncclSuccess)
-      HETCCL_WARN("bootstrap root: could not send the rank table to rank %d", r);
+  std::vector<RankInfo> table;
+  try {
+    table.reserve(arrived.size());
+  } catch (const std::bad_alloc&) {
+    HETCCL_WARN("bootstrap root: no memory for a table of %d ranks", nranks);
+    return;
+  }
+  for (const auto& [rank, a] : arrived) table.push_back(a.info);
+  for (const auto& [rank, a] : arrived) {
+    RootReply reply{kRootMagic, kReplyOk, nranks, rank};
+    if (a.socket.sendAll(&reply, sizeof(reply), deadline, nullptr) != ncclSuccess ||
+        a.socket.sendAll(table.data(), table.size() * sizeof(RankInfo), deadline, nullptr) != ncclSuccess)
+      HETCCL_WARN("bootstrap root: could not send the rank table to rank %d", rank);
   }
 }
 
@@ -134,7 +229,7 @@ ncclResult_t createUniqueId(ncclUniqueId* id) {
   if (!p.commId.empty()) {
     SocketAddress root;
     HETCCL_TRY(SocketAddress::parse(p.commId, &root));
-    return encode(root, secretFromEnvironment(), kFlagRank0Root, id);
+    return encode(root, secretFromEnvironment(), kFlagRank0Root, false, id);
   }
   SocketAddress addr, bound;
   HETCCL_TRY(findInterfaceAddress(&addr, nullptr));
@@ -142,7 +237,7 @@ ncclResult_t createUniqueId(ncclUniqueId* id) {
   uint64_t secret = randomU64();
   HETCCL_TRY(startRoot(addr, secret, &bound));
   HETCCL_INFO("bootstrap root listening on %s", bound.toString().c_str());
-  return encode(bound, secret, 0, id);
+  return encode(bound, secret, 0, true, id);
 }
 
 ncclResult_t decodeUniqueId(const ncclUniqueId& id, DecodedId* out) {
@@ -157,6 +252,7 @@ ncclResult_t decodeUniqueId(const ncclUniqueId& id, DecodedId* out) {
   if (out->root.family() != AF_INET && out->root.family() != AF_INET6)
     return fail(ncclInvalidArgument, "ncclUniqueId holds an unknown address family");
   out->secret = l.secret;
+  out->rootPid = l.rootHostHash == thisHostHash() && l.rootPidNs == thisPidNamespace() ? l.rootPid : 0;
   out->rootStartedByRank0 = (l.flags & kFlagRank0Root) != 0;
   return ncclSuccess;
 }
@@ -170,7 +266,7 @@ ncclResult_t rendezvousWithRoot(const DecodedId& id, int rank, int nranks, const
                                 std::vector<RankInfo>* all, const AbortFlag* abort) {
   const Deadline deadline(params().timeoutSeconds);
   Socket s;
-  HETCCL_TRY(Socket::connect(id.root, deadline, abort, &s));
+  HETCCL_TRY(Socket::connect(id.root, deadline, abort, &s, id.rootPid));
   RootHello h{};
   h.magic = kRootMagic;
   h.rank = rank;
@@ -178,11 +274,33 @@ ncclResult_t rendezvousWithRoot(const DecodedId& id, int rank, int nranks, const
   h.secret = id.secret;
   h.info = mine;
   HETCCL_TRY(s.sendAll(&h, sizeof(h), deadline, abort));
-  all->resize(nranks);
-  ncclResult_t r = s.recvAll(all->data(), nranks * sizeof(RankInfo), deadline, abort);
+  RootReply reply{};
+  ncclResult_t r = s.recvAll(&reply, sizeof(reply), deadline, abort);
   if (r != ncclSuccess)
     return fail(r, "rank %d: no rank table from the bootstrap root at %s: %s", rank, id.root.toString().c_str(),
-                "a rank is missing, the id is stale, or ranks disagree on nranks/rank");
+                "a rank is missing, or the id is stale");
+  if (reply.magic != kRootMagic) return fail(ncclRemoteError, "rank %d: the bootstrap root sent garbage", rank);
+  switch (reply.status) {
+    case kReplyOk:
+      break;
+    case kReplyNranksDiffer:
+      return fail(ncclInvalidUsage, "rank %d: this rank said nranks = %d, rank 0 said %d", rank, nranks, reply.nranks);
+    case kReplyRankTaken:
+      return fail(ncclInvalidUsage, "rank %d: another process already joined as rank %d", rank, rank);
+    case kReplyRankLeft:
+      return fail(ncclRemoteError, "rank %d: rank %d left during init (it died or aborted)", rank, reply.rank);
+    default:
+      return fail(ncclInvalidArgument, "rank %d: the bootstrap root refused rank %d of %d", rank, rank, nranks);
+  }
+  if (reply.nranks != nranks) return fail(ncclRemoteError, "rank %d: the bootstrap root sent a table of %d ranks", rank, reply.nranks);
+  try {
+    all->resize(static_cast<size_t>(nranks));
+  } catch (const std::bad_alloc&) {
+    return fail(ncclSystemError, "rank %d: no memory for a table of %d ranks", rank, nranks);
+  }
+  r = s.recvAll(all->data(), static_cast<size_t>(nranks) * sizeof(RankInfo), deadline, abort);
+  if (r != ncclSuccess)
+    return fail(r, "rank %d: the rank table from the bootstrap root at %s broke off", rank, id.root.toString().c_str());
   return ncclSuccess;
 }
 
@@ -204,12 +322,32 @@ Tunables Tunables::fromParams() {
   return t;
 }
 
+uint64_t thisPidNamespace() {
+  struct stat ns{};
+  return stat("/proc/self/ns/pid", &ns) == 0 ? static_cast<uint64_t>(ns.st_ino) : 0;
+}
+
+uint64_t thisHostHash() {
+  // Same host = same hostname and the same boot (shared /dev/shm), unless
+  // HETCCL_HOSTID (NCCL_HOSTID) names the host: ranks of one machine can
+  // then act as ranks of several (shared memory only among equal ids).
+  if (!params().hostId.empty()) return std::hash<std::string>{}("hostid:" + params().hostId);
+  char name[64] = {};
+  gethostname(name, sizeof(name) - 1);
+  std::string key = name;
+  char boot[64] = {0};
+  if (FILE* f = fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    if (!fgets(boot, sizeof(boot), f)) boot[0] = 0;
+    fclose(f);
+  }
+  return std::hash<std::string>{}(key + boot);
+}
+
 RankInfo RankInfo::local(const SocketAddress& listenAddress, int device) {
   RankInfo info;
   info.listenAddress = listenAddress;
   info.pid = getpid();
-  struct stat ns{};
-  if (stat("/proc/self/ns/pid", &ns) == 0) info.pidNamespace = static_cast<uint64_t>(ns.st_ino);
+  info.pidNamespace = thisPidNamespace();
   info.device = device;
   // net-plugin-all, rdma-all, ucx-all: that network between every pair,
   // the stream collectives' segments too (relayed over it), as between
@@ -223,18 +361,7 @@ RankInfo RankInfo::local(const SocketAddress& listenAddress, int device) {
   snprintf(info.library, sizeof(info.library), "hetccl-native");
   info.reducibleTypes = params().reducibleTypes;
   gethostname(info.hostname, sizeof(info.hostname) - 1);
-  // Same host = same hostname and the same boot (shared /dev/shm), unless
-  // HETCCL_HOSTID (NCCL_HOSTID) names the host: ranks of one machine can
-  // then act as ranks of several (shared memory only among equal ids).
-  std::string key = info.hostname;
-  char boot[64] = {0};
-  if (FILE* f = fopen("/proc/sys/kernel/random/boot_id", "r")) {
-    if (!fgets(boot, sizeof(boot), f)) boot[0] = 0;
-    fclose(f);
-  }
-  key += boot;
-  if (!params().hostId.empty()) key = "hostid:" + params().hostId;
-  info.hostHash = std::hash<std::string>{}(key);
+  info.hostHash = thisHostHash();
   return info;
 }
 

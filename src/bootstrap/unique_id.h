@@ -11,10 +11,14 @@
 
 namespace hetccl {
 
+// The most ranks a communicator may have (ncclInvalidArgument beyond).
+constexpr int kMaxRanks = 1 << 22;
+
 struct DecodedId {
   SocketAddress root;
   uint64_t secret = 0;
   bool rootStartedByRank0 = false;  // NCCL_COMM_ID: rank 0 runs the root
+  int rootPid = 0;                  // the root's process where this one can watch it (one host), else 0
 };
 
 ncclResult_t createUniqueId(ncclUniqueId* id);
@@ -28,6 +32,9 @@ ncclResult_t rendezvousWithRoot(const DecodedId& id, int rank, int nranks, const
                                 std::vector<RankInfo>* all, const AbortFlag* abort);
 
 uint64_t randomU64();
+// This process's host (RankInfo::hostHash) and pid namespace.
+uint64_t thisHostHash();
+uint64_t thisPidNamespace();
 uint64_t mixHash(uint64_t a, uint64_t b);
 
 }  // namespace hetccl

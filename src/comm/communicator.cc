@@ -362,6 +362,8 @@ ncclResult_t Communicator::checkPeersAlive() {
                     static_cast<void*>(this), rank, r, p.pid, static_cast<unsigned long long>(calls), stream,
                     idle ? "idle" : "busy");
       if (idle && calls == callsWhenPeerGone_.load()) return ncclSuccess;  // nothing of ours waits for it (yet)
+      if (net) net->forgetDeadPeers();
+      if (p2pNet) p2pNet->forgetDeadPeers();
       const ncclResult_t e = fail(ncclRemoteError, "rank %d (pid %d) has exited", r, p.pid);
       HETCCL_WARN("rank %d: %s", rank, lastError());
       setFatal(e);

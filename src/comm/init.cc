@@ -83,14 +83,10 @@ ncclResult_t initFromId(Communicator* comm, int nranks, const ncclUniqueId& id, 
   HETCCL_TRY(comm->listener.open(decoded.secret));
   RankInfo mine = localRankInfo(comm->listener.address(), device);
   HETCCL_TRY(rendezvousWithRoot(decoded, rank, nranks, mine, &comm->peers, &comm->abort));
-  std::vector<SocketAddress> addresses;
   std::vector<int> members;
-  for (int r = 0; r < nranks; ++r) {
-    addresses.push_back(comm->peers[r].listenAddress);
-    members.push_back(r);
-  }
+  for (int r = 0; r < nranks; ++r) members.push_back(r);
   const Deadline deadline(params().timeoutSeconds);
-  HETCCL_TRY(buildRing(comm->listener, addresses, members, rank, kTagRing, deadline, &comm->abort, &comm->ring));
+  HETCCL_TRY(buildRing(comm->listener, comm->peers, members, rank, kTagRing, deadline, &comm->abort, &comm->ring));
   return comm->finishInit();
 }
 
@@ -122,9 +118,7 @@ ncclResult_t initChild(Communicator* parent, Communicator* child, const std::vec
   child->secret = mixHash(mixHash(parent->secret, call), salt);
   // A ring through the members over the parent's listeners; it becomes
   // the child's bootstrap ring. Excluded (maybe dead) ranks are not touched.
-  std::vector<SocketAddress> parentAddresses;
-  for (const auto& p : parent->peers) parentAddresses.push_back(p.listenAddress);
-  HETCCL_TRY(buildRing(parent->listener, parentAddresses, members, myIndex, kTagSubRingBase + call, deadline,
+  HETCCL_TRY(buildRing(parent->listener, parent->peers, members, myIndex, kTagSubRingBase + call, deadline,
                        &parent->abort, &child->ring));
   HETCCL_TRY(child->listener.open(child->secret));
   child->peers.assign(members.size(), RankInfo{});

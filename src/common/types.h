@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "nccl.h"
 
@@ -10,7 +11,14 @@ namespace hetccl {
 
 size_t typeSize(ncclDataType_t type);  // 0 for an invalid type
 const char* typeName(ncclDataType_t type);
-inline bool validType(ncclDataType_t type) { return type >= 0 && type < ncclNumTypes; }
+// Reads the bits, not the enum: an application's -1 is no valid enum value,
+// and loading it as one is undefined behaviour (UBSan says so).
+inline bool validType(const ncclDataType_t& type) {
+  int bits = 0;
+  static_assert(sizeof(bits) == sizeof(type));
+  memcpy(&bits, &type, sizeof(bits));
+  return bits >= 0 && bits < ncclNumTypes;
+}
 
 enum class RedKind : uint8_t { Sum, Prod, Max, Min, PreMulSum };
 

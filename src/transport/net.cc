@@ -171,8 +171,15 @@ ncclResult_t Net::waitDriving(Request* const* requests, size_t count, size_t mus
     else std::this_thread::sleep_for(std::chrono::microseconds(50));
     if (now - lastCheck > std::chrono::milliseconds(100)) {
       lastCheck = now;
-      for (Connection* c : active_) HETCCL_TRY(c->checkPeer());
-      for (const KeptReceive& k : kept_) HETCCL_TRY(checkUnconnectedPeer(k.peer));
+      ncclResult_t alive = ncclSuccess;
+      for (Connection* c : active_)
+        if (alive == ncclSuccess) alive = c->checkPeer();
+      for (const KeptReceive& k : kept_)
+        if (alive == ncclSuccess) alive = checkUnconnectedPeer(k.peer);
+      if (alive != ncclSuccess) {
+        forgetDeadPeers();
+        return alive;
+      }
       if (now - idleSince > std::chrono::duration<double>(timeout)) {
         if (!kept_.empty())
           return fail(ncclRemoteError, "no progress for %.0f s: rank %d never connected to send to this rank (HETCCL_TIMEOUT)",
@@ -204,6 +211,17 @@ ncclResult_t Net::sendRecv(int sendPeer, const void* sendData, size_t sendBytes,
   HETCCL_TRY(postRecv(recvPeer, recvData, recvBytes, tag, sink, &r));
   Request* list[] = {&s, &r};
   return wait(list, 2);
+}
+
+void Net::forgetDeadPeers() {
+  if (!shm_) return;
+  const RankInfo& me = (*ctx_.peers)[static_cast<size_t>(ctx_.rank)];
+  for (int peer = 0; peer < ctx_.nranks; ++peer) {
+    const RankInfo& them = (*ctx_.peers)[static_cast<size_t>(peer)];
+    if (peer != ctx_.rank && them.hostHash == me.hostHash && them.pidNamespace == me.pidNamespace &&
+        processGone(them.pid))
+      shm_->forgetDeadPeer(peer);
+  }
 }
 
 void Net::markGone() {

@@ -39,6 +39,9 @@ class Net {
 
   // Tells every connected peer we are gone (abort, fatal error).
   void markGone();
+  // Removes what ranks on this host that have died left for this rank and
+  // never handed over (their shared-memory segments).
+  void forgetDeadPeers();
   // Ends every wait of this Net, now (from any thread) or later, with an
   // error: the operations running beside it failed, and a peer it waits
   // for may never come.

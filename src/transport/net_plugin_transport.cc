@@ -311,7 +311,7 @@ class PluginTransport : public Transport {
   ncclResult_t connect(int peer, std::unique_ptr<Connection>* out) override {
     Socket line;
     HETCCL_TRY(Listener::connectTo((*ctx_.peers)[peer].listenAddress, ctx_.secret, ctx_.rank, handshakeTag(),
-                                   Deadline(ctx_.timeoutSeconds), ctx_.abort, &line));
+                                   Deadline(ctx_.timeoutSeconds), ctx_.abort, &line, ctx_.watchablePid(peer)));
     *out = std::make_unique<PluginSender>(plugin_, ctx_.netPluginDevice, std::move(line), peer);
     return ncclSuccess;
   }

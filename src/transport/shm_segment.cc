@@ -45,28 +45,6 @@ void removeStaleSegments() {
   });
 }
 
-bool processGone(int pid) {
-  if (pid <= 0) return false;
-  bool gone = kill(pid, 0) != 0 && errno == ESRCH;
-  if (!gone) {
-    char path[64], buf[256] = {0};
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    if (FILE* f = fopen(path, "r")) {
-      size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-      fclose(f);
-      buf[n] = 0;
-      const char* close = strrchr(buf, ')');  // state follows "pid (comm) "
-      gone = close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X');
-    }
-  }
-  return gone;
-}
-
-ncclResult_t peerAlive(int pid, int peer) {
-  if (processGone(pid)) return fail(ncclRemoteError, "rank %d (pid %d) has exited", peer, pid);
-  return ncclSuccess;
-}
-
 SharedSegment::~SharedSegment() {
   if (base_) munmap(base_, bytes_);
   unlink();

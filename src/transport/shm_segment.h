@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "bootstrap/peer_process.h"
 #include "common/deadline.h"
 #include "nccl.h"
 
@@ -20,10 +21,6 @@ std::string sharedSegmentName(uint64_t secret, const char* kind, int from, int t
 // Once per process: unlink this user's segments left by dead processes.
 void removeStaleSegments();
 
-// Whether the process `pid` (on this host; 0: unknown) has exited or is a zombie.
-bool processGone(int pid);
-// ncclRemoteError naming the rank if it has.
-ncclResult_t peerAlive(int pid, int peer);
 
 class SharedSegment {
  public:

@@ -87,8 +87,10 @@ class Segment {
 
 class ShmSender : public Connection {
  public:
-  ShmSender(std::unique_ptr<Segment> seg, int peer, size_t cmaThreshold)
-      : seg_(std::move(seg)), peer_(peer), cmaThreshold_(cmaThreshold) {}
+  // peerPid: the receiver's pid from the rank table (0 where pids do not
+  // compare), known before the receiver has opened the segment.
+  ShmSender(std::unique_ptr<Segment> seg, int peer, int peerPid, size_t cmaThreshold)
+      : seg_(std::move(seg)), peer_(peer), peerPid_(peerPid), cmaThreshold_(cmaThreshold) {}
   ~ShmSender() override { markGone(); }
 
   ncclResult_t isend(Request* r) override {
@@ -124,7 +126,7 @@ class ShmSender : public Connection {
         } else {
           s->kind = kEager;
           s->length = std::min<uint64_t>(h->slotBytes, r->size - r->progress);
-          memcpy(seg_->payload(head_), static_cast<const char*>(r->sendData) + r->progress, s->length);
+          if (s->length) memcpy(seg_->payload(head_), static_cast<const char*>(r->sendData) + r->progress, s->length);
           r->progress += s->length;
           if (r->progress == r->size) r->phase = 1;
         }
@@ -151,12 +153,13 @@ class ShmSender : public Connection {
     return ncclSuccess;
   }
 
-  ncclResult_t checkPeer() override { return peerAlive(seg_->header()->receiverPid, peer_); }
+  ncclResult_t checkPeer() override { return peerAlive(peerPid_, peer_); }
   void markGone() override { seg_->header()->senderGone.store(1, std::memory_order_release); }
 
  private:
   std::unique_ptr<Segment> seg_;
   int peer_;
+  int peerPid_;
   size_t cmaThreshold_;
   uint64_t head_ = 0;
   std::deque<Request*> queue_;
@@ -216,7 +219,7 @@ class ShmReceiver : public Connection {
  private:
   static void deliver(Request* r, const void* src, size_t offset, size_t length) {
     if (r->sink) r->sink->consume(src, offset, length);
-    else memcpy(static_cast<char*>(r->recvData) + offset, src, length);
+    else if (length) memcpy(static_cast<char*>(r->recvData) + offset, src, length);
   }
 
   ncclResult_t readRemote(Request* r, uint64_t address, int pid) {
@@ -235,7 +238,13 @@ class ShmReceiver : public Connection {
       iovec local{dst, want};
       iovec remote{reinterpret_cast<void*>(address + done), want};
       ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-      if (n <= 0) return fail(ncclSystemError, "process_vm_readv from rank %d failed: %s", peer_, strerror(errno));
+      if (n <= 0) {
+        const int err = errno;
+        // The sender exited (or is exiting) under us: a dead peer, as everywhere.
+        if (err == ESRCH || processGone(pid))
+          return fail(ncclRemoteError, "rank %d (pid %d) has exited while this rank read its data", peer_, pid);
+        return fail(ncclSystemError, "process_vm_readv from rank %d failed: %s", peer_, strerror(err));
+      }
       if (r->sink) r->sink->consume(dst, done, static_cast<size_t>(n));
       done += static_cast<size_t>(n);
     }
@@ -264,8 +273,15 @@ class ShmTransport : public Transport {
     h->senderPid = getpid();
     h->probeAddress = reinterpret_cast<uint64_t>(&gCmaProbe);
     h->initialized.store(1, std::memory_order_release);
-    *out = std::make_unique<ShmSender>(std::move(seg), peer, p.cma ? p.cmaThreshold : ~size_t(0));
+    *out = std::make_unique<ShmSender>(std::move(seg), peer, comparablePid(peer), p.cma ? p.cmaThreshold : ~size_t(0));
     return ncclSuccess;
+  }
+
+  // A dead peer's segments to this rank that this rank never opened:
+  // their names are known, so they go now, not when the next process starts.
+  void forgetDeadPeer(int peer) override {
+    const int pid = (*ctx_.peers)[static_cast<size_t>(peer)].pid;
+    for (const char* lane : {"", "p2p"}) shm_unlink(sharedSegmentName(ctx_.secret, lane, peer, ctx_.rank, pid).c_str());
   }
 
   ncclResult_t tryAccept(int peer, std::unique_ptr<Connection>* out) override {
@@ -276,8 +292,9 @@ class ShmTransport : public Transport {
     SegmentHeader* h = seg->header();
     // The peer is between creating the segment and filling its header.
     const Deadline deadline(ctx_.timeoutSeconds);
-    while (!h->initialized.load(std::memory_order_acquire)) {
+    for (unsigned spins = 1; !h->initialized.load(std::memory_order_acquire); ++spins) {
       if (deadline.expired()) return fail(ncclRemoteError, "rank %d never finished creating its shared memory", peer);
+      if (spins % 1024 == 0) HETCCL_TRY(peerAlive(ctx_.watchablePid(peer), peer));  // it died in between
       std::this_thread::yield();
     }
     // Probe whether the kernel lets us read the sender's memory directly.
@@ -295,6 +312,11 @@ class ShmTransport : public Transport {
   }
 
  private:
+  int comparablePid(int peer) const {
+    const RankInfo& me = (*ctx_.peers)[static_cast<size_t>(ctx_.rank)];
+    const RankInfo& them = (*ctx_.peers)[static_cast<size_t>(peer)];
+    return them.pidNamespace == me.pidNamespace ? them.pid : 0;
+  }
   const char* laneLabel() const { return ctx_.lane == TransportContext::Lane::PointToPoint ? "p2p" : ""; }
 
   TransportContext ctx_;

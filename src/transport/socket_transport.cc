@@ -144,7 +144,7 @@ class SocketTransport : public Transport {
     std::vector<Socket> sockets(static_cast<size_t>(params().socketsPerPeer));
     for (size_t i = 0; i < sockets.size(); ++i)
       HETCCL_TRY(Listener::connectTo((*ctx_.peers)[peer].listenAddress, ctx_.secret, ctx_.rank, dataTag(i),
-                                     deadline, ctx_.abort, &sockets[i]));
+                                     deadline, ctx_.abort, &sockets[i], ctx_.watchablePid(peer)));
     *out = std::make_unique<SocketConnection>(std::move(sockets), true, peer);
     return ncclSuccess;
   }

@@ -76,6 +76,8 @@ class Transport {
   // can post receives and drive its sends while a peer has not yet begun
   // (src/transport/net.cc keeps such receives until it has).
   virtual ncclResult_t tryAccept(int peer, std::unique_ptr<Connection>* out) = 0;
+  // `peer` has died: drop what it made for this rank that is still named.
+  virtual void forgetDeadPeer(int peer) { (void)peer; }
   // Memory registration: host memory needs none; RDMA transports will pin here.
   virtual ncclResult_t regMr(void* data, size_t size, void** handle) {
     (void)data; (void)size; *handle = nullptr; return ncclSuccess;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/peer_process.h"
 #include "bootstrap/rank_info.h"
 #include "common/deadline.h"
 
@@ -28,6 +29,10 @@ struct TransportContext {
   enum class Lane { Collectives = 0, PointToPoint = 1 };
   static constexpr int kLanes = 2;
   Lane lane = Lane::Collectives;
+  // The peer's pid where this rank can watch it (one host), else 0.
+  int watchablePid(int peer) const {
+    return hetccl::watchablePid((*peers)[static_cast<size_t>(rank)], (*peers)[static_cast<size_t>(peer)]);
+  }
 };
 
 std::unique_ptr<class Transport> makeSocketTransport(const TransportContext& ctx);

@@ -265,7 +265,7 @@ class UcxTransport : public Transport {
     HETCCL_TRY(ensureWorker());
     Socket line;
     HETCCL_TRY(Listener::connectTo((*ctx_.peers)[peer].listenAddress, ctx_.secret, ctx_.rank, handshakeTag(),
-                                   Deadline(ctx_.timeoutSeconds), ctx_.abort, &line));
+                                   Deadline(ctx_.timeoutSeconds), ctx_.abort, &line, ctx_.watchablePid(peer)));
     const auto& peers = *ctx_.peers;
     const bool sameHost = peers[peer].hostHash == peers[ctx_.rank].hostHash;
     *out = std::make_unique<UcxSender>(api_, *worker_, std::move(line), ctx_.rank, peer, sameHost);

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
+
+#include <algorithm>
 
 #include <cstdio>
 #include <functional>
@@ -48,9 +51,10 @@ inline int& failures() {
 using EnvForRank = std::function<Env(int rank)>;
 
 // Runs `body` on `nranks` local processes with envFor(rank) set in each
-// before it starts; passes when every rank exits 0 within `timeout` seconds.
-inline ::testing::AssertionResult runRanksEach(int nranks, const EnvForRank& envFor, double timeout,
-                                               const hetccl::testing::RankBody& body) {
+// before it starts; passes when every rank exits 0 within `timeout` seconds,
+// except that the ranks in `victims`, killed on purpose, may end by SIGKILL.
+inline ::testing::AssertionResult runRanksWithVictims(int nranks, const EnvForRank& envFor, double timeout,
+                                                      std::vector<int> victims, const hetccl::testing::RankBody& body) {
   auto result = hetccl::testing::launchLocalRanks(
       nranks,
       [&](int rank, int n, const ncclUniqueId& id) {
@@ -60,11 +64,23 @@ inline ::testing::AssertionResult runRanksEach(int nranks, const EnvForRank& env
       timeout, [&](int rank) {
         for (const auto& kv : envFor(rank)) setenv(kv.first.c_str(), kv.second.c_str(), 1);
       });
-  if (result.allPassed()) return ::testing::AssertionSuccess();
+  bool ok = !result.timedOut;
+  for (size_t r = 0; r < result.exitCodes.size(); ++r) {
+    const bool victim = std::find(victims.begin(), victims.end(), static_cast<int>(r)) != victims.end();
+    ok &= result.exitCodes[r] == 0 || (victim && result.exitCodes[r] == -SIGKILL);
+  }
+  if (ok) return ::testing::AssertionSuccess();
   auto failure = ::testing::AssertionFailure();
   if (result.timedOut) failure << "timed out after " << timeout << " s; ";
   for (size_t r = 0; r < result.exitCodes.size(); ++r) failure << "rank " << r << " exit " << result.exitCodes[r] << "; ";
   return failure;
+}
+
+// Runs `body` on `nranks` local processes with envFor(rank) set in each
+// before it starts; passes when every rank exits 0 within `timeout` seconds.
+inline ::testing::AssertionResult runRanksEach(int nranks, const EnvForRank& envFor, double timeout,
+                                               const hetccl::testing::RankBody& body) {
+  return runRanksWithVictims(nranks, envFor, timeout, {}, body);
 }
 
 inline ::testing::AssertionResult runRanks(int nranks, const Env& env, double timeout,
@@ -98,6 +114,13 @@ inline EnvForRank hostPerRank(EnvForRank layout) {
   do {                                                            \
     ::testing::AssertionResult ranks_ok_ = mp::runRanks(__VA_ARGS__); \
     EXPECT_TRUE(ranks_ok_);                                       \
+  } while (0)
+
+// With victims (see runRanksWithVictims).
+#define EXPECT_RANKS_PASS_WITH_VICTIMS(...)                                   \
+  do {                                                                        \
+    ::testing::AssertionResult ranks_ok_ = mp::runRanksWithVictims(__VA_ARGS__); \
+    EXPECT_TRUE(ranks_ok_);                                                   \
   } while (0)
 
 // The same with a per-rank environment (mp::EnvForRank).

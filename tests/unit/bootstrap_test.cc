@@ -1,10 +1,14 @@
 // Unique ids, addresses, and the listener's secret check.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <string>
+#include <vector>
 #include <thread>
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/hello_gate.h"
 #include "bootstrap/unique_id.h"
 #include "common/error.h"
 
@@ -121,4 +125,126 @@ TEST(Root, RefusesAForgedSecret) {
   EXPECT_EQ(table[0].pid, mine.pid);
   stop = true;
   intruder.join();
+}
+
+namespace {
+
+// Strangers at a port: `silent` connect and say nothing, `garbage` send
+// bytes that are no hello, `slow` send a hello's first bytes and stop.
+struct Strangers {
+  std::vector<Socket> held;
+  void arrive(const SocketAddress& at, int silent, int garbage, int slow) {
+    for (int i = 0; i < silent + garbage + slow; ++i) {
+      Socket s;
+      ASSERT_EQ(Socket::connect(at, Deadline(5), nullptr, &s), ncclSuccess);
+      if (i >= silent) {
+        std::vector<char> junk(i < silent + garbage ? 4096 : 3, static_cast<char>(0x5a + i));
+        ASSERT_EQ(s.sendAll(junk.data(), junk.size(), Deadline(5), nullptr), ncclSuccess);
+      }
+      held.push_back(std::move(s));
+    }
+  }
+};
+
+double secondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+// Dozens of silent, garbage and half-hello connections at the root before
+// the ranks arrive change nothing: the table comes at once.
+TEST(Root, StrangersDelayNobody) {
+  ncclUniqueId id;
+  ASSERT_EQ(createUniqueId(&id), ncclSuccess);
+  DecodedId real;
+  ASSERT_EQ(decodeUniqueId(id, &real), ncclSuccess);
+  Strangers strangers;
+  strangers.arrive(real.root, 20, 10, 10);
+  SocketAddress any;
+  ASSERT_EQ(findInterfaceAddress(&any, nullptr), ncclSuccess);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<RankInfo> tables[3];
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 3; ++r)
+    ranks.emplace_back([&, r] {
+      RankInfo mine = RankInfo::local(any, -1);
+      mine.device = r;
+      EXPECT_EQ(rendezvousWithRoot(real, r, 3, mine, &tables[r], nullptr), ncclSuccess) << lastError();
+    });
+  for (auto& t : ranks) t.join();
+  EXPECT_LT(secondsSince(start), 0.5);
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_EQ(tables[r].size(), 3u);
+    for (int p = 0; p < 3; ++p) EXPECT_EQ(tables[r][p].device, p);
+  }
+}
+
+// A rank whose hello holds an impossible or different nranks, or a rank
+// taken already, is answered at once with the reason; the root lives on
+// and serves the ranks that agree.
+TEST(Root, BadHellosAreRefusedAndTheRootLivesOn) {
+  ncclUniqueId id;
+  ASSERT_EQ(createUniqueId(&id), ncclSuccess);
+  DecodedId real;
+  ASSERT_EQ(decodeUniqueId(id, &real), ncclSuccess);
+  SocketAddress any;
+  ASSERT_EQ(findInterfaceAddress(&any, nullptr), ncclSuccess);
+  const RankInfo mine = RankInfo::local(any, -1);
+  std::vector<RankInfo> table;
+  const auto start = std::chrono::steady_clock::now();
+  // Called as a rank would be if its caller's checks were bypassed.
+  EXPECT_EQ(rendezvousWithRoot(real, 0, -1, mine, &table, nullptr), ncclInvalidArgument) << lastError();
+  EXPECT_EQ(rendezvousWithRoot(real, 1, 100000000, mine, &table, nullptr), ncclInvalidArgument) << lastError();
+  EXPECT_EQ(rendezvousWithRoot(real, 5, 3, mine, &table, nullptr), ncclInvalidArgument) << lastError();
+  EXPECT_LT(secondsSince(start), 1.0);
+  std::thread rank1([&] {
+    std::vector<RankInfo> t;
+    EXPECT_EQ(rendezvousWithRoot(real, 1, 2, mine, &t, nullptr), ncclSuccess) << lastError();
+    EXPECT_EQ(t.size(), 2u);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Rank 1 again, and a rank 2 of 3 while rank 0 will say 2.
+  EXPECT_EQ(rendezvousWithRoot(real, 1, 2, mine, &table, nullptr), ncclInvalidUsage) << lastError();
+  std::thread rank2([&] {
+    std::vector<RankInfo> t;
+    EXPECT_EQ(rendezvousWithRoot(real, 2, 3, mine, &t, nullptr), ncclInvalidUsage) << lastError();
+    EXPECT_NE(std::string(lastError()).find("rank 0 said 2"), std::string::npos) << lastError();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(rendezvousWithRoot(real, 0, 2, mine, &table, nullptr), ncclSuccess) << lastError();
+  EXPECT_EQ(table.size(), 2u);
+  rank1.join();
+  rank2.join();
+}
+
+// The same strangers at a communicator's listener: a friend's connection
+// behind them is taken at once.
+TEST(Listener, StrangersDelayNobody) {
+  Listener listener;
+  ASSERT_EQ(listener.open(1234), ncclSuccess);
+  Strangers strangers;
+  strangers.arrive(listener.address(), 20, 10, 10);
+  for (int i = 0; i < 3; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    Socket mine, got;
+    ASSERT_EQ(Listener::connectTo(listener.address(), 1234, i, kTagRing, Deadline(5), nullptr, &mine), ncclSuccess);
+    EXPECT_EQ(listener.acceptFrom(i, kTagRing, Deadline(5), nullptr, &got), ncclSuccess) << lastError();
+    EXPECT_LT(secondsSince(start), 0.5);
+    strangers.arrive(listener.address(), 5, 0, 0);
+  }
+}
+
+// More strangers than the listener keeps: the oldest are dropped, and a
+// friend still gets through.
+TEST(Listener, AFloodOfStrangersIsBounded) {
+  Listener listener;
+  ASSERT_EQ(listener.open(99), ncclSuccess);
+  Strangers strangers;
+  strangers.arrive(listener.address(), static_cast<int>(HelloGate::kMaxWaiting) + 20, 0, 0);
+  Socket mine, got;
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(Listener::connectTo(listener.address(), 99, 7, kTagRing, Deadline(5), nullptr, &mine), ncclSuccess);
+  EXPECT_EQ(listener.acceptFrom(7, kTagRing, Deadline(5), nullptr, &got), ncclSuccess) << lastError();
+  EXPECT_LT(secondsSince(start), 0.5);
 }

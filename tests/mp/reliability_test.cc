@@ -1,0 +1,193 @@
+// What a failing cluster and a careless program do to a communicator: a
+// destroy inside a group, peers that die at awkward moments, and what
+// they leave behind. Each ends in an error of the right kind, soon, or in
+// the right result, never in a crash or a hang.
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mp_util.h"
+
+namespace {
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// ncclCommDestroy inside a group runs at ncclGroupEnd, after the group's
+// operations: their results are right and nothing touches freed memory.
+TEST(Reliability, DestroyInsideAGroupRunsTheGroupFirst) {
+  EXPECT_RANKS_PASS(3, {{"HETCCL_TIMEOUT", "20"}}, 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm, other;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    RANK_NCCL(ncclCommSplit(comm, 0, rank, &other, nullptr));
+    std::vector<int32_t> a(1001), b(77);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<int32_t>(i * 3 + rank);
+    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<int32_t>(i + 100 * rank);
+    RANK_NCCL(ncclGroupStart());
+    RANK_NCCL(ncclAllReduce(a.data(), a.data(), a.size(), ncclInt32, ncclSum, comm, nullptr));
+    RANK_NCCL(ncclCommDestroy(comm));
+    RANK_NCCL(ncclAllReduce(b.data(), b.data(), b.size(), ncclInt32, ncclMax, other, nullptr));
+    RANK_NCCL(ncclGroupEnd());
+    for (size_t i = 0; i < a.size(); ++i) {
+      const int32_t want = static_cast<int32_t>(i * 3 * n + n * (n - 1) / 2);
+      if (a[i] != want) {
+        RANK_EXPECT(false, "a[%zu] = %d, want %d", i, a[i], want);
+        break;
+      }
+    }
+    for (size_t i = 0; i < b.size(); ++i) RANK_EXPECT(b[i] == static_cast<int32_t>(i + 100 * (n - 1)), "b[%zu] = %d", i, b[i]);
+    // The handle is gone now: a call on it is an error, not a crash.
+    int count = 0;
+    RANK_EXPECT(ncclCommCount(comm, &count) == ncclInvalidArgument, "a destroyed communicator answered");
+    // Abort inside a group: its operations are dropped, the group says so.
+    RANK_NCCL(ncclGroupStart());
+    RANK_NCCL(ncclAllReduce(b.data(), b.data(), b.size(), ncclInt32, ncclSum, other, nullptr));
+    RANK_NCCL(ncclCommAbort(other));
+    const ncclResult_t r = ncclGroupEnd();
+    RANK_EXPECT(r == ncclInvalidUsage, "the group with an aborted communicator returned %d", r);
+    return 0;
+  });
+}
+
+// A rank that dies right after init, before anybody connected to it: the
+// rank that sends to it first notices within a second or two, not at the
+// timeout (it knows the peer's pid from the rank table, not from the
+// segment the peer never opened).
+void deadRightAfterInit(const mp::EnvForRank& layout) {
+  EXPECT_RANKS_PASS_EACH(4, layout, 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    if (rank == 1) _exit(0);
+    std::vector<float> buf(1 << 16, 1.0f);
+    const auto t0 = std::chrono::steady_clock::now();
+    const ncclResult_t r = ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat32, ncclSum, comm, nullptr);
+    RANK_EXPECT(r == ncclRemoteError, "all-reduce with a dead rank returned %d: %s", r, ncclGetLastError(comm));
+    RANK_EXPECT(secondsSince(t0) < 2, "the error took %.1f s", secondsSince(t0));
+    ncclCommAbort(comm);
+    return 0;
+  });
+}
+
+TEST(Reliability, DeadRightAfterInitOneDomain) {
+  deadRightAfterInit(mp::domainLayout({"a", "a", "a", "a"}, {{"HETCCL_TIMEOUT", "20"}}));
+}
+TEST(Reliability, DeadRightAfterInitTwoDomains) {
+  deadRightAfterInit(mp::domainLayout({"a", "a", "b", "b"}, {{"HETCCL_TIMEOUT", "20"}}));
+}
+
+// A sender that dies after offering a large message for the receiver to
+// read out of its memory: the receiver's read fails, and that is a dead
+// peer (ncclRemoteError), as everywhere else.
+TEST(Reliability, ASenderDeadUnderTheReadIsARemoteError) {
+  EXPECT_RANKS_PASS_WITH_VICTIMS(2, [](int) { return mp::Env{{"HETCCL_TIMEOUT", "20"}}; }, 60, {1},
+                                 [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<float> big(1 << 20, 2.0f), small(16, 1.0f);
+    if (rank == 1) {
+      RANK_NCCL(ncclSend(small.data(), small.size(), ncclFloat32, 0, comm, nullptr));
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        kill(getpid(), SIGKILL);
+      }).detach();
+      ncclSend(big.data(), big.size(), ncclFloat32, 0, comm, nullptr);  // never completes: killed first
+      std::this_thread::sleep_for(std::chrono::seconds(30));
+      return 1;
+    }
+    RANK_NCCL(ncclRecv(small.data(), small.size(), ncclFloat32, 1, comm, nullptr));
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    const ncclResult_t r = ncclRecv(big.data(), big.size(), ncclFloat32, 1, comm, nullptr);
+    RANK_EXPECT(r == ncclRemoteError, "the receive from a dead sender returned %d: %s", r, ncclGetLastError(comm));
+    ncclCommAbort(comm);
+    return 0;
+  });
+}
+
+// Count 0 with NULL buffers is valid for every collective and send/recv
+// (NCCL allows it): nothing is read or written, on shared memory and
+// sockets (the sanitizer builds check that no NULL reaches memcpy).
+void zeroCountsWithNullBuffers(const mp::Env& env) {
+  EXPECT_RANKS_PASS(3, env, 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    for (int round = 0; round < 2; ++round) {
+      RANK_NCCL(ncclAllReduce(nullptr, nullptr, 0, ncclFloat32, ncclSum, comm, nullptr));
+      RANK_NCCL(ncclBroadcast(nullptr, nullptr, 0, ncclInt8, 1, comm, nullptr));
+      RANK_NCCL(ncclReduce(nullptr, nullptr, 0, ncclFloat64, ncclMax, 2, comm, nullptr));
+      RANK_NCCL(ncclAllGather(nullptr, nullptr, 0, ncclBfloat16, comm, nullptr));
+      RANK_NCCL(ncclReduceScatter(nullptr, nullptr, 0, ncclInt32, ncclProd, comm, nullptr));
+      RANK_NCCL(ncclAlltoAll(nullptr, nullptr, 0, ncclUint8, comm, nullptr));
+      RANK_NCCL(ncclGather(nullptr, nullptr, 0, ncclFloat16, 0, comm, nullptr));
+      RANK_NCCL(ncclScatter(nullptr, nullptr, 0, ncclFloat16, 0, comm, nullptr));
+      RANK_NCCL(ncclGroupStart());
+      RANK_NCCL(ncclSend(nullptr, 0, ncclFloat32, (rank + 1) % n, comm, nullptr));
+      RANK_NCCL(ncclRecv(nullptr, 0, ncclFloat32, (rank + n - 1) % n, comm, nullptr));
+      RANK_NCCL(ncclGroupEnd());
+    }
+    // And the communicator still moves data afterwards.
+    std::vector<double> x(33, rank + 1.0);
+    RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat64, ncclSum, comm, nullptr));
+    for (double v : x) RANK_EXPECT(v == n * (n + 1) / 2.0, "sum %g", v);
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
+TEST(Reliability, ZeroCountsWithNullBuffersSharedMemory) { zeroCountsWithNullBuffers({{"HETCCL_TIMEOUT", "20"}}); }
+TEST(Reliability, ZeroCountsWithNullBuffersSockets) {
+  zeroCountsWithNullBuffers({{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "socket"}});
+}
+
+// Segments in /dev/shm whose creator (the pid at the name's end) is gone
+// and that were made by rank `from` for rank `to` on the p2p lane.
+int deadSegments(int from, int to) {
+  char suffix[32];
+  snprintf(suffix, sizeof(suffix), "-p2p%d-%d-", from, to);
+  int count = 0;
+  DIR* dir = opendir("/dev/shm");
+  if (!dir) return 0;
+  while (dirent* e = readdir(dir)) {
+    const char* at = strstr(e->d_name, suffix);
+    if (strncmp(e->d_name, "hetccl-", 7) != 0 || !at) continue;
+    const int pid = atoi(at + strlen(suffix));
+    if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) ++count;
+  }
+  closedir(dir);
+  return count;
+}
+
+// A rank killed after it made a segment for a peer that never opened it:
+// the survivors remove it when they notice the death.
+TEST(Reliability, ADeadRanksSegmentsAreRemovedByTheSurvivors) {
+  EXPECT_RANKS_PASS_WITH_VICTIMS(3, [](int) { return mp::Env{{"HETCCL_TIMEOUT", "20"}}; }, 60, {2},
+                                 [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<float> buf(1000, 1.0f);
+    if (rank == 2) {
+      // Makes its p2p segment for rank 0 and waits there for rank 0.
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        kill(getpid(), SIGKILL);
+      }).detach();
+      ncclSend(buf.data(), buf.size(), ncclFloat32, 0, comm, nullptr);
+      std::this_thread::sleep_for(std::chrono::seconds(30));
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    const ncclResult_t r = ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat32, ncclSum, comm, nullptr);
+    RANK_EXPECT(r == ncclRemoteError, "all-reduce with a dead rank returned %d", r);
+    if (rank == 0) RANK_EXPECT(deadSegments(2, 0) == 0, "the dead rank's segment for rank 0 is still in /dev/shm");
+    ncclCommAbort(comm);
+    return 0;
+  });
+}
+
+}  // namespace
