@@ -67,6 +67,8 @@ size_t segmentBytes(uint32_t slots, size_t slotBytes) { return sizeof(SegmentHea
 class Segment {
  public:
   ncclResult_t create(const std::string& name, uint32_t slots, size_t slotBytes) {
+    slots_ = slots;
+    slotBytes_ = slotBytes;
     return shared_.create(name, segmentBytes(slots, slotBytes));
   }
   ncclResult_t tryOpen(const std::string& name, bool* opened) {
@@ -74,15 +76,32 @@ class Segment {
     if (*opened) shared_.unlink();
     return ncclSuccess;
   }
+  // The receiver takes the sender's layout once, if it fits the mapping;
+  // from then on the peer's header cannot move a slot out of bounds.
+  ncclResult_t adoptLayout(int peer) {
+    const SegmentHeader* h = header();
+    const uint32_t slots = h->slots;
+    const uint64_t slotBytes = h->slotBytes;
+    if (slots == 0 || slots > (1u << 20) || slotBytes == 0 || slotBytes > (uint64_t(1) << 32) ||
+        segmentBytes(slots, slotBytes) > shared_.bytes())
+      return fail(ncclRemoteError, "rank %d's shared memory is corrupt (%u slots of %llu bytes in %zu bytes)", peer,
+                  slots, static_cast<unsigned long long>(slotBytes), shared_.bytes());
+    slots_ = slots;
+    slotBytes_ = slotBytes;
+    return ncclSuccess;
+  }
   SegmentHeader* header() const { return reinterpret_cast<SegmentHeader*>(shared_.base()); }
+  uint32_t slots() const { return slots_; }
+  size_t slotBytes() const { return slotBytes_; }
   SlotHeader* slot(uint64_t index) const {
-    SegmentHeader* h = header();
-    return reinterpret_cast<SlotHeader*>(shared_.base() + sizeof(SegmentHeader) + (index % h->slots) * slotStride(h->slotBytes));
+    return reinterpret_cast<SlotHeader*>(shared_.base() + sizeof(SegmentHeader) + (index % slots_) * slotStride(slotBytes_));
   }
   char* payload(uint64_t index) const { return reinterpret_cast<char*>(slot(index)) + sizeof(SlotHeader); }
 
  private:
   SharedSegment shared_;
+  uint32_t slots_ = 0;
+  size_t slotBytes_ = 0;
 };
 
 class ShmSender : public Connection {
@@ -111,7 +130,7 @@ class ShmSender : public Connection {
     for (Request* r : queue_) {
       if (r->phase != 0) continue;
       const bool cma = h->cmaOk.load(std::memory_order_relaxed) && r->size >= cmaThreshold_ && r->size > 0;
-      while (r->phase == 0 && head_ - tail < h->slots) {
+      while (r->phase == 0 && head_ - tail < seg_->slots()) {
         SlotHeader* s = seg_->slot(head_);
         s->tag = r->tag;
         s->messageSize = r->size;
@@ -125,7 +144,7 @@ class ShmSender : public Connection {
           r->phase = 2;
         } else {
           s->kind = kEager;
-          s->length = std::min<uint64_t>(h->slotBytes, r->size - r->progress);
+          s->length = std::min<uint64_t>(seg_->slotBytes(), r->size - r->progress);
           if (s->length) memcpy(seg_->payload(head_), static_cast<const char*>(r->sendData) + r->progress, s->length);
           r->progress += s->length;
           if (r->progress == r->size) r->phase = 1;
@@ -167,7 +186,10 @@ class ShmSender : public Connection {
 
 class ShmReceiver : public Connection {
  public:
-  ShmReceiver(std::unique_ptr<Segment> seg, int peer) : seg_(std::move(seg)), peer_(peer) {}
+  // senderPid: from the rank table, not the peer's header (whose process
+  // this rank reads from must not be the peer's to choose).
+  ShmReceiver(std::unique_ptr<Segment> seg, int peer, int senderPid)
+      : seg_(std::move(seg)), peer_(peer), senderPid_(senderPid) {}
   ~ShmReceiver() override { markGone(); }
 
   ncclResult_t irecv(Request* r) override {
@@ -188,19 +210,29 @@ class ShmReceiver : public Connection {
           return fail(ncclRemoteError, "rank %d left the communicator (aborted or destroyed)", peer_);
         return ncclSuccess;
       }
-      const SlotHeader* s = seg_->slot(tail_);
-      if (s->tag != r->tag || s->messageSize != r->size)
+      const SlotHeader s = *seg_->slot(tail_);  // read once: what is checked is what is used
+      if (s.tag != r->tag || s.messageSize != r->size)
         return fail(ncclInvalidUsage,
                     "mismatched operation with rank %d: it sent %llu bytes for a different call than this "
                     "rank's receive of %llu bytes (ranks must call the same collectives with the same "
                     "arguments in the same order)",
-                    peer_, static_cast<unsigned long long>(s->messageSize), static_cast<unsigned long long>(r->size));
-      if (s->kind == kCma) {
-        HETCCL_TRY(readRemote(r, s->remoteAddress, h->senderPid));
+                    peer_, static_cast<unsigned long long>(s.messageSize), static_cast<unsigned long long>(r->size));
+      // The slot must describe the next piece of this message and fit it:
+      // a corrupt or hostile peer never makes this rank write out of bounds.
+      const bool fits = s.kind == kCma ? s.length == r->size && r->progress == 0
+                        : s.kind == kEager ? s.offset == r->progress && s.length <= seg_->slotBytes() &&
+                                                  s.length <= r->size - r->progress && (s.length > 0 || r->size == 0)
+                                            : false;
+      if (!fits)
+        return fail(ncclRemoteError, "rank %d sent a corrupt message slot (kind %u, offset %llu, length %llu of %llu)",
+                    peer_, static_cast<unsigned>(s.kind), static_cast<unsigned long long>(s.offset),
+                    static_cast<unsigned long long>(s.length), static_cast<unsigned long long>(r->size));
+      if (s.kind == kCma) {
+        HETCCL_TRY(readRemote(r, s.remoteAddress, senderPid_));
         r->progress = r->size;
       } else {
-        deliver(r, seg_->payload(tail_), s->offset, s->length);
-        r->progress = s->offset + s->length;
+        deliver(r, seg_->payload(tail_), s.offset, s.length);
+        r->progress = s.offset + s.length;
       }
       ++tail_;
       h->tail.store(tail_, std::memory_order_release);
@@ -213,7 +245,7 @@ class ShmReceiver : public Connection {
     return ncclSuccess;
   }
 
-  ncclResult_t checkPeer() override { return peerAlive(seg_->header()->senderPid, peer_); }
+  ncclResult_t checkPeer() override { return peerAlive(senderPid_, peer_); }
   void markGone() override { seg_->header()->receiverGone.store(1, std::memory_order_release); }
 
  private:
@@ -253,6 +285,7 @@ class ShmReceiver : public Connection {
 
   std::unique_ptr<Segment> seg_;
   int peer_;
+  int senderPid_;
   uint64_t tail_ = 0;
   std::deque<Request*> queue_;
   std::vector<char> bounce_;
@@ -297,17 +330,22 @@ class ShmTransport : public Transport {
       if (spins % 1024 == 0) HETCCL_TRY(peerAlive(ctx_.watchablePid(peer), peer));  // it died in between
       std::this_thread::yield();
     }
+    HETCCL_TRY(seg->adoptLayout(peer));
     // Probe whether the kernel lets us read the sender's memory directly.
     uint64_t probe = 0;
     iovec local{&probe, sizeof(probe)};
     iovec remote{reinterpret_cast<void*>(h->probeAddress), sizeof(probe)};
-    bool cma = params().cma && process_vm_readv(h->senderPid, &local, 1, &remote, 1, 0) == sizeof(probe) &&
+    // The rank table's pid (0 where pids do not compare): the segment's
+    // name carries it, so the creator is that process.
+    const int senderPid = comparablePid(peer);
+    bool cma = params().cma && senderPid && h->senderPid == senderPid &&
+               process_vm_readv(senderPid, &local, 1, &remote, 1, 0) == sizeof(probe) &&
                probe == kProbeValue;
     if (params().cma && !cma) HETCCL_INFO("shm from rank %d: process_vm_readv not permitted, copying through slots", peer);
     h->cmaOk.store(cma ? 1 : 0, std::memory_order_relaxed);
     h->receiverPid = getpid();
     h->ready.store(1, std::memory_order_release);
-    *out = std::make_unique<ShmReceiver>(std::move(seg), peer);
+    *out = std::make_unique<ShmReceiver>(std::move(seg), peer, senderPid);
     return ncclSuccess;
   }
 
