@@ -2,7 +2,8 @@
 # Builds hetccl and runs every test (unit, multi-process, ABI, drop-in,
 # hetccl-perf check, fault injection), then the multi-process tests that
 # take input from other processes under AddressSanitizer and
-# UndefinedBehaviorSanitizer. This is what CI runs.
+# UndefinedBehaviorSanitizer, and a short run of each fuzz target. This is
+# what CI runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -10,3 +11,4 @@ scripts/install-deps.sh
 HETCCL_CMAKE_ARGS="-DHETCCL_REQUIRE_KERNELS=ON ${HETCCL_CMAKE_ARGS:-}" scripts/build.sh
 (cd build && ctest --output-on-failure --timeout 600 "$@")
 scripts/sanitize-check.sh address quick
+scripts/fuzz.sh 10

@@ -130,10 +130,16 @@ TEST(Root, RefusesAForgedSecret) {
 namespace {
 
 // Strangers at a port: `silent` connect and say nothing, `garbage` send
-// bytes that are no hello, `slow` send a hello's first bytes and stop.
+// bytes that are no hello, `slow` send a hello's first bytes and stop,
+// `wrongSecret` send a whole listener hello with another secret.
 struct Strangers {
   std::vector<Socket> held;
-  void arrive(const SocketAddress& at, int silent, int garbage, int slow) {
+  void arrive(const SocketAddress& at, int silent, int garbage, int slow, int wrongSecret = 10) {
+    for (int i = 0; i < wrongSecret; ++i) {
+      Socket s;
+      ASSERT_EQ(Listener::connectTo(at, 0xbad, i, kTagRing, Deadline(5), nullptr, &s), ncclSuccess);
+      held.push_back(std::move(s));
+    }
     for (int i = 0; i < silent + garbage + slow; ++i) {
       Socket s;
       ASSERT_EQ(Socket::connect(at, Deadline(5), nullptr, &s), ncclSuccess);
@@ -231,7 +237,7 @@ TEST(Listener, StrangersDelayNobody) {
     ASSERT_EQ(Listener::connectTo(listener.address(), 1234, i, kTagRing, Deadline(5), nullptr, &mine), ncclSuccess);
     EXPECT_EQ(listener.acceptFrom(i, kTagRing, Deadline(5), nullptr, &got), ncclSuccess) << lastError();
     EXPECT_LT(secondsSince(start), 0.5);
-    strangers.arrive(listener.address(), 5, 0, 0);
+    strangers.arrive(listener.address(), 5, 0, 0, 2);
   }
 }
 
@@ -241,7 +247,7 @@ TEST(Listener, AFloodOfStrangersIsBounded) {
   Listener listener;
   ASSERT_EQ(listener.open(99), ncclSuccess);
   Strangers strangers;
-  strangers.arrive(listener.address(), static_cast<int>(HelloGate::kMaxWaiting) + 20, 0, 0);
+  strangers.arrive(listener.address(), static_cast<int>(HelloGate::kMaxWaiting) + 20, 0, 0, 0);
   Socket mine, got;
   const auto start = std::chrono::steady_clock::now();
   ASSERT_EQ(Listener::connectTo(listener.address(), 99, 7, kTagRing, Deadline(5), nullptr, &mine), ncclSuccess);

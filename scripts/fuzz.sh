@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets in fuzz/ (clang-22, with AddressSanitizer and
+# UndefinedBehaviorSanitizer) into build-fuzz/ and runs each for a while
+# from its corpus in fuzz/corpus/<target>/; fails when one crashes, leaks or
+# stalls. What each target feeds: see the comment at its top.
+#   scripts/fuzz.sh [seconds per target, default 10] [--keep]
+# --keep merges what the run found into fuzz/corpus/ (commit it after a
+# long run); without it the corpus in the repository is only read.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-10}
+keep=${2:-}
+scripts/install-deps.sh libclang-rt-22-dev >/dev/null
+out=build-fuzz
+mkdir -p "$out"
+# The bootstrap and what it needs: the code that reads other processes' bytes first.
+sources="src/bootstrap/bootstrap.cc src/bootstrap/hello_gate.cc src/bootstrap/peer_process.cc src/bootstrap/socket.cc
+  src/bootstrap/unique_id.cc src/common/error.cc src/common/log.cc src/common/params.cc src/common/types.cc
+  src/common/name_list.cc"
+flags="-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Isrc -Iinclude"
+# A root that a fuzzed hello left waiting gives up after this long.
+export HETCCL_TIMEOUT=5
+status=0
+for src in fuzz/fuzz_*.cc; do
+  name=$(basename "$src" .cc)
+  corpus=fuzz/corpus/${name#fuzz_}
+  # shellcheck disable=SC2086
+  clang++-22 $flags "$src" $sources -o "$out/$name" -lpthread
+  work=$out/corpus-${name#fuzz_}
+  mkdir -p "$work" "$corpus"
+  if ! "$out/$name" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 -print_final_stats=1 "$work" "$corpus" \
+      >"$out/$name.log" 2>&1; then
+    echo "$name: FAILED ($out/$name.log)"; tail -30 "$out/$name.log"; status=1; continue
+  fi
+  echo "$name: $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$out/$name.log" | grep -o '[0-9]*$') inputs in ${seconds} s, no finding"
+  if [ "$keep" = --keep ]; then "$out/$name" -merge=1 "$corpus" "$work" >/dev/null 2>&1; fi
+done
+exit $status
