@@ -38,7 +38,8 @@ uint64_t signature(const Op& op) {
 }  // namespace
 
 ncclResult_t runCollective(Communicator& c, const Op& op) {
-  const uint64_t tag = mixHash(++c.collectiveSeq, signature(op));
+  uint64_t tag = mixHash(++c.collectiveSeq, signature(op));
+  if (const uint64_t context = c.callContext.load()) tag = mixHash(tag, context);
   if (!c.partition.single()) {
     bool handled = false;
     ncclResult_t r = runAcrossDomains(c, op, tag, &handled);

@@ -23,6 +23,11 @@ class Backend {
   virtual std::string version() const = 0;
   virtual int rank() const = 0;
   virtual int nranks() const = 0;
+  // The cross-domain call this domain's steps belong to (its tag; 0 when
+  // none): hetccl's own algorithms mix it into their messages' tags, so
+  // members of a domain that disagree about the whole call (its root, its
+  // kind) find out at their first message. Vendor libraries ignore it.
+  virtual void setCallContext(uint64_t tag) { (void)tag; }
 
   virtual ncclResult_t allReduce(const void* send, void* recv, size_t count, const Reduction& red) = 0;
   virtual ncclResult_t reduceScatter(const void* send, void* recv, size_t recvcount, const Reduction& red) = 0;

@@ -18,6 +18,7 @@ class NativeBackend : public Backend {
   std::string version() const override { return "0.1.0"; }
   int rank() const override { return c_.rank; }
   int nranks() const override { return c_.nranks; }
+  void setCallContext(uint64_t tag) override { c_.callContext.store(tag); }
 
   ncclResult_t allReduce(const void* send, void* recv, size_t count, const Reduction& red) override {
     return run(OpKind::AllReduce, send, recv, count, red, 0);

@@ -93,8 +93,9 @@ template <typename Arrivals>
 void failRendezvous(const Socket& listener, uint64_t secret, Arrivals arrived, int leftRank, int nranks,
                     const Deadline& deadline) {
   for (const auto& [rank, a] : arrived) answer(a.socket, kReplyRankLeft, nranks, Deadline(1.0), leftRank);
-  HelloGate gate(sizeof(RootHello));
   int arrivals = static_cast<int>(arrived.size());
+  arrived.clear();  // answered: their connections close now
+  HelloGate gate(sizeof(RootHello));
   const HelloGate::Take refuse = [&](const void* bytes, Socket&& s) {
     RootHello h;
     memcpy(&h, bytes, sizeof(h));

@@ -328,8 +328,13 @@ void Communicator::setFatal(ncclResult_t error) {
       asyncError.store(error);
     }
   }
-  if (net) net->markGone();
-  if (p2pNet) p2pNet->markGone();
+  // Peers waiting for this rank stop at once; they learn whether it found
+  // a mismatched operation (its own error, or its domain's) or just left.
+  const bool mismatch = error == ncclInvalidUsage && !abort.load();
+  if (net) net->markGone(mismatch);
+  if (p2pNet) p2pNet->markGone(mismatch);
+  // The domain's ranks may wait for this one inside the domain's steps.
+  if (domainComm && domainComm.get() != this) domainComm->setFatal(error);
 }
 
 ncclResult_t Communicator::checkPeersAlive() {

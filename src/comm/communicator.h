@@ -112,6 +112,9 @@ class Communicator {
   std::mutex initMutex;          // guards joining initThread
   uint64_t childCounter = 0;     // split/shrink calls made on this communicator
   uint64_t collectiveSeq = 0;
+  // A domain's communicator, inside a cross-domain call: that call's tag,
+  // mixed into each of its collectives' tags (Backend::setCallContext).
+  std::atomic<uint64_t> callContext{0};
   std::vector<uint64_t> sendSeq, recvSeq;  // per peer, for send/recv tags
   std::vector<std::optional<PreMulSumOp>> preMulSumOps;
   std::unique_ptr<Worker> worker;

@@ -13,10 +13,28 @@
 
 namespace hetccl {
 
+ncclResult_t Connection::peerGoneError(uint32_t reason, int peer) {
+  if (reason == kGoneMismatch)
+    return fail(ncclInvalidUsage,
+                "mismatched operation: rank %d stopped because it received data of another call (ranks must call the "
+                "same collectives with the same arguments in the same order)", peer);
+  if (reason) return fail(ncclRemoteError, "rank %d left the communicator (aborted or destroyed)", peer);
+  return ncclSuccess;
+}
+
 Net::Net(const TransportContext& ctx)
     : ctx_(ctx), send_(static_cast<size_t>(ctx.nranks)), recv_(static_cast<size_t>(ctx.nranks)) {
   socket_ = makeSocketTransport(ctx_);
   if (params().transport != TransportChoice::Socket) shm_ = makeShmTransport(ctx_);
+  // Ranks of this host may deadlock on each other: the board (in /dev/shm,
+  // so only where this rank uses shared memory) lets them see it.
+  if (shm_ && (*ctx_.peers)[static_cast<size_t>(ctx_.rank)].shmAllowed) {
+    board_ = std::make_unique<WaitBoard>(ctx_);
+    if (board_->open() != ncclSuccess) {
+      HETCCL_WARN("rank %d: no wait board (%s): mismatched calls end at HETCCL_TIMEOUT", ctx_.rank, lastError());
+      board_.reset();
+    }
+  }
   const RankInfo& me = (*ctx_.peers)[ctx_.rank];
   std::string why;
   if (wished(me.ucx) && makeUcxTransport(ctx_, &ucx_, &why) != ncclSuccess) HETCCL_WARN("UCX transport: %s", why.c_str());
@@ -108,6 +126,7 @@ ncclResult_t Net::postSend(int peer, const void* data, size_t bytes, uint64_t ta
   r->sendData = data;
   r->size = bytes;
   r->tag = tag;
+  r->peer = peer;
   bytesSent += bytes;
   return c->isend(r);
 }
@@ -118,6 +137,8 @@ ncclResult_t Net::postRecv(int peer, void* data, size_t bytes, uint64_t tag, Rec
   r->sink = sink;
   r->size = bytes;
   r->tag = tag;
+  r->peer = peer;
+  r->receive = true;
   bytesReceived += bytes;
   Connection* c;
   HETCCL_TRY(recvConnection(peer, &c));
@@ -130,6 +151,10 @@ ncclResult_t Net::postRecv(int peer, void* data, size_t bytes, uint64_t tag, Rec
 
 ncclResult_t Net::wait(Request* const* requests, size_t count, size_t mustComplete) {
   ncclResult_t r = waitDriving(requests, count, mustComplete);
+  if (!published_.empty()) {  // no longer stuck on anyone
+    board_->publish({});
+    published_.clear();
+  }
   return r == ncclSuccess ? r : dropKept(r);
 }
 
@@ -152,7 +177,12 @@ ncclResult_t Net::waitDriving(Request* const* requests, size_t count, size_t mus
       }
       if (std::find(active_.begin(), active_.end(), r->connection) == active_.end()) {
         active_.push_back(r->connection);
-        HETCCL_TRY(r->connection->progress(&progressed));
+        if (const ncclResult_t e = r->connection->progress(&progressed); e != ncclSuccess) {
+          // Transports report a message of another call as ncclInvalidUsage:
+          // the peers are told so when this rank stops (markGone).
+          if (e == ncclInvalidUsage) mismatchSeen_.store(true);
+          return e;
+        }
       }
       if (i < mustComplete) done &= r->complete;
     }
@@ -180,6 +210,8 @@ ncclResult_t Net::waitDriving(Request* const* requests, size_t count, size_t mus
         forgetDeadPeers();
         return alive;
       }
+      HETCCL_TRY(checkPeersStopped(requests, count));
+      if (board_ && now - idleSince > std::chrono::milliseconds(300)) HETCCL_TRY(checkWaitBoards(requests, count));
       if (now - idleSince > std::chrono::duration<double>(timeout)) {
         if (!kept_.empty())
           return fail(ncclRemoteError, "no progress for %.0f s: rank %d never connected to send to this rank (HETCCL_TIMEOUT)",
@@ -213,21 +245,55 @@ ncclResult_t Net::sendRecv(int sendPeer, const void* sendData, size_t sendBytes,
   return wait(list, 2);
 }
 
+ncclResult_t Net::checkPeersStopped(Request* const* requests, size_t count) {
+  auto check = [this](int peer) -> ncclResult_t {
+    for (const auto* side : {&send_, &recv_}) {
+      const Connection* c = (*side)[static_cast<size_t>(peer)].get();
+      const uint32_t reason = c ? c->peerGoneReason() : 0;
+      if (reason == Connection::kGoneMismatch) mismatchSeen_.store(true);
+      HETCCL_TRY(Connection::peerGoneError(reason, peer));
+    }
+    return ncclSuccess;
+  };
+  for (size_t i = 0; i < count; ++i)
+    if (!requests[i]->complete && requests[i]->peer >= 0) HETCCL_TRY(check(requests[i]->peer));
+  for (const KeptReceive& k : kept_) HETCCL_TRY(check(k.peer));
+  return ncclSuccess;
+}
+
+ncclResult_t Net::checkWaitBoards(Request* const* requests, size_t count) {
+  std::vector<WaitBoard::Wait> waits;
+  for (size_t i = 0; i < count; ++i)
+    if (!requests[i]->complete && requests[i]->receive) waits.emplace_back(requests[i]->peer, requests[i]->tag);
+  for (const KeptReceive& k : kept_) waits.emplace_back(k.peer, k.request->tag);
+  if (waits.size() > static_cast<size_t>(WaitBoard::kEntries)) waits.resize(WaitBoard::kEntries);
+  if (waits != published_) {
+    board_->publish(waits);
+    published_ = waits;
+  }
+  const ncclResult_t r = board_->check(waits);
+  if (r == ncclInvalidUsage) mismatchSeen_.store(true);
+  return r;
+}
+
 void Net::forgetDeadPeers() {
   if (!shm_) return;
   const RankInfo& me = (*ctx_.peers)[static_cast<size_t>(ctx_.rank)];
   for (int peer = 0; peer < ctx_.nranks; ++peer) {
     const RankInfo& them = (*ctx_.peers)[static_cast<size_t>(peer)];
     if (peer != ctx_.rank && them.hostHash == me.hostHash && them.pidNamespace == me.pidNamespace &&
-        processGone(them.pid))
+        processGone(them.pid)) {
       shm_->forgetDeadPeer(peer);
+      WaitBoard::removeBoardOf(ctx_, peer);
+    }
   }
 }
 
-void Net::markGone() {
+void Net::markGone(bool mismatch) {
   std::lock_guard<std::mutex> lock(connectionsMutex_);
-  for (auto& c : send_) if (c) c->markGone();
-  for (auto& c : recv_) if (c) c->markGone();
+  const auto reason = mismatch || mismatchSeen_.load() ? Connection::kGoneMismatch : Connection::kGoneLeft;
+  for (auto& c : send_) if (c) c->markGone(reason);
+  for (auto& c : recv_) if (c) c->markGone(reason);
 }
 
 }  // namespace hetccl

@@ -12,6 +12,7 @@
 
 #include "transport/transport.h"
 #include "transport/transport_context.h"
+#include "transport/wait_board.h"
 
 namespace hetccl {
 
@@ -38,7 +39,9 @@ class Net {
                         size_t recvBytes, uint64_t tag, RecvSink* sink = nullptr);
 
   // Tells every connected peer we are gone (abort, fatal error).
-  void markGone();
+  // Tells every connected peer that this rank has stopped, and whether it
+  // found a mismatched operation (`mismatch`, or one seen here).
+  void markGone(bool mismatch = false);
   // Removes what ranks on this host that have died left for this rank and
   // never handed over (their shared-memory segments).
   void forgetDeadPeers();
@@ -67,10 +70,19 @@ class Net {
     return r;
   }
   ncclResult_t waitDriving(Request* const* requests, size_t count, size_t mustComplete);
+  // Publishes the receives this rank is stuck on and compares with the
+  // boards of the peers on this host (a mutual wait for different calls).
+  ncclResult_t checkWaitBoards(Request* const* requests, size_t count);
+  // Fails when a peer this rank waits for has marked its end of any
+  // connection gone (it stopped: a mismatch it found, or it left).
+  ncclResult_t checkPeersStopped(Request* const* requests, size_t count);
 
   TransportContext ctx_;
   std::unique_ptr<Transport> shm_, socket_;
   std::unique_ptr<Transport> ucx_, plugin_;  // HETCCL_TRANSPORT=ucx / net-plugin on both ends
+  std::atomic<bool> mismatchSeen_{false};  // a peer sent data of another call
+  std::unique_ptr<WaitBoard> board_;       // who this rank waits for (ranks of this host read it)
+  std::vector<WaitBoard::Wait> published_;
   // Used by the Net's one thread; made under the lock, which markGone
   // (any thread: a watchdog's fatal error) takes to read them.
   std::vector<std::unique_ptr<Connection>> send_, recv_;

@@ -83,7 +83,7 @@ class PluginConnection : public Connection {
       return fail(ncclRemoteError, "rank %d closed its net plugin connection (its process ended or it gave up)", peer_);
     return ncclSuccess;
   }
-  void markGone() override { shutdown(line_.fd(), SHUT_RDWR); }
+  void markGone(GoneReason) override { shutdown(line_.fd(), SHUT_RDWR); }
 
  protected:
   ncclResult_t enqueue(Request* r) {

@@ -42,6 +42,8 @@ class SharedSegment {
   // Removes the name (idempotent; also done at destruction): once every
   // process that needs the segment has opened it.
   void unlink();
+  // Leaves the name to its creator: this process will not remove it.
+  void disown() { name_.clear(); }
 
   char* base() const { return static_cast<char*>(base_); }
   size_t bytes() const { return bytes_; }

@@ -110,7 +110,7 @@ class ShmSender : public Connection {
   // compare), known before the receiver has opened the segment.
   ShmSender(std::unique_ptr<Segment> seg, int peer, int peerPid, size_t cmaThreshold)
       : seg_(std::move(seg)), peer_(peer), peerPid_(peerPid), cmaThreshold_(cmaThreshold) {}
-  ~ShmSender() override { markGone(); }
+  ~ShmSender() override { markGone(kGoneLeft); }
 
   ncclResult_t isend(Request* r) override {
     r->connection = this;
@@ -167,13 +167,16 @@ class ShmSender : public Connection {
     }
     // A receiver that left after taking everything is fine; one that left
     // with messages of ours outstanding is an error.
-    if (!queue_.empty() && h->receiverGone.load(std::memory_order_acquire))
-      return fail(ncclRemoteError, "rank %d left the communicator (aborted or destroyed)", peer_);
+    if (!queue_.empty()) HETCCL_TRY(peerGoneError(h->receiverGone.load(std::memory_order_acquire), peer_));
     return ncclSuccess;
   }
 
   ncclResult_t checkPeer() override { return peerAlive(peerPid_, peer_); }
-  void markGone() override { seg_->header()->senderGone.store(1, std::memory_order_release); }
+  uint32_t peerGoneReason() const override { return seg_->header()->receiverGone.load(std::memory_order_acquire); }
+  void markGone(GoneReason reason) override {
+    uint32_t unset = 0;  // the first reason stays
+    seg_->header()->senderGone.compare_exchange_strong(unset, reason, std::memory_order_acq_rel);
+  }
 
  private:
   std::unique_ptr<Segment> seg_;
@@ -190,7 +193,7 @@ class ShmReceiver : public Connection {
   // this rank reads from must not be the peer's to choose).
   ShmReceiver(std::unique_ptr<Segment> seg, int peer, int senderPid)
       : seg_(std::move(seg)), peer_(peer), senderPid_(senderPid) {}
-  ~ShmReceiver() override { markGone(); }
+  ~ShmReceiver() override { markGone(kGoneLeft); }
 
   ncclResult_t irecv(Request* r) override {
     r->connection = this;
@@ -206,9 +209,7 @@ class ShmReceiver : public Connection {
       Request* r = queue_.front();
       const uint64_t head = h->head.load(std::memory_order_acquire);
       if (head == tail_) {
-        if (h->senderGone.load(std::memory_order_acquire))
-          return fail(ncclRemoteError, "rank %d left the communicator (aborted or destroyed)", peer_);
-        return ncclSuccess;
+        return peerGoneError(h->senderGone.load(std::memory_order_acquire), peer_);
       }
       const SlotHeader s = *seg_->slot(tail_);  // read once: what is checked is what is used
       if (s.tag != r->tag || s.messageSize != r->size)
@@ -246,7 +247,11 @@ class ShmReceiver : public Connection {
   }
 
   ncclResult_t checkPeer() override { return peerAlive(senderPid_, peer_); }
-  void markGone() override { seg_->header()->receiverGone.store(1, std::memory_order_release); }
+  uint32_t peerGoneReason() const override { return seg_->header()->senderGone.load(std::memory_order_acquire); }
+  void markGone(GoneReason reason) override {
+    uint32_t unset = 0;
+    seg_->header()->receiverGone.compare_exchange_strong(unset, reason, std::memory_order_acq_rel);
+  }
 
  private:
   static void deliver(Request* r, const void* src, size_t offset, size_t length) {

@@ -33,6 +33,8 @@ struct Request {
   RecvSink* sink = nullptr;
   size_t size = 0;
   uint64_t tag = 0;
+  int peer = -1;         // set by Net
+  bool receive = false;  // set by Net
   bool complete = false;
   // Progress state owned by the transport.
   size_t progress = 0;
@@ -58,8 +60,16 @@ class Connection {
   }
   // Cheap liveness check of the peer, called now and then while waiting.
   virtual ncclResult_t checkPeer() { return ncclSuccess; }
-  // Tells the peer this side is gone (abort), so it fails fast.
-  virtual void markGone() {}
+  // Tells the peer this side is gone (abort), so it fails fast; where the
+  // transport can say why, the peer learns whether this side found a
+  // mismatched operation (kGoneMismatch) or just left.
+  enum GoneReason : uint32_t { kGoneLeft = 1, kGoneMismatch = 2 };
+  virtual void markGone(GoneReason reason) { (void)reason; }
+  // The reason the peer gave when it marked its end gone (0: it has not,
+  // or the transport cannot say); also while nothing is queued here.
+  virtual uint32_t peerGoneReason() const { return 0; }
+  // The error for a peer gone for `reason` (ncclSuccess for 0).
+  static ncclResult_t peerGoneError(uint32_t reason, int peer);
 
  private:
   static ncclResult_t unsupported(Request*) { return ncclInternalError; }

@@ -110,7 +110,7 @@ class UcxSender : public Connection {
   }
 
   ncclResult_t checkPeer() override { return checkLine(line_, peer_); }
-  void markGone() override {
+  void markGone(GoneReason) override {
     gone_.store(true);
     shutdown(line_.fd(), SHUT_RDWR);
   }
@@ -233,7 +233,7 @@ class UcxReceiver : public Connection {
   }
 
   ncclResult_t checkPeer() override { return checkLine(line_, peer_); }
-  void markGone() override { shutdown(line_.fd(), SHUT_RDWR); }
+  void markGone(GoneReason) override { shutdown(line_.fd(), SHUT_RDWR); }
 
  private:
   ncclResult_t check(const InFlight& f, ucs_status_t s) const {

@@ -191,3 +191,75 @@ TEST(Reliability, ADeadRanksSegmentsAreRemovedByTheSurvivors) {
 }
 
 }  // namespace
+
+namespace {
+
+// Ranks that disagree on a broadcast's root, or call a broadcast where the
+// others all-reduce: every rank gets an error soon, not at the timeout.
+void mismatchedCalls(const mp::EnvForRank& layout, bool rootsDiffer) {
+  EXPECT_RANKS_PASS_EACH(4, layout, 60, [rootsDiffer](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<float> x(4096, 1.0f);
+    RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr));
+    const auto t0 = std::chrono::steady_clock::now();
+    ncclResult_t r;
+    if (rootsDiffer) r = ncclBroadcast(x.data(), x.data(), x.size(), ncclFloat32, rank == 3 ? 1 : 0, comm, nullptr);
+    else if (rank == 3) r = ncclBroadcast(x.data(), x.data(), x.size(), ncclFloat32, 0, comm, nullptr);
+    else r = ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr);
+    // A rank whose own part happened to complete learns of it at its next call.
+    if (r == ncclSuccess) r = ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr);
+    RANK_EXPECT(r == ncclInvalidUsage, "returned %d: %s", r, ncclGetLastError(comm));
+    RANK_EXPECT(secondsSince(t0) < 3, "the error took %.1f s", secondsSince(t0));
+    // Stay until every rank has had its error: an exit would be a death.
+    std::this_thread::sleep_for(std::chrono::seconds(3) - (std::chrono::steady_clock::now() - t0));
+    ncclCommAbort(comm);
+    return 0;
+  });
+}
+
+TEST(Reliability, MismatchedBroadcastRootOneDomain) {
+  mismatchedCalls(mp::domainLayout({"a", "a", "a", "a"}, {{"HETCCL_TIMEOUT", "20"}}), true);
+}
+TEST(Reliability, MismatchedBroadcastRootTwoDomains) {
+  mismatchedCalls(mp::domainLayout({"a", "a", "b", "b"}, {{"HETCCL_TIMEOUT", "20"}}), true);
+}
+TEST(Reliability, BroadcastAgainstAllReduceOneDomain) {
+  mismatchedCalls(mp::domainLayout({"a", "a", "a", "a"}, {{"HETCCL_TIMEOUT", "20"}}), false);
+}
+TEST(Reliability, BroadcastAgainstAllReduceTwoDomains) {
+  mismatchedCalls(mp::domainLayout({"a", "a", "b", "b"}, {{"HETCCL_TIMEOUT", "20"}}), false);
+}
+
+}  // namespace
+
+namespace {
+
+// A send and its receive of different sizes: the receiver refuses it at
+// once, and the sender gets ncclInvalidUsage too: in the same call where
+// its send was still in flight, else at its next call on the communicator.
+void sendRecvSizeMismatch(const mp::Env& env, size_t sent) {
+  EXPECT_RANKS_PASS(2, env, 60, [sent](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<float> x(sent + 8, 1.0f);
+    const auto t0 = std::chrono::steady_clock::now();
+    if (rank == 0) {
+      ncclResult_t r = ncclSend(x.data(), sent, ncclFloat32, 1, comm, nullptr);
+      if (r == ncclSuccess) r = ncclRecv(x.data(), 1, ncclFloat32, 1, comm, nullptr);
+      RANK_EXPECT(r == ncclInvalidUsage, "the sender got %d: %s", r, ncclGetLastError(comm));
+    } else {
+      const ncclResult_t r = ncclRecv(x.data(), sent / 2, ncclFloat32, 0, comm, nullptr);
+      RANK_EXPECT(r == ncclInvalidUsage, "the receiver got %d: %s", r, ncclGetLastError(comm));
+    }
+    RANK_EXPECT(secondsSince(t0) < 3, "the error took %.1f s", secondsSince(t0));
+    std::this_thread::sleep_for(std::chrono::seconds(3) - (std::chrono::steady_clock::now() - t0));
+    ncclCommAbort(comm);
+    return 0;
+  });
+}
+
+TEST(Reliability, SendRecvSizeMismatchSmall) { sendRecvSizeMismatch({{"HETCCL_TIMEOUT", "20"}}, 100); }
+TEST(Reliability, SendRecvSizeMismatchLarge) { sendRecvSizeMismatch({{"HETCCL_TIMEOUT", "20"}}, 1 << 20); }
+
+}  // namespace
