@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "common/params.h"
 #include "transport/shm_segment.h"
+#include "transport/shm_slot.h"
 #include "transport/transport.h"
 #include "transport/transport_context.h"
 
@@ -34,17 +35,6 @@ namespace {
 constexpr uint64_t kProbeValue = 0x68657463636c4d41ull;
 const volatile uint64_t gCmaProbe = kProbeValue;
 constexpr size_t kBounceBytes = 256 << 10;
-
-enum SlotKind : uint32_t { kEager = 0, kCma = 1 };
-
-struct alignas(64) SlotHeader {
-  uint64_t tag;
-  uint64_t messageSize;
-  uint64_t offset;
-  uint64_t length;
-  uint64_t remoteAddress;  // kCma: where the payload sits in the sender
-  uint32_t kind;
-};
 
 struct alignas(64) SegmentHeader {
   alignas(64) std::atomic<uint64_t> head;  // slots published by the sender
@@ -220,11 +210,7 @@ class ShmReceiver : public Connection {
                     peer_, static_cast<unsigned long long>(s.messageSize), static_cast<unsigned long long>(r->size));
       // The slot must describe the next piece of this message and fit it:
       // a corrupt or hostile peer never makes this rank write out of bounds.
-      const bool fits = s.kind == kCma ? s.length == r->size && r->progress == 0
-                        : s.kind == kEager ? s.offset == r->progress && s.length <= seg_->slotBytes() &&
-                                                  s.length <= r->size - r->progress && (s.length > 0 || r->size == 0)
-                                            : false;
-      if (!fits)
+      if (!slotFits(s, r->progress, r->size, seg_->slotBytes()))
         return fail(ncclRemoteError, "rank %d sent a corrupt message slot (kind %u, offset %llu, length %llu of %llu)",
                     peer_, static_cast<unsigned>(s.kind), static_cast<unsigned long long>(s.offset),
                     static_cast<unsigned long long>(s.length), static_cast<unsigned long long>(r->size));

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cinttypes>
 #include <cstring>
@@ -75,6 +76,7 @@ struct Board {
   std::atomic<int64_t> faultNs;  // CLOCK_MONOTONIC, when the victim struck itself
   std::atomic<int> victimPid;
   std::atomic<int> pids[kRanks];
+  std::atomic<int64_t> errorAfterNs[kRanks];  // each survivor's error, after the fault
 };
 
 int64_t nowNs() {
@@ -197,6 +199,7 @@ int runRank(int rank, int n, const ncclUniqueId& id, Board* board, const Trial& 
   const int64_t faultNs = board->faultNs.load();
   RANK_EXPECT(faultNs != 0, "rank %d got error %d before the fault: %s", rank, r, ncclGetLastError(comm));
   const double after = (erroredNs - faultNs) / 1e9;
+  board->errorAfterNs[rank].store(erroredNs - faultNs);
   const bool frozen = t.fault == Fault::Stop;
   // A victim that died before it said hello to the root is unknown to
   // everyone: the others wait for it until HETCCL_TIMEOUT, as in NCCL.
@@ -260,7 +263,11 @@ void injectFaults(const std::vector<std::string>& layout, uint64_t salt) {
     const int64_t start = nowNs();
     EXPECT_RANKS_PASS_WITH_VICTIMS(kRanks, mp::domainLayout(layout, env), timeout + 15, {t.victim},
                                    [&](int rank, int n, const ncclUniqueId& id) { return runRank(rank, n, id, board, t); });
-    printf("trial %d: %s: %.2f s\n", i, t.describe().c_str(), (nowNs() - start) / 1e9);
+    int64_t slowest = 0;
+    for (int r = 0; r < kRanks; ++r)
+      if (r != t.victim) slowest = std::max<int64_t>(slowest, board->errorAfterNs[r].load());
+    printf("trial %d: %s: survivors' errors within %.3f s of the fault; trial %.2f s\n", i, t.describe().c_str(),
+           slowest / 1e9, (nowNs() - start) / 1e9);
     if (::testing::Test::HasFailure()) {
       printf("failed at trial %d: %s (seed %" PRIu64 ")\n", i, t.describe().c_str(), seed);
       break;
