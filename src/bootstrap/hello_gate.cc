@@ -4,6 +4,8 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "common/log.h"
 
@@ -26,16 +28,20 @@ bool readSome(HelloGate::Waiting& w, size_t bytes) {
 }  // namespace
 
 ncclResult_t HelloGate::acceptArrivals(const Socket& listener) {
+  const auto patience = std::chrono::duration<double>(kPatienceSeconds);
   for (;;) {
+    if (waiting_.size() >= kMaxWaiting) {
+      // Full: room only by dropping one that had its chance to say hello.
+      if (std::chrono::steady_clock::now() - waiting_.front().since < patience) return ncclSuccess;
+      if (dropped_++ % 1000 == 0)
+        HETCCL_WARN("listener %d: %zu connections wait without a hello; dropping the oldest (%llu so far)",
+                    listener.fd(), waiting_.size(), static_cast<unsigned long long>(dropped_));
+      waiting_.pop_front();
+    }
     Socket s;
     bool accepted = false;
     HETCCL_TRY(listener.acceptWithin(0, &s, &accepted));
     if (!accepted) return ncclSuccess;
-    if (waiting_.size() >= kMaxWaiting) {
-      HETCCL_WARN("listener %d: %zu connections have not said hello; dropping the oldest", listener.fd(),
-                  waiting_.size());
-      waiting_.pop_front();
-    }
     Waiting w;
     w.socket = std::move(s);
     w.hello.resize(helloBytes_);
@@ -49,9 +55,12 @@ ncclResult_t HelloGate::pass(const Socket& listener, int waitMs, const Take& tak
   if (waitMs > 0) {
     std::vector<pollfd> fds;
     fds.reserve(waiting_.size() + 1);
-    fds.push_back(pollfd{listener.fd(), POLLIN, 0});
+    // Full: arrivals wait in the backlog, so only the waiting ones wake us
+    // (until the oldest may be dropped).
+    const bool full = waiting_.size() >= kMaxWaiting;
+    if (!full) fds.push_back(pollfd{listener.fd(), POLLIN, 0});
     for (const Waiting& w : waiting_) fds.push_back(pollfd{w.socket.fd(), POLLIN, 0});
-    ::poll(fds.data(), fds.size(), waitMs);
+    ::poll(fds.data(), fds.size(), full ? std::min(waitMs, 20) : waitMs);
   }
   HETCCL_TRY(acceptArrivals(listener));
   const auto now = std::chrono::steady_clock::now();

@@ -1,13 +1,17 @@
-// The door of a listening socket: accepts every connection that arrives and
+// The door of a listening socket: accepts the connections that arrive and
 // reads the fixed-size hello each must send first, all of them at once and
 // without blocking. A connection that stays silent, or sends its hello a
-// byte at a time, delays no other: it waits in a bounded list (the oldest
-// is dropped when strangers crowd it) and is closed after kHelloSeconds.
+// byte at a time, delays no other: it waits in a bounded list and is
+// closed after kHelloSeconds. When the list is full, the rest wait in the
+// kernel's backlog until a hello is read or the oldest silent connection
+// has had kPatienceSeconds, which is then dropped for the next one (ranks
+// send their hello with the connection: thousands at once all get in).
 // The bootstrap root and every communicator's listener read hellos here.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <vector>
@@ -22,6 +26,8 @@ class HelloGate {
   static constexpr double kHelloSeconds = 10.0;
   // At most this many connections wait for their hello at once.
   static constexpr size_t kMaxWaiting = 256;
+  // A waiting connection is dropped for a newer one only after this long.
+  static constexpr double kPatienceSeconds = 0.2;
 
   explicit HelloGate(size_t helloBytes) : helloBytes_(helloBytes) {}
 
@@ -46,6 +52,7 @@ class HelloGate {
 
   size_t helloBytes_;
   std::deque<Waiting> waiting_;
+  uint64_t dropped_ = 0;  // connections dropped without a hello (warned now and then)
 };
 
 }  // namespace hetccl

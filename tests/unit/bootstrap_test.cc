@@ -1,6 +1,7 @@
 // Unique ids, addresses, and the listener's secret check.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -241,8 +242,8 @@ TEST(Listener, StrangersDelayNobody) {
   }
 }
 
-// More strangers than the listener keeps: the oldest are dropped, and a
-// friend still gets through.
+// More strangers than the listener keeps: the oldest are dropped once
+// they have had HelloGate::kPatienceSeconds, and a friend gets through.
 TEST(Listener, AFloodOfStrangersIsBounded) {
   Listener listener;
   ASSERT_EQ(listener.open(99), ncclSuccess);
@@ -252,5 +253,32 @@ TEST(Listener, AFloodOfStrangersIsBounded) {
   const auto start = std::chrono::steady_clock::now();
   ASSERT_EQ(Listener::connectTo(listener.address(), 99, 7, kTagRing, Deadline(5), nullptr, &mine), ncclSuccess);
   EXPECT_EQ(listener.acceptFrom(7, kTagRing, Deadline(5), nullptr, &got), ncclSuccess) << lastError();
-  EXPECT_LT(secondsSince(start), 0.5);
+  EXPECT_LT(secondsSince(start), HelloGate::kPatienceSeconds + 0.5);
+}
+
+// More ranks than the gate keeps waiting, all at once: every one gets its
+// table (their hellos come with their connections; nobody is dropped).
+TEST(Root, HundredsOfRanksAtOnce) {
+  constexpr int kRanks = static_cast<int>(HelloGate::kMaxWaiting) * 2 + 1;
+  ncclUniqueId id;
+  ASSERT_EQ(createUniqueId(&id), ncclSuccess);
+  DecodedId real;
+  ASSERT_EQ(decodeUniqueId(id, &real), ncclSuccess);
+  SocketAddress any;
+  ASSERT_EQ(findInterfaceAddress(&any, nullptr), ncclSuccess);
+  std::atomic<int> served{0}, ready{0};
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < kRanks; ++r)
+    ranks.emplace_back([&, r] {
+      ++ready;
+      while (ready.load() < kRanks) std::this_thread::yield();  // then all connect at once
+      RankInfo mine = RankInfo::local(any, -1);
+      mine.device = r;
+      std::vector<RankInfo> table;
+      if (rendezvousWithRoot(real, r, kRanks, mine, &table, nullptr) == ncclSuccess && table.size() == kRanks &&
+          table[static_cast<size_t>(kRanks - 1)].device == kRanks - 1)
+        ++served;
+    });
+  for (auto& t : ranks) t.join();
+  EXPECT_EQ(served.load(), kRanks);
 }
