@@ -153,6 +153,20 @@ struct Strangers {
   }
 };
 
+// A fresh bootstrap root (its decoded id) and this machine's address.
+struct RootUnderTest {
+  DecodedId id;
+  SocketAddress any;
+};
+RootUnderTest startRoot() {
+  RootUnderTest t;
+  ncclUniqueId id;
+  EXPECT_EQ(createUniqueId(&id), ncclSuccess);
+  EXPECT_EQ(decodeUniqueId(id, &t.id), ncclSuccess);
+  EXPECT_EQ(findInterfaceAddress(&t.any, nullptr), ncclSuccess);
+  return t;
+}
+
 double secondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -162,14 +176,9 @@ double secondsSince(std::chrono::steady_clock::time_point t) {
 // Dozens of silent, garbage and half-hello connections at the root before
 // the ranks arrive change nothing: the table comes at once.
 TEST(Root, StrangersDelayNobody) {
-  ncclUniqueId id;
-  ASSERT_EQ(createUniqueId(&id), ncclSuccess);
-  DecodedId real;
-  ASSERT_EQ(decodeUniqueId(id, &real), ncclSuccess);
+  const auto [real, any] = startRoot();
   Strangers strangers;
   strangers.arrive(real.root, 20, 10, 10);
-  SocketAddress any;
-  ASSERT_EQ(findInterfaceAddress(&any, nullptr), ncclSuccess);
   const auto start = std::chrono::steady_clock::now();
   std::vector<RankInfo> tables[3];
   std::vector<std::thread> ranks;
@@ -191,12 +200,7 @@ TEST(Root, StrangersDelayNobody) {
 // taken already, is answered at once with the reason; the root lives on
 // and serves the ranks that agree.
 TEST(Root, BadHellosAreRefusedAndTheRootLivesOn) {
-  ncclUniqueId id;
-  ASSERT_EQ(createUniqueId(&id), ncclSuccess);
-  DecodedId real;
-  ASSERT_EQ(decodeUniqueId(id, &real), ncclSuccess);
-  SocketAddress any;
-  ASSERT_EQ(findInterfaceAddress(&any, nullptr), ncclSuccess);
+  const auto [real, any] = startRoot();
   const RankInfo mine = RankInfo::local(any, -1);
   std::vector<RankInfo> table;
   const auto start = std::chrono::steady_clock::now();
@@ -260,12 +264,7 @@ TEST(Listener, AFloodOfStrangersIsBounded) {
 // table (their hellos come with their connections; nobody is dropped).
 TEST(Root, HundredsOfRanksAtOnce) {
   constexpr int kRanks = static_cast<int>(HelloGate::kMaxWaiting) * 2 + 1;
-  ncclUniqueId id;
-  ASSERT_EQ(createUniqueId(&id), ncclSuccess);
-  DecodedId real;
-  ASSERT_EQ(decodeUniqueId(id, &real), ncclSuccess);
-  SocketAddress any;
-  ASSERT_EQ(findInterfaceAddress(&any, nullptr), ncclSuccess);
+  const auto [real, any] = startRoot();
   std::atomic<int> served{0}, ready{0};
   std::vector<std::thread> ranks;
   for (int r = 0; r < kRanks; ++r)
