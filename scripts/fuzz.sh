@@ -16,7 +16,7 @@ mkdir -p "$out"
 # The bootstrap and what it needs: the code that reads other processes' bytes first.
 sources="src/bootstrap/bootstrap.cc src/bootstrap/hello_gate.cc src/bootstrap/peer_process.cc src/bootstrap/socket.cc
   src/bootstrap/unique_id.cc src/common/error.cc src/common/log.cc src/common/params.cc src/common/types.cc
-  src/common/name_list.cc"
+  src/common/name_list.cc src/bootstrap/rank_info.cc src/comm/domains.cc"
 flags="-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Isrc -Iinclude"
 # A root that a fuzzed hello left waiting gives up after this long.
 export HETCCL_TIMEOUT=5

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "bootstrap/socket.h"
+#include "nccl.h"
 
 namespace hetccl {
 
@@ -57,5 +59,12 @@ struct RankInfo {
 
   static RankInfo local(const SocketAddress& listenAddress, int device);
 };
+
+// A table as it arrived from another process (the bootstrap root, a
+// split's all-gather; `from` names it): ends every entry's strings within
+// their arrays, and fails (ncclInternalError) when an entry holds values
+// no hetccl rank sends or this rank's own entry is not `mine`. Run on
+// every table received, before anything reads it (fuzz/fuzz_rank_table.cc).
+ncclResult_t checkRankTable(std::vector<RankInfo>* table, int myRank, const RankInfo& mine, const char* from);
 
 }  // namespace hetccl

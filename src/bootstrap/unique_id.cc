@@ -302,25 +302,7 @@ ncclResult_t rendezvousWithRoot(const DecodedId& id, int rank, int nranks, const
   r = s.recvAll(all->data(), static_cast<size_t>(nranks) * sizeof(RankInfo), deadline, abort);
   if (r != ncclSuccess)
     return fail(r, "rank %d: the rank table from the bootstrap root at %s broke off", rank, id.root.toString().c_str());
-  return ncclSuccess;
-}
-
-Tunables Tunables::fromParams() {
-  Tunables t;
-  t.smallAllReduceBytes = params().smallAllReduceBytes;
-  t.pipelineChunkBytes = params().pipelineChunkBytes;
-  t.streamPartBytes = params().streamPartBytes;
-  t.streamSlots = static_cast<uint32_t>(params().streamSlots);
-  t.streamMinPieces = static_cast<uint32_t>(params().streamMinPieces);
-  t.streamCollectives = params().streamCollectives ? 1 : 0;
-  t.streamRelay = params().streamRelay ? 1 : 0;
-  t.streamP2p = params().streamP2p ? 1 : 0;
-  t.streamHierarchy = params().streamHierarchy ? 1 : 0;
-  t.hierarchyP2p = params().hierarchyP2p ? 1 : 0;
-  t.streamIssueThread = params().streamIssueThread ? 1 : 0;
-  t.streamGraphs = static_cast<uint32_t>(params().streamGraphs);
-  t.hostRanksStaged = params().forceStaging ? 1 : 0;
-  return t;
+  return checkRankTable(all, rank, mine, "the bootstrap root");
 }
 
 uint64_t thisPidNamespace() {
@@ -342,28 +324,6 @@ uint64_t thisHostHash() {
     fclose(f);
   }
   return std::hash<std::string>{}(key + boot);
-}
-
-RankInfo RankInfo::local(const SocketAddress& listenAddress, int device) {
-  RankInfo info;
-  info.listenAddress = listenAddress;
-  info.pid = getpid();
-  info.pidNamespace = thisPidNamespace();
-  info.device = device;
-  // net-plugin-all, rdma-all, ucx-all: that network between every pair,
-  // the stream collectives' segments too (relayed over it), as between
-  // hosts; socket and NCCL_SHM_DISABLE=1: TCP between every pair.
-  const TransportChoice t = params().transport;
-  info.shmAllowed = t != TransportChoice::Socket && t != TransportChoice::NetPluginAll && t != TransportChoice::RdmaAll &&
-                    t != TransportChoice::UcxAll && !params().shmDisable;
-  info.tunables = Tunables::fromParams();
-  snprintf(info.domain, sizeof(info.domain), "%s", params().domain.empty() ? "host" : params().domain.c_str());
-  snprintf(info.runtime, sizeof(info.runtime), "host");
-  snprintf(info.library, sizeof(info.library), "hetccl-native");
-  info.reducibleTypes = params().reducibleTypes;
-  gethostname(info.hostname, sizeof(info.hostname) - 1);
-  info.hostHash = thisHostHash();
-  return info;
 }
 
 }  // namespace hetccl

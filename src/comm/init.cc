@@ -127,7 +127,9 @@ ncclResult_t initChild(Communicator* parent, Communicator* child, const std::vec
   // (rank 0's), so that a split or a domain behaves as the whole job does,
   // whatever its first member's own environment says.
   child->peers[myIndex].tunables = parent->tunables;
+  const RankInfo mine = child->peers[myIndex];
   HETCCL_TRY(child->ring.allGather(child->peers.data(), sizeof(RankInfo), deadline, &child->abort));
+  HETCCL_TRY(checkRankTable(&child->peers, myIndex, mine, "the split's members"));
   return child->finishInit();
 }
 
