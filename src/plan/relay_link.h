@@ -20,6 +20,7 @@
 #include "bootstrap/bootstrap.h"
 #include "common/deadline.h"
 #include "nccl.h"
+#include "plan/relay_message.h"
 
 namespace hetccl {
 
@@ -27,17 +28,6 @@ class NetPlugin;
 
 enum class RelayLinkKind : uint8_t { Socket, NetPlugin, Ucx };
 const char* relayLinkKindName(RelayLinkKind kind);
-
-// What travels: a header, then `bytes` of data for `offset` in the
-// sender's segment (the receiver's mirror of it).
-struct RelayMessage {
-  uint32_t kind;   // the relay's (stream_relay.cc)
-  uint32_t slot;
-  uint32_t value;
-  uint32_t more;   // the link's own (the plugin link: 2 when the data travels apart)
-  uint64_t offset;
-  uint64_t bytes;
-};
 
 struct RelayOutgoing {
   RelayMessage message;

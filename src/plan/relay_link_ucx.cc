@@ -16,6 +16,7 @@
 
 #include "common/error.h"
 #include "plan/relay_link.h"
+#include "transport/peer_records.h"
 #include "transport/ucx_worker.h"
 
 namespace hetccl {

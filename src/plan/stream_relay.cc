@@ -18,10 +18,9 @@
 namespace hetccl {
 
 using namespace stream_layout;
+using namespace relay_kind;
 
 namespace {
-constexpr uint32_t kPosted = 0, kConsumed = 1, kReduced = 2, kGathered = 3, kBroken = 4, kCall = 5, kBye = 6,
-                   kFlagLine = 7, kP2pRecord = 8;
 bool reachedValue(uint32_t value, uint32_t seq) { return static_cast<int32_t>(value - seq) >= 0; }
 bool reached(const volatile uint32_t* flag, uint32_t seq) { return reachedValue(__atomic_load_n(flag, __ATOMIC_ACQUIRE), seq); }
 }  // namespace
@@ -376,10 +375,7 @@ ncclResult_t StreamRelay::receive(Peer& p, bool* moved) {
 }
 
 ncclResult_t StreamRelay::place(Peer& p, const Message& m, char** to) {
-  const size_t limit = p.mirror->shared.bytes();
-  const size_t slotLimit = m.kind == kFlagLine ? p.mirror->flagLines() : slots_;
-  if (m.kind > kP2pRecord || m.slot >= slotLimit || m.offset > limit || m.bytes > limit - m.offset ||
-      (m.kind == kCall && m.bytes != sizeof(CallRecord)) || (m.kind == kP2pRecord && m.bytes != sizeof(P2pRecord)))
+  if (!relayMessageFits(m, p.mirror->shared.bytes(), slots_, p.mirror->flagLines()))
     return fail(ncclInternalError, "stream relay: malformed message from rank %d (kind %u, %llu bytes at %llu)", p.rank,
                 m.kind, static_cast<unsigned long long>(m.bytes), static_cast<unsigned long long>(m.offset));
   *to = m.kind == kCall || m.kind == kP2pRecord ? p.record : p.mirror->shared.base() + m.offset;

@@ -39,9 +39,7 @@ ncclResult_t StreamCollectives::checkCall(uint64_t call) const {
   if (!readRecord(segments_[static_cast<size_t>(rank_)]->call(call), call, &mine)) return ncclSuccess;
   for (int r = 0; r < nranks_; ++r) {
     if (r == rank_) continue;
-    if (readRecord(segments_[static_cast<size_t>(r)]->call(call), call, &theirs) &&
-        (theirs.count != mine.count || theirs.type != mine.type || theirs.kind != mine.kind ||
-         theirs.average != mine.average || theirs.collective != mine.collective || theirs.root != mine.root))
+    if (readRecord(segments_[static_cast<size_t>(r)]->call(call), call, &theirs) && !sameShape(theirs, mine))
       return fail(ncclInvalidUsage,
                   "collective call %llu across domains does not match across ranks: rank %d has %s of count %llu, "
                   "type %u, rank %d %s of count %llu, type %u (or a different op or root)",

@@ -13,15 +13,6 @@
 
 namespace hetccl {
 
-ncclResult_t Connection::peerGoneError(uint32_t reason, int peer) {
-  if (reason == kGoneMismatch)
-    return fail(ncclInvalidUsage,
-                "mismatched operation: rank %d stopped because it received data of another call (ranks must call the "
-                "same collectives with the same arguments in the same order)", peer);
-  if (reason) return fail(ncclRemoteError, "rank %d left the communicator (aborted or destroyed)", peer);
-  return ncclSuccess;
-}
-
 Net::Net(const TransportContext& ctx)
     : ctx_(ctx), send_(static_cast<size_t>(ctx.nranks)), recv_(static_cast<size_t>(ctx.nranks)) {
   socket_ = makeSocketTransport(ctx_);

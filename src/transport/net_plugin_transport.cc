@@ -34,6 +34,7 @@
 #include "transport/net_plugin.h"
 #include "transport/net_plugin_abi.h"
 #include "transport/net_plugin_slots.h"
+#include "transport/peer_records.h"
 #include "transport/transport.h"
 #include "transport/transport_context.h"
 #include "transport/network_choice.h"
@@ -45,17 +46,7 @@ namespace {
 static_assert(kTagNetPlugin + TransportContext::kLanes <= kTagData, "the net plugin's socket tags overlap the data sockets'");
 
 constexpr int kPluginTag = 0x4843;  // every chunk: the connection orders them
-constexpr uint64_t kChunkMagic = 0x6b6e756863636368ull;
-constexpr uint32_t kHelloMagic = 0x4e455450;
 
-struct ChunkHeader {
-  uint64_t magic;
-  uint64_t tag;           // hetccl's
-  uint64_t messageBytes;  // the whole message's
-  uint64_t offset;        // of this chunk's payload in the message
-};
-
-// What the receiver tells the sender once it accepted the line.
 // The handshake line broke: the peer gave up on the pair, most often
 // because it took another network (and says so itself).
 ncclResult_t handshakeBroke(ncclResult_t r, int peer, const NetPlugin& plugin) {
@@ -63,13 +54,6 @@ ncclResult_t handshakeBroke(ncclResult_t r, int peer, const NetPlugin& plugin) {
   return fail(r, "rank %d ended the network handshake (%s); this rank uses %s: every rank must take the same network "
                  "(HETCCL_TRANSPORT, NCCL_NET_PLUGIN)", peer, why.c_str(), plugin.name().c_str());
 }
-
-struct Hello {
-  uint64_t magic;
-  uint64_t slotBytes;  // chunks are at most this long, header included
-  char plugin[64];
-  char handle[netabi::kHandleBytes];
-};
 
 // One direction of a pair: the plugin comm, its slots, the requests in
 // order. Requests use Request::progress (bytes staged or posted), ticket
@@ -173,12 +157,8 @@ class PluginSender : public PluginConnection {
         return handshakeBroke(r, peer_, plugin_);
       *progressed |= helloRead_ != before;
       if (helloRead_ < sizeof hello_) return ncclSuccess;
-      hello_.plugin[sizeof hello_.plugin - 1] = '\0';
-      if (hello_.magic != kHelloMagic) return fail(ncclInternalError, "rank %d sent a malformed net plugin handshake", peer_);
+      HETCCL_TRY(checkPluginHello(&hello_, plugin_.maxMessageBytes(), peer_));
       HETCCL_TRY(checkSamePlugin(plugin_, hello_.plugin, peer_));
-      if (hello_.slotBytes <= sizeof(ChunkHeader) || hello_.slotBytes > plugin_.maxMessageBytes())
-        return fail(ncclInvalidUsage, "rank %d's net plugin slots of %llu bytes do not fit this rank's plugin", peer_,
-                    static_cast<unsigned long long>(hello_.slotBytes));
     }
     if (!comm_) {
       const std::string before = lastError();
@@ -219,7 +199,7 @@ class PluginSender : public PluginConnection {
   ncclResult_t finished(const SlotRing::Slot&, size_t) override { return ncclSuccess; }
 
   const int device_;
-  Hello hello_{};
+  PluginHello hello_{};
   size_t helloRead_ = 0;
 };
 
@@ -244,7 +224,7 @@ class PluginReceiver : public PluginConnection {
     return finishChunks("receive from", progressed);
   }
 
-  ncclResult_t sendHello(const Hello& hello, const Deadline& deadline, const AbortFlag* abort) const {
+  ncclResult_t sendHello(const PluginHello& hello, const Deadline& deadline, const AbortFlag* abort) const {
     ncclResult_t r = line_.sendAll(&hello, sizeof hello, deadline, abort);
     return r == ncclSuccess || (abort && abort->load()) ? r : handshakeBroke(r, peer_, plugin_);
   }
@@ -284,19 +264,11 @@ class PluginReceiver : public PluginConnection {
   // hands its payload over.
   ncclResult_t finished(const SlotRing::Slot& s, size_t bytes) override {
     const Request* r = s.owner;
-    ChunkHeader h{};
     const char* data = slots_->bytesOf(s);
-    if (bytes >= sizeof h) memcpy(&h, data, sizeof h);
-    if (bytes < sizeof h || h.magic != kChunkMagic)
-      return fail(ncclInternalError, "net plugin: rank %d's message arrived malformed (%zu bytes)", peer_, bytes);
-    if (h.tag != r->tag || h.messageBytes != r->size || h.offset != s.offset || bytes != sizeof h + s.payload)
-      return fail(ncclInvalidUsage,
-                  "mismatched operation with rank %d: it sent %llu bytes for a different call than this rank's "
-                  "receive of %zu bytes (ranks must call the same collectives with the same arguments in the same order)",
-                  peer_, static_cast<unsigned long long>(h.messageBytes), r->size);
+    HETCCL_TRY(checkChunk(data, bytes, r->tag, r->size, s.offset, s.payload, peer_));
     if (!s.payload) return ncclSuccess;
-    if (r->sink) r->sink->consume(data + sizeof h, s.offset, s.payload);
-    else memcpy(static_cast<char*>(r->recvData) + s.offset, data + sizeof h, s.payload);
+    if (r->sink) r->sink->consume(data + sizeof(ChunkHeader), s.offset, s.payload);
+    else memcpy(static_cast<char*>(r->recvData) + s.offset, data + sizeof(ChunkHeader), s.payload);
     return ncclSuccess;
   }
 
@@ -321,8 +293,8 @@ class PluginTransport : public Transport {
     bool accepted = false;
     HETCCL_TRY(ctx_.listener->tryAcceptFrom(peer, handshakeTag(), ctx_.abort, &line, &accepted));
     if (!accepted) return ncclSuccess;
-    Hello hello{};
-    hello.magic = kHelloMagic;
+    PluginHello hello{};
+    hello.magic = kPluginHelloMagic;
     hello.slotBytes = pluginSlotBytes(plugin_);
     snprintf(hello.plugin, sizeof hello.plugin, "%s", plugin_.name().c_str());
     void* listenComm = nullptr;

@@ -29,6 +29,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/params.h"
+#include "transport/peer_records.h"
 #include "transport/transport.h"
 #include "transport/transport_context.h"
 #include "transport/ucx_api.h"

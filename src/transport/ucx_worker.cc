@@ -47,12 +47,6 @@ ncclResult_t sendUcxAddress(const Socket& line, const UcxWorker& worker, const D
   return line.sendAll(worker.address(), bytes, deadline, abort);
 }
 
-ncclResult_t checkUcxAddressBytes(uint32_t bytes, int peer) {
-  if (bytes == 0 || bytes > (1u << 20))
-    return fail(ncclInternalError, "rank %d sent a UCX worker address of %u bytes", peer, bytes);
-  return ncclSuccess;
-}
-
 ncclResult_t createUcxEndpoint(const UcxApi& api, const UcxWorker& worker, const void* address, bool sameHost,
                                ucp_err_handler_cb_t onError, void* arg, int peer, ucp_ep_h* out) {
   ucp_ep_params_t ep{};

@@ -45,8 +45,7 @@ class UcxWorker {
 
 // Sends the worker's address over a connected socket: {uint32 bytes, bytes}.
 ncclResult_t sendUcxAddress(const Socket& line, const UcxWorker& worker, const Deadline& deadline, const AbortFlag* abort);
-// Checks the length word of an address that sendUcxAddress sent.
-ncclResult_t checkUcxAddressBytes(uint32_t bytes, int peer);
+// (The receiving side checks its length word: checkUcxAddressBytes, peer_records.h.)
 
 // An endpoint from `worker` to the worker at `address`. Between hosts UCX
 // reports a failed peer through `onError` (UCP_ERR_HANDLING_MODE_PEER);

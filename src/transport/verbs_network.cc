@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@
 #include "common/params.h"
 #include "transport/net_plugin.h"
 #include "transport/net_plugin_abi.h"
+#include "transport/peer_records.h"
 #include "transport/verbs_api.h"
 #include "transport/verbs_comm.h"
 #include "transport/verbs_device.h"
@@ -35,18 +37,6 @@
 namespace hetccl {
 
 namespace {
-
-constexpr uint32_t kHandleMagic = 0x52444d41;
-
-// What listen writes and connect reads (and keeps its progress in: the
-// caller passes the same handle on every call until connected).
-struct ListenHandle {
-  uint32_t magic;
-  uint32_t addressBytes;
-  unsigned char address[sizeof(sockaddr_in6)];
-  uint64_t connecting;  // the PendingConnects id of this connect; 0: not begun
-};
-static_assert(sizeof(ListenHandle) <= netabi::kHandleBytes, "the listen handle outgrows the plugin ABI's");
 
 // Moves a fixed-size record over a non-blocking socket, a call at a time.
 struct Exchange {
@@ -67,24 +57,28 @@ struct Connecting {
   std::chrono::steady_clock::time_point begun = std::chrono::steady_clock::now();
 };
 
-// The connects in progress, by the id in their handles. A caller that
-// gives up midway (the plugin interface has no way to say so) leaves its
-// QP and socket here; they are freed at a later connect once older than
-// twice HETCCL_TIMEOUT, and the stale handle then gets an error.
+// The connects in progress, by the id in their handles, which also carry
+// this process's key: the handle came from a peer, and one that names an
+// id of its own finds nothing. A caller that gives up midway (the plugin
+// interface has no way to say so) leaves its QP and socket here; they are
+// freed at a later connect once older than twice HETCCL_TIMEOUT, and the
+// stale handle then gets an error.
 class PendingConnects {
  public:
-  uint64_t add(std::unique_ptr<Connecting> c) {
+  PendingConnects() : key_(randomKey()) {}
+  // Records `c` in `handle` (its id and the key).
+  void add(std::unique_ptr<Connecting> c, VerbsListenHandle* handle) {
     std::lock_guard<std::mutex> lock(mutex_);
     reapLocked();
-    const uint64_t id = next_++;
-    byId_[id] = std::move(c);
-    return id;
+    handle->connecting = next_++;
+    handle->key = key_;
+    byId_[handle->connecting] = std::move(c);
   }
   // The caller owns the connect while it works on it (no other thread
   // uses its handle), so the pointer stays valid until it calls finish.
-  Connecting* find(uint64_t id) {
+  Connecting* find(const VerbsListenHandle& handle) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = byId_.find(id);
+    auto it = handle.key == key_ ? byId_.find(handle.connecting) : byId_.end();
     return it == byId_.end() ? nullptr : it->second.get();
   }
   void finish(uint64_t id) {
@@ -109,9 +103,14 @@ class PendingConnects {
       }
     }
   }
+  static uint64_t randomKey() {
+    std::random_device random;
+    return (uint64_t{random()} << 32 | random()) | uint64_t{1} << 63;  // never 0, a handle's before connecting
+  }
   std::mutex mutex_;
   std::map<uint64_t, std::unique_ptr<Connecting>> byId_;
   uint64_t next_ = 1;
+  const uint64_t key_;
 };
 
 struct ListenComm {
@@ -144,8 +143,8 @@ class VerbsNetwork : public NetPlugin {
     l->device = dev;
     SocketAddress bound;
     HETCCL_TRY(Socket::listen(address_, &l->listener, &bound));
-    ListenHandle h{};
-    h.magic = kHandleMagic;
+    VerbsListenHandle h{};
+    h.magic = kVerbsHandleMagic;
     h.addressBytes = std::min<uint32_t>(bound.length, sizeof h.address);
     memcpy(h.address, &bound.storage, h.addressBytes);
     memcpy(handle, &h, sizeof h);
@@ -156,9 +155,10 @@ class VerbsNetwork : public NetPlugin {
   ncclResult_t connect(int dev, void* handle, void** sendComm) const override {
     *sendComm = nullptr;
     HETCCL_TRY(checkDevice(dev));
-    auto* h = static_cast<ListenHandle*>(handle);
-    if (h->magic != kHandleMagic) return fail(ncclInternalError, "RDMA: connect to a malformed handle");
+    auto* h = static_cast<VerbsListenHandle*>(handle);  // a peer's: checked before use
     if (h->connecting == 0) {
+      SocketAddress to;
+      HETCCL_TRY(verbsHandleAddress(*h, &to));
       auto c = std::make_unique<Connecting>();
       const VerbsDevice& device = devices_[static_cast<size_t>(dev)];
       QpUse use;
@@ -169,20 +169,17 @@ class VerbsNetwork : public NetPlugin {
       use.arThreshold = static_cast<size_t>(params().ibArThreshold);
       c->comm = std::make_unique<VerbsSendComm>(api_, device, use);
       HETCCL_TRY(c->comm->create(true));
-      SocketAddress to;
-      memcpy(&to.storage, h->address, h->addressBytes);
-      to.length = h->addressBytes;
       HETCCL_TRY(Socket::connect(to, Deadline(params().timeoutSeconds), nullptr, &c->socket));
       c->socket.setNonBlocking();
       c->exchange.mine = c->comm->address();
       c->exchange.mine.fifoAddr = reinterpret_cast<uintptr_t>(c->comm->fifo.data());
       c->exchange.mine.fifoRkey = c->comm->fifoMr->rkey;
-      h->connecting = pending_.add(std::move(c));
+      pending_.add(std::move(c), h);
     }
-    Connecting* c = pending_.find(h->connecting);
+    Connecting* c = pending_.find(*h);
     if (!c)
-      return fail(ncclRemoteError, "RDMA: a connect left unfinished for over %.0f s was given up",
-                  2 * params().timeoutSeconds);
+      return fail(ncclRemoteError, "RDMA: the handle names no connect of this process (one left unfinished for over "
+                  "%.0f s is given up; or the handle is malformed)", 2 * params().timeoutSeconds);
     ncclResult_t r = advance(c);
     if (r != ncclSuccess || c->confirmSent == 1) {
       if (r == ncclSuccess) *sendComm = c->comm.release();

@@ -230,6 +230,14 @@ TEST(Reliability, BroadcastAgainstAllReduceOneDomain) {
 TEST(Reliability, BroadcastAgainstAllReduceTwoDomains) {
   mismatchedCalls(mp::domainLayout({"a", "a", "b", "b"}, {{"HETCCL_TIMEOUT", "20"}}), false);
 }
+// Over sockets, as between hosts (no shared memory, no wait boards): the
+// rank that finds the mismatch tells its peers in a gone note.
+TEST(Reliability, MismatchedBroadcastRootOverSockets) {
+  mismatchedCalls(mp::domainLayout({"a", "a", "b", "b"}, {{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "socket"}}), true);
+}
+TEST(Reliability, BroadcastAgainstAllReduceOverSockets) {
+  mismatchedCalls(mp::domainLayout({"a", "a", "a", "a"}, {{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "socket"}}), false);
+}
 
 }  // namespace
 
@@ -261,5 +269,8 @@ void sendRecvSizeMismatch(const mp::Env& env, size_t sent) {
 
 TEST(Reliability, SendRecvSizeMismatchSmall) { sendRecvSizeMismatch({{"HETCCL_TIMEOUT", "20"}}, 100); }
 TEST(Reliability, SendRecvSizeMismatchLarge) { sendRecvSizeMismatch({{"HETCCL_TIMEOUT", "20"}}, 1 << 20); }
+TEST(Reliability, SendRecvSizeMismatchOverSockets) {
+  sendRecvSizeMismatch({{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "socket"}}, 1 << 20);
+}
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "bootstrap/socket.h"
 #include "common/error.h"
 #include "transport/net_plugin.h"
+#include "transport/peer_records.h"
 #include "verbs/fake_ibverbs_stats.h"
 
 namespace hetccl {
@@ -266,14 +267,10 @@ TEST(VerbsNetwork, ASenderGoneBeforeItConfirmsFailsTheAccept) {
   ASSERT_EQ(net.listen(0, handle, &listenComm), ncclSuccess);
   {
     // Only the sender's first step, done by hand: its address, then gone.
-    struct {
-      uint32_t magic, addressBytes;
-      unsigned char address[28];
-    } h;
+    VerbsListenHandle h;
     memcpy(&h, handle, sizeof h);
     SocketAddress to;
-    memcpy(&to.storage, h.address, h.addressBytes);
-    to.length = h.addressBytes;
+    ASSERT_EQ(verbsHandleAddress(h, &to), ncclSuccess) << lastError();
     Socket s;
     ASSERT_EQ(Socket::connect(to, Deadline(5), nullptr, &s), ncclSuccess);
     const char garbage[8] = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -285,6 +282,39 @@ TEST(VerbsNetwork, ASenderGoneBeforeItConfirmsFailsTheAccept) {
   EXPECT_NE(r, ncclSuccess);
   EXPECT_EQ(recvComm, nullptr);
   net.closeListen(listenComm);
+}
+
+// The handle reaches the connecting side from the peer (inside the net
+// plugin handshake): an address of any length, or the id of a connect of
+// this process, are refused, and a genuine connect beside them completes.
+TEST(VerbsNetwork, APeersForgedHandleIsRefused) {
+  const NetPlugin& net = network();
+  char handle[128] = {};
+  void* listenComm = nullptr;
+  ASSERT_EQ(net.listen(0, handle, &listenComm), ncclSuccess);
+  void* sendComm = nullptr;
+  ASSERT_EQ(net.connect(0, handle, &sendComm), ncclSuccess);  // a genuine connect, begun
+  VerbsListenHandle forged;
+  memcpy(&forged, handle, sizeof forged);
+  void* other = nullptr;
+  forged.connecting = 0;
+  forged.addressBytes = 4000;  // before: copied 4000 bytes into a 128-byte address
+  EXPECT_EQ(net.connect(0, &forged, &other), ncclInternalError);
+  EXPECT_NE(std::string(lastError()).find("neither IPv4 nor IPv6"), std::string::npos) << lastError();
+  memcpy(&forged, handle, sizeof forged);
+  forged.key ^= 1;  // the genuine connect's id, without this process's key
+  EXPECT_EQ(net.connect(0, &forged, &other), ncclRemoteError);
+  EXPECT_NE(std::string(lastError()).find("names no connect"), std::string::npos) << lastError();
+  EXPECT_EQ(other, nullptr);
+  void* recvComm = nullptr;
+  for (Patience t; t.left() && (!sendComm || !recvComm);) {
+    if (!sendComm) ASSERT_EQ(net.connect(0, handle, &sendComm), ncclSuccess) << lastError();
+    if (!recvComm) ASSERT_EQ(net.accept(listenComm, &recvComm), ncclSuccess) << lastError();
+  }
+  EXPECT_TRUE(sendComm && recvComm);
+  net.closeListen(listenComm);
+  net.closeSend(sendComm);
+  net.closeRecv(recvComm);
 }
 
 size_t openDescriptors() {
