@@ -1,7 +1,7 @@
 // libFuzzer target: the bytes a peer sends on the TCP transport's sockets
 // (src/transport/socket_connection.h), read by a receive whose size, sink
 // and socket count the input picks; or the bytes on a sender's reverse
-// direction, where only a gone note may stand. A receive completes only
+// direction, where the peer's notes stand (gone, wait). A receive completes only
 // when the header was its own, and then holds exactly the bytes sent; no
 // input makes it write outside its buffer (AddressSanitizer) or hang.
 #include <sys/socket.h>
@@ -58,9 +58,18 @@ void senderNotes(const uint8_t* data, size_t size) {
   sockets.push_back(std::move(ours));
   auto connection = hetccl::makeSocketConnection(std::move(sockets), true, 1);
   const uint32_t reason = connection->peerGoneReason();
-  hetccl::SocketHeader h{};
-  if (size >= sizeof h) memcpy(&h, data, sizeof h);
-  if (reason != (size >= sizeof h ? hetccl::goneNoteReason(h) : 0u)) __builtin_trap();
+  const bool stuck = connection->peerStuckOnUs();
+  // The notes, 16 bytes each: the first gone note gives the reason, the
+  // last wait note the message the peer waits for (none sent here).
+  uint32_t expectedReason = 0;
+  uint64_t waitsFor = 0;
+  for (size_t at = 0; at + sizeof(hetccl::SocketHeader) <= size; at += sizeof(hetccl::SocketHeader)) {
+    hetccl::SocketHeader h{};
+    memcpy(&h, data + at, sizeof h);
+    if (h.tag == hetccl::kWaitTag) waitsFor = h.size;
+    else if (!expectedReason) expectedReason = hetccl::goneNoteReason(h);
+  }
+  if (reason != expectedReason || stuck != (waitsFor > 0)) __builtin_trap();
   close(theirs);
 }
 

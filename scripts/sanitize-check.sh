@@ -38,7 +38,7 @@ case "$mode" in
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=67 ${UBSAN_OPTIONS:-}"
     # unit_tests: the parts that parse bytes and manage handles, not the
     # numerics (slow under the sanitizers, and pure arithmetic).
-    units='UniqueId.*:SocketAddress.*:Listener.*:Root.*:Interfaces.*:SocketTransport.*:Handles.*'
+    units='UniqueId.*:SocketAddress.*:Listener.*:Root.*:Interfaces.*:SocketTransport.*:Handles.*:RankTable.*'
     if [ "${2:-}" = quick ]; then
       runs=("unit_tests --gtest_filter=$units" reliability_test group_test
             "bad_input_test --gtest_filter=BadInput.Arg*:BadInput.Garbage*:BadInput.Missing*:BadInput.DeadRankShared*:BadInput.DeadRankSockets:BadInput.Mismatched*Errors:BadInput.Unusable*"

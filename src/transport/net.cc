@@ -202,7 +202,10 @@ ncclResult_t Net::waitDriving(Request* const* requests, size_t count, size_t mus
         return alive;
       }
       HETCCL_TRY(checkPeersStopped(requests, count));
-      if (board_ && now - idleSince > std::chrono::milliseconds(300)) HETCCL_TRY(checkWaitBoards(requests, count));
+      if (now - idleSince > std::chrono::milliseconds(300)) {
+        if (board_) HETCCL_TRY(checkWaitBoards(requests, count));
+        HETCCL_TRY(checkWaitNotes(requests, count));
+      }
       if (now - idleSince > std::chrono::duration<double>(timeout)) {
         if (!kept_.empty())
           return fail(ncclRemoteError, "no progress for %.0f s: rank %d never connected to send to this rank (HETCCL_TIMEOUT)",
@@ -249,6 +252,23 @@ ncclResult_t Net::checkPeersStopped(Request* const* requests, size_t count) {
   for (size_t i = 0; i < count; ++i)
     if (!requests[i]->complete && requests[i]->peer >= 0) HETCCL_TRY(check(requests[i]->peer));
   for (const KeptReceive& k : kept_) HETCCL_TRY(check(k.peer));
+  return ncclSuccess;
+}
+
+ncclResult_t Net::checkWaitNotes(Request* const* requests, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    const Request* r = requests[i];
+    if (r->complete || !r->receive || !r->connection) continue;
+    r->connection->tellWaiting();
+    const Connection* out = send_[static_cast<size_t>(r->peer)].get();
+    if (out && out->peerStuckOnUs()) {
+      mismatchSeen_.store(true);
+      return fail(ncclInvalidUsage,
+                  "mismatched operation with rank %d: this rank waits for its data and it waits for this rank's, "
+                  "which this rank has not sent: the two are in different calls (ranks must call the same "
+                  "collectives with the same arguments in the same order)", r->peer);
+    }
+  }
   return ncclSuccess;
 }
 

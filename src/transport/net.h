@@ -73,6 +73,9 @@ class Net {
   // Publishes the receives this rank is stuck on and compares with the
   // boards of the peers on this host (a mutual wait for different calls).
   ncclResult_t checkWaitBoards(Request* const* requests, size_t count);
+  // The same between any two ranks, through their connections' notes
+  // where the transport has them (Connection::tellWaiting).
+  ncclResult_t checkWaitNotes(Request* const* requests, size_t count);
   // Fails when a peer this rank waits for has marked its end of any
   // connection gone (it stopped: a mismatch it found, or it left).
   ncclResult_t checkPeersStopped(Request* const* requests, size_t count);

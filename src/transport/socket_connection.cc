@@ -3,7 +3,6 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <atomic>
 #include <deque>
 #include <mutex>
 
@@ -31,7 +30,7 @@ class SocketConnection : public Connection {
   ncclResult_t irecv(Request* r) override { return sender_ ? Connection::irecv(r) : enqueue(r); }
 
   ncclResult_t progress(bool* progressed) override {
-    std::unique_lock<std::mutex> lock(sendMutex_, std::defer_lock);  // markGone may write a sender's first socket
+    std::unique_lock<std::mutex> lock(writeMutex_, std::defer_lock);  // markGone may write a sender's first socket
     if (sender_) lock.lock();
     while (!queue_.empty()) {
       Request* r = queue_.front();
@@ -40,15 +39,17 @@ class SocketConnection : public Connection {
       if (moved) *progressed = true;
       if (!r->complete) return ncclSuccess;
       queue_.pop_front();
+      if (!sender_) ++received_;
+      else if ((++sent_ & 255) == 0) readNotes();  // now and then, so the peer's notes never fill the socket
     }
     return ncclSuccess;
   }
 
   uint32_t peerGoneReason() const override {
-    // A note is at the front of the first socket's incoming bytes: always
-    // on a sender's (the reverse direction), on a receiver's only between
-    // messages.
-    if (!goneReason_ && (sender_ || atBoundary())) {
+    if (sender_) {
+      readNotes();
+    } else if (!goneReason_ && atBoundary()) {
+      // Between messages a gone note stands where the next header would.
       SocketHeader h{};
       if (recv(sockets_[0].fd(), &h, sizeof h, MSG_PEEK | MSG_DONTWAIT) == static_cast<ssize_t>(sizeof h))
         goneReason_ = goneNoteReason(h);
@@ -57,21 +58,34 @@ class SocketConnection : public Connection {
   }
 
   void markGone(GoneReason reason) override {
-    std::unique_lock<std::mutex> lock(sendMutex_, std::defer_lock);
-    if (sender_) lock.lock();
-    if (noteSent_.exchange(true)) return;
-    const SocketHeader note{kGoneTag, kGoneMagic + reason};
-    const bool sent = (!sender_ || atBoundary()) &&
-                      send(sockets_[0].fd(), &note, sizeof note, MSG_NOSIGNAL | MSG_DONTWAIT) == static_cast<ssize_t>(sizeof note);
+    std::lock_guard<std::mutex> lock(writeMutex_);
+    if (goneSent_) return;
+    goneSent_ = true;
+    const bool sent = (!sender_ || atBoundary()) && sendNote(SocketHeader{kGoneTag, kGoneMagic + reason});
     // Mid-message (or the note did not fit): the peer sees the sockets close.
     if (sender_ && !sent)
       for (const Socket& s : sockets_) shutdown(s.fd(), SHUT_WR);
   }
 
+  void tellWaiting() override {
+    if (sender_ || queue_.empty()) return;
+    const uint64_t waitingFor = received_ + 1;
+    std::lock_guard<std::mutex> lock(writeMutex_);
+    if (goneSent_ || waitingFor == toldWaiting_) return;
+    if (sendNote(SocketHeader{kWaitTag, waitingFor})) toldWaiting_ = waitingFor;
+  }
+
+  bool peerStuckOnUs() const override {
+    if (!sender_) return false;
+    readNotes();
+    return peerWaitsFor_ > queued_;  // a message this side has not even queued
+  }
+
  private:
   ncclResult_t enqueue(Request* r) {
-    std::unique_lock<std::mutex> lock(sendMutex_, std::defer_lock);
+    std::unique_lock<std::mutex> lock(writeMutex_, std::defer_lock);
     if (sender_) lock.lock();
+    ++queued_;
     r->connection = this;
     r->complete = false;
     r->phase = 0;
@@ -83,9 +97,38 @@ class SocketConnection : public Connection {
   // No message is part way: the first socket's next bytes are a header.
   bool atBoundary() const { return queue_.empty() || (queue_.front()->phase == 0 && queue_.front()->progress == 0); }
 
+  // A note on the first socket (under writeMutex_); false when it did not
+  // go whole. Notes are best effort: on the reverse direction, one that
+  // went in part ends the notes of this connection (the peer reads the end
+  // of that direction), so a part never stands for a note.
+  bool sendNote(const SocketHeader& note) {
+    if (notesEnded_) return false;
+    const ssize_t n = send(sockets_[0].fd(), &note, sizeof note, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n == static_cast<ssize_t>(sizeof note)) return true;
+    if (n > 0 && !sender_) {
+      shutdown(sockets_[0].fd(), SHUT_WR);
+      notesEnded_ = true;
+    }
+    return false;
+  }
+
+  // A sender reads the notes its peer wrote on the reverse direction.
+  void readNotes() const {
+    for (;;) {
+      const ssize_t n = recv(sockets_[0].fd(), reinterpret_cast<char*>(&note_) + noteBytes_, sizeof note_ - noteBytes_,
+                             MSG_DONTWAIT);
+      if (n <= 0) return;
+      noteBytes_ += static_cast<size_t>(n);
+      if (noteBytes_ < sizeof note_) continue;
+      noteBytes_ = 0;
+      if (note_.tag == kWaitTag) peerWaitsFor_ = note_.size;
+      else if (!goneReason_) goneReason_ = goneNoteReason(note_);
+    }
+  }
+
   // phase 0: header; phase 1: payload parts.
   ncclResult_t progressSend(Request* r, bool* moved) {
-    if (noteSent_.load())
+    if (goneSent_)
       return fail(ncclRemoteError, "this rank stopped sending to rank %d (it failed or was aborted)", peer_);
     if (r->phase == 0) {
       if (r->progress == 0) header_ = SocketHeader{r->tag, r->size};
@@ -158,14 +201,25 @@ class SocketConnection : public Connection {
   std::vector<Socket> sockets_;
   const bool sender_;
   const int peer_;
-  std::mutex sendMutex_;  // a sender's queue and first socket: its Net's thread and markGone (any thread)
+  // Notes and a sender's queue and first socket: its Net's thread, and
+  // markGone (any thread).
+  std::mutex writeMutex_;
   std::deque<Request*> queue_;
   SocketHeader header_{};
   std::vector<size_t> partDone_;
   std::vector<size_t> consumed_;
   std::vector<char> bounce_;
-  std::atomic<bool> noteSent_{false};
-  mutable uint32_t goneReason_ = 0;  // the peer's note, once seen (its Net's thread)
+  bool goneSent_ = false;       // under writeMutex_
+  uint64_t queued_ = 0;         // a sender's messages so far
+  uint64_t sent_ = 0;           // a sender's, complete
+  uint64_t received_ = 0;       // a receiver's
+  bool notesEnded_ = false;     // a receiver's note went in part (under writeMutex_)
+  uint64_t toldWaiting_ = 0;    // the message a receiver last said it waits for
+  // What the peer's notes said (its Net's thread).
+  mutable uint32_t goneReason_ = 0;
+  mutable uint64_t peerWaitsFor_ = 0;
+  mutable SocketHeader note_{};
+  mutable size_t noteBytes_ = 0;
 };
 
 }  // namespace

@@ -70,6 +70,13 @@ class Connection {
   virtual uint32_t peerGoneReason() const { return 0; }
   // The error for a peer gone for `reason` (ncclSuccess for 0).
   static ncclResult_t peerGoneError(uint32_t reason, int peer);
+  // Where the transport can say it (sockets): a receive connection tells
+  // the peer, while this side is stuck, which of the peer's messages it
+  // waits for; a send connection reads that, and reports whether the peer
+  // is stuck on a message this side has not sent (nor queued). A rank
+  // stuck on a peer that is stuck on it has met a mismatched call.
+  virtual void tellWaiting() {}
+  virtual bool peerStuckOnUs() const { return false; }
 
  private:
   static ncclResult_t unsupported(Request*) { return ncclInternalError; }

@@ -238,6 +238,12 @@ TEST(Reliability, MismatchedBroadcastRootOverSockets) {
 TEST(Reliability, BroadcastAgainstAllReduceOverSockets) {
   mismatchedCalls(mp::domainLayout({"a", "a", "a", "a"}, {{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "socket"}}), false);
 }
+TEST(Reliability, BroadcastAgainstAllReduceTwoDomainsOverSockets) {
+  mismatchedCalls(mp::domainLayout({"a", "a", "b", "b"}, {{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "socket"}}), false);
+}
+TEST(Reliability, MismatchedBroadcastRootOneDomainOverSockets) {
+  mismatchedCalls(mp::domainLayout({"a", "a", "a", "a"}, {{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "socket"}}), true);
+}
 
 }  // namespace
 
