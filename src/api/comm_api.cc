@@ -12,6 +12,7 @@
 #include "api/group.h"
 #include "bootstrap/unique_id.h"
 #include "comm/init.h"
+#include "transport/init_marker.h"
 #include "plan/cross_domain.h"
 #include "common/log.h"
 #include "common/params.h"
@@ -126,11 +127,13 @@ HETCCL_EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks,
   HETCCL_TRY(readConfig(config, &cfg));
   DecodedId decoded;
   HETCCL_TRY(decodeUniqueId(commId, &decoded));  // reject garbage before any thread starts
+  // Marked at once: finding the device below can take milliseconds.
+  auto marker = std::make_shared<const InitMarker>(decoded.secret, rank);
   // The device current now, at the call: a group's inits run later, on
   // other threads (one process driving several GPUs sets each in turn).
   const int device = currentDevice();
   return startInit(
-      comm, cfg, [=](Communicator* c) { return initFromId(c, nranks, commId, rank, device); }, inGroup());
+      comm, cfg, [=](Communicator* c) { return initFromId(c, nranks, commId, rank, device, *marker); }, inGroup());
 }
 HETCCL_WEAK_ALIAS(ncclCommInitRankConfig)
 

@@ -1,5 +1,6 @@
 #include "bootstrap/unique_id.h"
 
+#include <poll.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -264,7 +265,8 @@ ncclResult_t startRootAt(const DecodedId& id) {
 }
 
 ncclResult_t rendezvousWithRoot(const DecodedId& id, int rank, int nranks, const RankInfo& mine,
-                                std::vector<RankInfo>* all, const AbortFlag* abort) {
+                                std::vector<RankInfo>* all, const AbortFlag* abort,
+                                const std::function<ncclResult_t()>& whileWaiting) {
   const Deadline deadline(params().timeoutSeconds);
   Socket s;
   HETCCL_TRY(Socket::connect(id.root, deadline, abort, &s, id.rootPid));
@@ -275,8 +277,20 @@ ncclResult_t rendezvousWithRoot(const DecodedId& id, int rank, int nranks, const
   h.secret = id.secret;
   h.info = mine;
   HETCCL_TRY(s.sendAll(&h, sizeof(h), deadline, abort));
+  // The reply comes once every rank has arrived: wait for it, watching.
   RootReply reply{};
-  ncclResult_t r = s.recvAll(&reply, sizeof(reply), deadline, abort);
+  size_t got = 0;
+  ncclResult_t r = ncclSuccess;
+  while ((r = s.recvSome(&reply, sizeof(reply), &got)) == ncclSuccess && got < sizeof(reply)) {
+    if (abort && abort->load()) return fail(ncclInvalidUsage, "rank %d: aborted while waiting for the rank table", rank);
+    if (deadline.expired()) {
+      r = fail(ncclRemoteError, "no answer for %.0f s (HETCCL_TIMEOUT)", params().timeoutSeconds);
+      break;
+    }
+    if (whileWaiting) HETCCL_TRY(whileWaiting());
+    pollfd p{s.fd(), POLLIN, 0};
+    poll(&p, 1, deadline.remainingMs(100));
+  }
   if (r != ncclSuccess)
     return fail(r, "rank %d: no rank table from the bootstrap root at %s: %s", rank, id.root.toString().c_str(),
                 "a rank is missing, or the id is stale");

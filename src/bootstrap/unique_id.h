@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "bootstrap/rank_info.h"
@@ -27,9 +28,12 @@ ncclResult_t decodeUniqueId(const ncclUniqueId& id, DecodedId* out);
 ncclResult_t startRootAt(const DecodedId& id);
 
 // Sends this rank's info to the root; receives everyone's.
-// Gives up when `abort` is set (ncclCommAbort during a non-blocking init).
+// Gives up when `abort` is set (ncclCommAbort during a non-blocking init),
+// or with the error of `whileWaiting`, called every 0.1 s until the table
+// comes (a rank of this host that died early: init_marker.h).
 ncclResult_t rendezvousWithRoot(const DecodedId& id, int rank, int nranks, const RankInfo& mine,
-                                std::vector<RankInfo>* all, const AbortFlag* abort);
+                                std::vector<RankInfo>* all, const AbortFlag* abort,
+                                const std::function<ncclResult_t()>& whileWaiting = {});
 
 uint64_t randomU64();
 // This process's host (RankInfo::hostHash) and pid namespace.

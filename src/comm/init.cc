@@ -71,7 +71,8 @@ ncclResult_t useDevice(int device) {
 
 }  // namespace
 
-ncclResult_t initFromId(Communicator* comm, int nranks, const ncclUniqueId& id, int rank, int device) {
+ncclResult_t initFromId(Communicator* comm, int nranks, const ncclUniqueId& id, int rank, int device,
+                        const InitMarker& marker) {
   DecodedId decoded;
   HETCCL_TRY(decodeUniqueId(id, &decoded));
   if (decoded.rootStartedByRank0 && rank == 0) HETCCL_TRY(startRootAt(decoded));
@@ -82,7 +83,8 @@ ncclResult_t initFromId(Communicator* comm, int nranks, const ncclUniqueId& id, 
   comm->secret = decoded.secret;
   HETCCL_TRY(comm->listener.open(decoded.secret));
   RankInfo mine = localRankInfo(comm->listener.address(), device);
-  HETCCL_TRY(rendezvousWithRoot(decoded, rank, nranks, mine, &comm->peers, &comm->abort));
+  HETCCL_TRY(rendezvousWithRoot(decoded, rank, nranks, mine, &comm->peers, &comm->abort,
+                                [&marker] { return marker.checkOthers(); }));
   std::vector<int> members;
   for (int r = 0; r < nranks; ++r) members.push_back(r);
   const Deadline deadline(params().timeoutSeconds);

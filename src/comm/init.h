@@ -7,10 +7,14 @@
 
 #include "comm/communicator.h"
 #include "runtime/runtime.h"
+#include "transport/init_marker.h"
 
 namespace hetccl {
 
-ncclResult_t initFromId(Communicator* comm, int nranks, const ncclUniqueId& id, int rank, int device);
+// `marker` marks this rank in init on its host, and looks for ranks that
+// died before the bootstrap root heard from them (init_marker.h).
+ncclResult_t initFromId(Communicator* comm, int nranks, const ncclUniqueId& id, int rank, int device,
+                        const InitMarker& marker);
 // `members` lists the parent ranks of the new communicator in new-rank
 // order; the caller is members[myIndex]. Collective over `members` only.
 ncclResult_t initChild(Communicator* parent, Communicator* child, const std::vector<int>& members, int myIndex,

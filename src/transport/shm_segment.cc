@@ -13,16 +13,25 @@
 #include <mutex>
 #include <thread>
 
+#include "bootstrap/unique_id.h"
 #include "common/error.h"
 #include "common/log.h"
 
 namespace hetccl {
 
+std::string sharedSegmentPrefix(uint64_t secret) {
+  // Anyone on the host can list /dev/shm: the name carries 32 bits of a
+  // hash of the secret, never the secret.
+  const uint64_t key = mixHash(secret, 0x73686d2d6e616d65ull) >> 32;
+  char prefix[64];
+  snprintf(prefix, sizeof(prefix), "/hetccl-%d-%08llx-", static_cast<int>(getuid()), static_cast<unsigned long long>(key));
+  return prefix;
+}
+
 std::string sharedSegmentName(uint64_t secret, const char* kind, int from, int to, int creatorPid) {
-  char name[128];
-  snprintf(name, sizeof(name), "/hetccl-%d-%016llx-%s%d-%d-%d", static_cast<int>(getuid()),
-           static_cast<unsigned long long>(secret), kind, from, to, creatorPid);
-  return name;
+  char rest[96];
+  snprintf(rest, sizeof(rest), "%s%d-%d-%d", kind, from, to, creatorPid);
+  return sharedSegmentPrefix(secret) + rest;
 }
 
 void removeStaleSegments() {

@@ -15,8 +15,11 @@
 
 namespace hetccl {
 
-// /hetccl-<uid>-<secret>-<kind><from>-<to>-<creator pid>
+// /hetccl-<uid>-<key>-<kind><from>-<to>-<creator pid>; the key is a hash
+// of the communicator's secret (names are visible to every local user).
 std::string sharedSegmentName(uint64_t secret, const char* kind, int from, int to, int creatorPid);
+// /hetccl-<uid>-<key>-: the start of every name of the communicator.
+std::string sharedSegmentPrefix(uint64_t secret);
 
 // Once per process: unlink this user's segments left by dead processes.
 void removeStaleSegments();

@@ -4,7 +4,8 @@
 // stuck on each other's data for different calls can never both progress
 // (each waits for a message the other will only send in another call): a
 // mismatched operation, reported at once on both instead of at the timeout.
-// Such a deadlock across hosts still ends at HETCCL_TIMEOUT.
+// Between hosts the TCP transport's wait notes do the same for two ranks
+// connected both ways (socket_connection.h).
 #pragma once
 
 #include <atomic>

@@ -31,7 +31,7 @@ namespace {
 constexpr int kRanks = 4;
 constexpr double kDeadTimeout = 20;   // HETCCL_TIMEOUT where a rank dies: detection must not need it
 constexpr double kFrozenTimeout = 3;  // HETCCL_TIMEOUT where a rank freezes
-constexpr double kInitTimeout = 5;    // HETCCL_TIMEOUT where a rank dies during init (maybe before the root knew it)
+constexpr double kInitTimeout = 5;    // HETCCL_TIMEOUT where a rank dies during init (maybe before it marked itself)
 
 enum class Fault { Kill, Stop };
 enum class Moment { Init, Collective, Group, Between };
@@ -75,6 +75,7 @@ Trial drawTrial(std::mt19937_64& rng) {
 struct Board {
   std::atomic<int64_t> faultNs;  // CLOCK_MONOTONIC, when the victim struck itself
   std::atomic<int> victimPid;
+  std::atomic<bool> victimMarked;  // it had marked itself in init when it struck
   std::atomic<int> pids[kRanks];
   std::atomic<int64_t> errorAfterNs[kRanks];  // each survivor's error, after the fault
 };
@@ -85,7 +86,26 @@ int64_t nowNs() {
   return ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
+// /dev/shm segments this process created (their names end in its pid).
+int mySegments(const char* containing = "") {
+  char suffix[24];
+  snprintf(suffix, sizeof(suffix), "-%d", static_cast<int>(getpid()));
+  int n = 0;
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d)) {
+      const size_t len = strlen(e->d_name), slen = strlen(suffix);
+      n += strncmp(e->d_name, "hetccl-", 7) == 0 && len > slen && strcmp(e->d_name + len - slen, suffix) == 0 &&
+           strstr(e->d_name, containing) != nullptr;
+    }
+    closedir(d);
+  }
+  return n;
+}
+
 void strike(Board* board, Fault fault) {
+  // Whether the victim had marked itself in init (src/transport/init_marker.h):
+  // then the ranks of its host can learn of its death before the root did.
+  board->victimMarked.store(mySegments("-init") > 0);
   board->faultNs.store(nowNs());
   kill(getpid(), fault == Fault::Kill ? SIGKILL : SIGSTOP);
 }
@@ -112,21 +132,6 @@ std::string describeDescriptors() {
     closedir(d);
   }
   return text;
-}
-
-// /dev/shm segments this process created (their names end in its pid).
-int mySegments() {
-  char suffix[24];
-  snprintf(suffix, sizeof(suffix), "-%d", static_cast<int>(getpid()));
-  int n = 0;
-  if (DIR* d = opendir("/dev/shm")) {
-    while (dirent* e = readdir(d)) {
-      const size_t len = strlen(e->d_name), slen = strlen(suffix);
-      n += strncmp(e->d_name, "hetccl-", 7) == 0 && len > slen && strcmp(e->d_name + len - slen, suffix) == 0;
-    }
-    closedir(d);
-  }
-  return n;
 }
 
 // One all-reduce (or, in a group, all-reduce and a ring of send/recv) of
@@ -201,9 +206,11 @@ int runRank(int rank, int n, const ncclUniqueId& id, Board* board, const Trial& 
   const double after = (erroredNs - faultNs) / 1e9;
   board->errorAfterNs[rank].store(erroredNs - faultNs);
   const bool frozen = t.fault == Fault::Stop;
-  // A victim that died before it said hello to the root is unknown to
-  // everyone: the others wait for it until HETCCL_TIMEOUT, as in NCCL.
-  const bool unknownToAll = comm == nullptr && strstr(ncclGetLastError(nullptr), "no rank table") != nullptr;
+  // A victim that died in init before it marked itself (at the very start
+  // of ncclCommInitRank) is unknown to everyone: the others wait for it
+  // until HETCCL_TIMEOUT, as in NCCL. Once marked, its host's ranks see it.
+  const bool unknownToAll = comm == nullptr && !board->victimMarked.load() &&
+                            strstr(ncclGetLastError(nullptr), "no rank table") != nullptr;
   const double limit = frozen ? kFrozenTimeout + 1 : unknownToAll ? kInitTimeout + 1 : 2.0;
   RANK_EXPECT(after < limit, "error %d %.2f s after the fault (limit %.1f s): %s", r, after, limit,
               ncclGetLastError(comm));

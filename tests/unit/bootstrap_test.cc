@@ -1,5 +1,9 @@
-// Unique ids, addresses, and the listener's secret check.
+// Unique ids, addresses, the listener's secret check, the root, and init marks.
+#include <dirent.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -12,6 +16,7 @@
 #include "bootstrap/hello_gate.h"
 #include "bootstrap/unique_id.h"
 #include "common/error.h"
+#include "transport/init_marker.h"
 
 using namespace hetccl;
 
@@ -280,4 +285,46 @@ TEST(Root, HundredsOfRanksAtOnce) {
     });
   for (auto& t : ranks) t.join();
   EXPECT_EQ(served.load(), kRanks);
+}
+
+// A rank that marked itself in init on this host and died before its
+// hello reached the root is named at once by the ranks of its host that
+// wait for the table (before: they waited for HETCCL_TIMEOUT).
+TEST(Root, ARankDeadBeforeItsHelloIsNamedOnItsHost) {
+  const auto [real, any] = startRoot();
+  const pid_t child = fork();
+  if (child == 0) {
+    new InitMarker(real.secret, 2);  // marked (never unmarked), then gone
+    _exit(0);
+  }
+  ASSERT_GT(child, 0);
+  waitpid(child, nullptr, 0);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> ranks;
+  std::string said[2];
+  for (int r = 0; r < 2; ++r)
+    ranks.emplace_back([&, r] {
+      const InitMarker marker(real.secret, r);
+      std::vector<RankInfo> table;
+      RankInfo mine = RankInfo::local(any, -1);
+      EXPECT_EQ(rendezvousWithRoot(real, r, 3, mine, &table, nullptr, [&] { return marker.checkOthers(); }),
+                ncclRemoteError);
+      said[r] = lastError();
+    });
+  for (auto& t : ranks) t.join();
+  EXPECT_LT(secondsSince(start), 1.0);
+  // Each names rank 2, unless the other rank left first (then the root says so).
+  const std::string named = "rank 2 (pid " + std::to_string(child) + ") died during init";
+  EXPECT_TRUE(said[0].find(named) != std::string::npos || said[1].find(named) != std::string::npos)
+      << said[0] << " / " << said[1];
+  // The dead rank's mark (the next hetccl process on a host removes such).
+  if (DIR* d = opendir("/dev/shm")) {
+    const std::string end = "-" + std::to_string(child);
+    while (dirent* e = readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.rfind("hetccl-", 0) == 0 && name.size() > end.size() && name.compare(name.size() - end.size(), end.size(), end) == 0)
+        shm_unlink(("/" + name).c_str());
+    }
+    closedir(d);
+  }
 }

@@ -10,6 +10,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "transport/net_plugin.h"
+#include "transport/shm_segment.h"
 #include "transport/transport.h"
 #include "transport/transport_context.h"
 
@@ -106,6 +107,17 @@ TEST(ShmTransport, SmallMessagesAndMismatch) { exchange(&makeShmTransport, 1000)
 TEST(ShmTransport, LargeMessagesAndMismatch) { exchange(&makeShmTransport, 3 << 20); }
 TEST(SocketTransport, SmallMessagesAndMismatch) { exchange(&makeSocketTransport, 1000); }
 TEST(SocketTransport, LargeMessagesAndMismatch) { exchange(&makeSocketTransport, 3 << 20); }
+
+// /dev/shm's names are listed to every local user: they carry a hash of
+// the communicator's secret, never the secret (before, its 16 hex digits).
+TEST(ShmTransport, SegmentNamesDoNotShowTheSecret) {
+  const uint64_t secret = 0x0123456789abcdefull;
+  const std::string name = sharedSegmentName(secret, "p2p", 1, 2, 345);
+  for (const char* part : {"0123456789abcdef", "01234567", "89abcdef"})
+    EXPECT_EQ(name.find(part), std::string::npos) << name;
+  EXPECT_NE(name, sharedSegmentName(secret + 1, "p2p", 1, 2, 345));
+  EXPECT_EQ(name.rfind("-345"), name.size() - 4);  // the creator's pid last (removeStaleSegments)
+}
 
 // The net plugin's device for a rank: the NIC sharing the most of the GPU's
 // PCI path; equals (and CPU ranks, with no path) spread by local index.
