@@ -1,7 +1,8 @@
 // libFuzzer target: the records transports take from a peer's bytes
 // (src/transport/peer_records.h): the net plugin handshake, a net plugin
 // chunk against the receive it lands in, the RDMA network's listen handle
-// (which arrives inside the handshake) and a UCX address length. The
+// (which arrives inside the handshakes), the stream relay's plugin
+// handshake and a UCX address length. The
 // first byte picks one. What an accepted record promises is checked here:
 // strings ended, sizes within bounds, copies inside their buffers.
 #include <cstddef>
@@ -59,6 +60,13 @@ void verbsHandle(const uint8_t* data, size_t size) {
   if (to.length != (to.family() == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6))) __builtin_trap();
 }
 
+void relayHandshake(const uint8_t* data, size_t size) {
+  hetccl::RelayPluginHandshake h{};
+  if (!take(&data, &size, &h)) return;
+  if (hetccl::checkRelayPluginHandshake(&h, 4096, 1) != ncclSuccess) return;
+  if (!memchr(h.plugin, 0, sizeof h.plugin) || h.slotBytes < 4096 || h.pieceBytes == 0) __builtin_trap();
+}
+
 void ucxAddressBytes(const uint8_t* data, size_t size) {
   uint32_t bytes = 0;
   if (!take(&data, &size, &bytes)) return;
@@ -71,10 +79,11 @@ void ucxAddressBytes(const uint8_t* data, size_t size) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  switch (data[0] % 4) {
+  switch (data[0] % 5) {
     case 0: pluginHello(data + 1, size - 1); break;
     case 1: chunk(data + 1, size - 1); break;
     case 2: verbsHandle(data + 1, size - 1); break;
+    case 4: relayHandshake(data + 1, size - 1); break;
     default: ucxAddressBytes(data + 1, size - 1); break;
   }
   return 0;

@@ -27,6 +27,7 @@
 #include "transport/net_plugin.h"
 #include "transport/net_plugin_abi.h"
 #include "transport/net_plugin_slots.h"
+#include "transport/peer_records.h"
 
 namespace hetccl {
 
@@ -35,14 +36,6 @@ namespace {
 constexpr int kHeaderTag = 0x5245;
 constexpr int kDataTag = 0x5246;
 constexpr uint32_t kDataApart = 2;  // RelayMessage::more: the data follows on the data comms
-
-struct Handshake {
-  char handle[netabi::kHandleBytes];      // headers
-  char dataHandle[netabi::kHandleBytes];  // data
-  uint64_t slotBytes;   // the sender's header receive slots
-  uint64_t pieceBytes;  // its largest data message
-  char plugin[64];
-};
 
 // A send and a receive comm with the peer, made on both sides at once.
 struct CommPair {
@@ -74,7 +67,7 @@ class PluginRelayLink : public RelayLink {
 
   // Handles both ways over the line, then connect and accept, polled.
   ncclResult_t start(const Deadline& deadline, const AbortFlag* abort) {
-    Handshake mine{}, theirs{};
+    RelayPluginHandshake mine{}, theirs{};
     void* listenHeaders = nullptr;
     void* listenData = nullptr;
     ncclResult_t r = plugin_.listen(device_, mine.handle, &listenHeaders);
@@ -88,6 +81,8 @@ class PluginRelayLink : public RelayLink {
     snprintf(mine.plugin, sizeof mine.plugin, "%s", plugin_.name().c_str());
     const std::string before = lastError();
     r = exchange(&mine, &theirs, deadline, abort);
+    if (r == ncclSuccess) r = checkRelayPluginHandshake(&theirs, kMinPluginSlotBytes, peer_);
+    if (r == ncclSuccess) r = checkSamePlugin(plugin_, theirs.plugin, peer_);
     while (r == ncclSuccess && !(headers_.send && headers_.recv && data_.send && data_.recv)) {
       if ((r = connectAndAccept(theirs.handle, listenHeaders, &headers_)) != ncclSuccess) break;
       if ((r = connectAndAccept(theirs.dataHandle, listenData, &data_)) != ncclSuccess) break;
@@ -101,10 +96,6 @@ class PluginRelayLink : public RelayLink {
     if (r != ncclSuccess)
       return fail(r, "stream relay: net plugin %s cannot connect rank %d%s", plugin_.name().c_str(), peer_,
                   networkSaid(before).c_str());
-    theirs.plugin[sizeof theirs.plugin - 1] = '\0';
-    HETCCL_TRY(checkSamePlugin(plugin_, theirs.plugin, peer_));
-    if (theirs.slotBytes < kMinPluginSlotBytes || theirs.pieceBytes == 0)
-      return fail(ncclInternalError, "stream relay: rank %d's slots are too small", peer_);
     pieceBytes_ = std::min<size_t>(theirs.pieceBytes, plugin_.maxMessageBytes());
     outbox_ = std::make_unique<SlotRing>(plugin_, std::min<size_t>(theirs.slotBytes, pluginSlotBytes(plugin_)), params().netPluginSlots);
     inbox_ = std::make_unique<SlotRing>(plugin_, pluginSlotBytes(plugin_), params().netPluginSlots);
@@ -301,7 +292,7 @@ class PluginRelayLink : public RelayLink {
     return ncclSuccess;
   }
 
-  ncclResult_t exchange(const Handshake* mine, Handshake* theirs, const Deadline& deadline, const AbortFlag* abort) {
+  ncclResult_t exchange(const RelayPluginHandshake* mine, RelayPluginHandshake* theirs, const Deadline& deadline, const AbortFlag* abort) {
     HETCCL_TRY(line_.socket().sendAll(mine, sizeof *mine, deadline, abort));
     return line_.socket().recvAll(theirs, sizeof *theirs, deadline, abort);
   }

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cinttypes>
@@ -45,6 +46,10 @@ ncclResult_t InitMarker::checkOthers() const {
     uint64_t pidNamespace = 0;
     if (std::sscanf(e->d_name + prefix.size(), "%d-%" SCNu64 "-%d", &rank, &pidNamespace, &pid) != 3) continue;
     if (rank == rank_ || pidNamespace != myNamespace || !processGone(pid)) continue;
+    // A rank that leaves init removes its mark before its process can end:
+    // a mark still there once the process is gone was left by a death.
+    struct stat st{};
+    if (stat((std::string("/dev/shm/") + e->d_name).c_str(), &st) != 0) continue;
     // The mark stays for the other ranks of the host to see (an empty
     // name; the next hetccl process on the host removes it).
     result = fail(ncclRemoteError, "rank %d (pid %d) died during init, before the bootstrap root heard from it", rank, pid);

@@ -45,6 +45,15 @@ ncclResult_t verbsHandleAddress(const VerbsListenHandle& handle, SocketAddress* 
   return ncclSuccess;
 }
 
+ncclResult_t checkRelayPluginHandshake(RelayPluginHandshake* handshake, size_t minSlotBytes, int peer) {
+  handshake->plugin[sizeof handshake->plugin - 1] = '\0';
+  if (handshake->slotBytes < minSlotBytes || handshake->pieceBytes == 0)
+    return fail(ncclInternalError, "stream relay: rank %d's net plugin slots are too small (%llu bytes; data messages of "
+                "%llu)", peer, static_cast<unsigned long long>(handshake->slotBytes),
+                static_cast<unsigned long long>(handshake->pieceBytes));
+  return ncclSuccess;
+}
+
 ncclResult_t checkUcxAddressBytes(uint32_t bytes, int peer) {
   if (bytes == 0 || bytes > (1u << 20))
     return fail(ncclInternalError, "rank %d sent a UCX worker address of %u bytes", peer, bytes);

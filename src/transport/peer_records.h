@@ -1,9 +1,9 @@
 // Records the transports take from a peer's bytes, and the checks that
 // stand between them and this rank's memory: the net plugin transport's
-// handshake (PluginHello) and its chunks' headers (ChunkHeader), the listen
-// handle of hetccl's RDMA network (VerbsListenHandle, which reaches it
-// inside a peer's PluginHello), and the length of a peer's UCX worker
-// address. Pure functions, so that fuzz/fuzz_peer_records.cc can feed them
+// handshake (PluginHello) and its chunks' headers (ChunkHeader), the stream
+// relay's plugin handshake (RelayPluginHandshake), the listen handle of
+// hetccl's RDMA network (VerbsListenHandle, which reaches it inside a
+// peer's handshake), and the length of a peer's UCX worker address. Pure functions, so that fuzz/fuzz_peer_records.cc can feed them
 // anything.
 #pragma once
 
@@ -64,6 +64,20 @@ static_assert(sizeof(VerbsListenHandle) <= netabi::kHandleBytes, "the listen han
 
 // The IPv4 or IPv6 address a handle names (ncclInternalError otherwise).
 ncclResult_t verbsHandleAddress(const VerbsListenHandle& handle, SocketAddress* to);
+
+// What the two ends of a stream relay link over a net plugin tell each
+// other (src/plan/relay_link_plugin.cc).
+struct RelayPluginHandshake {
+  char handle[netabi::kHandleBytes];      // headers
+  char dataHandle[netabi::kHandleBytes];  // data
+  uint64_t slotBytes;   // the sender's header receive slots
+  uint64_t pieceBytes;  // its largest data message
+  char plugin[64];
+};
+
+// Ends the plugin's name; ncclInternalError for slots under
+// `minSlotBytes` or no data messages.
+ncclResult_t checkRelayPluginHandshake(RelayPluginHandshake* handshake, size_t minSlotBytes, int peer);
 
 // A UCX worker address's length as a peer announced it, before it is read.
 ncclResult_t checkUcxAddressBytes(uint32_t bytes, int peer);
