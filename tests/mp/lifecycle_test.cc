@@ -126,15 +126,13 @@ TEST(Lifecycle, NonBlockingInitAndSplit) {
     config.blocking = 0;
     ncclResult_t r = ncclCommInitRankConfig(&comm, n, id, rank, &config);
     RANK_EXPECT(r == ncclInProgress || r == ncclSuccess, "non-blocking init returned %d", r);
+    // (Init may be done before the first poll: seeing ncclInProgress is not required.)
     ncclResult_t state = ncclInProgress;
-    bool sawProgress = false;
     while (state == ncclInProgress) {
       RANK_NCCL(ncclCommGetAsyncError(comm, &state));
-      sawProgress |= state == ncclInProgress;
       std::this_thread::yield();
     }
     RANK_EXPECT(state == ncclSuccess, "init ended with %d", state);
-    RANK_EXPECT(r == ncclSuccess || sawProgress || true, "");
     int v = rank + 1;
     RANK_NCCL(ncclAllReduce(&v, &v, 1, ncclInt32, ncclSum, comm, nullptr));
     RANK_EXPECT(v == 6, "sum %d", v);

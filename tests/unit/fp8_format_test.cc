@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -19,7 +20,10 @@ class Topology {
     char pattern[] = "/tmp/hetccl-kfd-XXXXXX";
     root_ = mkdtemp(pattern);
   }
-  ~Topology() { (void)system(("rm -rf " + root_).c_str()); }
+  ~Topology() {
+    std::error_code ignored;
+    std::filesystem::remove_all(root_, ignored);
+  }
   void addNode(int node, const std::string& properties) {
     const std::string dir = root_ + "/" + std::to_string(node);
     mkdir(dir.c_str(), 0755);
