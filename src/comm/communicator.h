@@ -129,7 +129,7 @@ class Communicator {
   std::unique_ptr<Backend> backend;           // my domain's library (several domains only)
   std::unique_ptr<Proxy> proxy;               // inter-domain steps (several domains only)
   std::unique_ptr<VendorCommunicator> vendor; // one vendor domain: every call passes through to it
-  std::unique_ptr<HostStaging> hostStaging;   // GPU ranks among several domains (first version)
+  std::unique_ptr<HostStaging> hostStaging;   // GPU ranks among several domains (the fallback path)
   std::unique_ptr<StreamCollectives> streamCollectives;  // all-reduce on the GPUs' streams (one rank per domain, one host)
   std::unique_ptr<StreamHierarchy> streamHierarchy;      // collectives on the streams, domains of several ranks
   bool nativeOnly = false;                    // a domain of a staged communicator: host algorithms

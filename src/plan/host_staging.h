@@ -1,20 +1,20 @@
-// GPU ranks of a communicator of several domains, first version: the
+// GPU ranks of a communicator of several domains, the fallback path: the
 // call's device buffers are copied to pinned host memory, the host plans
 // run on the copies, and the results are copied back. Correct for every
-// collective, type and op, but host-bound (about 3.5 GB/s on H200s). With
+// collective, type and op, but host-bound (docs/performance.md). With
 // one GPU rank per domain on one host, every collective but send/recv takes
 // the stream collectives instead (stream_collectives.h);
 // everything else still comes here.
 //
-// Two modes. Synchronous (the default, run on H200s): the call waits for
+// Two modes. Synchronous (the default): the call waits for
 // its streams, does all of the above and returns when done. Asynchronous
 // (HETCCL_ASYNC_STAGING=1, experimental): the call queues the copies on
 // the caller's stream around two flags in pinned memory (the stream
 // raises `ready` after copying the inputs, then waits for `done`) and
 // returns; a staging thread, which makes no runtime call at all, waits for
-// `ready`, runs the host plans and raises `done`. Its first version (a
-// staging thread that copied and allocated itself) hung on the H200s; this
-// one passes on host ranks and has not run on a GPU yet.
+// `ready`, runs the host plans and raises `done`. The caller's stream then
+// waits for work queued later, which can deadlock where it shares a
+// hardware queue with the staging copies: hence off by default.
 //
 // Calls on a stream that is being captured into a CUDA/HIP graph (every
 // cross-domain plan sends them here, host_staging_capture.cc) become graph

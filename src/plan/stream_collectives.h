@@ -1,6 +1,6 @@
 // Every collective (all but send/recv) across domains for ranks on one
 // host with one rank per domain (two GPUs of different vendors in one box,
-// or the H200 pair split in two), run entirely on the devices' streams.
+// or one GPU's ranks split into two domains), run entirely on the devices' streams.
 // The call queues the pieces below on the rank's own four streams and
 // makes the caller's stream wait for their ends (events); it returns once
 // they are queued (about 17 us per piece), long before the data has moved.

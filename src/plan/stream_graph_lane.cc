@@ -20,15 +20,12 @@
 // wait in batch j waits only for the peers' marks of batches before j
 // (two slots suffice for that), so no rank can wait for one that waits for
 // it. All of it is one line on the caller's stream, which a graph replays
-// in that order whatever else the runtime runs beside it. Forking the
-// stages onto four streams per batch (joined before the next batch's
-// waits, so still safe) measured 3x slower on one H200 shared by two
-// ranks; two GPUs were not available to compare them again.
+// in that order whatever else the runtime runs beside it (forking the
+// stages onto four streams per batch was slower: docs/performance.md).
 //
 // Pieces are four times the ordinary path's parts (8 MiB by default):
 // a batch costs a round of handshakes, and no host work per piece comes
-// with larger ones (measured on one H200: 10 GB/s with 2 MiB parts, 15.6
-// with 8 MiB, at 64 MiB).
+// with larger ones (docs/performance.md has the figures).
 //
 // Failure: each call raises a "busy" word of its own (64, round robin)
 // while it runs; the watchdog checks the peers while one is up, and after

@@ -39,6 +39,7 @@ std::unique_ptr<class Transport> makeSocketTransport(const TransportContext& ctx
 std::unique_ptr<class Transport> makeShmTransport(const TransportContext& ctx);
 // UCX (ucx_transport.cc): ncclSystemError and *why when this build or
 // machine has no UCX.
+constexpr const char* kUcxMissing = "this libhetccl.so was built without UCX's header (libucx-dev)";
 ncclResult_t makeUcxTransport(const TransportContext& ctx, std::unique_ptr<class Transport>* out, std::string* why);
 bool ucxUsable(std::string* why);
 // An ncclNet plugin (net_plugin_transport.cc): ncclSystemError and *why

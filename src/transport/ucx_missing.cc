@@ -1,28 +1,18 @@
-// The UCX transport and the relay's UCX link in a build without UCX's
-// header (libucx-dev).
-#include "common/error.h"
-#include "plan/relay_link.h"
+// The UCX transport in a build without UCX's header (libucx-dev); the
+// relay's UCX link: plan/relay_link_ucx_missing.cc.
 #include "transport/transport.h"
 #include "transport/transport_context.h"
 
 namespace hetccl {
 
-namespace {
-const char* const kWhy = "this libhetccl.so was built without UCX's header (libucx-dev)";
-}
-
 ncclResult_t makeUcxTransport(const TransportContext&, std::unique_ptr<Transport>*, std::string* why) {
-  *why = kWhy;
+  *why = kUcxMissing;
   return ncclSystemError;
 }
 
 bool ucxUsable(std::string* why) {
-  *why = kWhy;
+  *why = kUcxMissing;
   return false;
-}
-
-ncclResult_t makeUcxRelayLink(Socket, int, bool, const Deadline&, const AbortFlag*, std::unique_ptr<RelayLink>*) {
-  return fail(ncclSystemError, "stream relay: %s", kWhy);
 }
 
 }  // namespace hetccl

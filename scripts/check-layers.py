@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""The library's layers, bottom to top: a file in src/<folder>/ may include
+headers of its own folder and of the folders below it, never above.
+
+    scripts/check-layers.py            # fails on an include that goes up a layer
+    scripts/check-layers.py --list     # prints every upward include
+
+Includes that went up when the check was written are listed in
+scripts/layer-exceptions.txt; the check also fails when one of them is gone
+(remove its line), so that list only shrinks. docs/architecture.md
+describes the layers.
+"""
+import pathlib
+import re
+import sys
+
+# Bottom to top. Folders on one line are one layer (they may include each other).
+LAYERS = [
+    ["common"],
+    ["runtime"],
+    ["kernels"],
+    ["bootstrap"],
+    ["transport"],
+    ["proxy"],
+    ["algorithms"],
+    ["backend"],
+    ["plan"],
+    ["comm"],
+    ["api"],
+]
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/([^"]+)"', re.M)
+
+
+def level(folder):
+    for i, layer in enumerate(LAYERS):
+        if folder in layer:
+            return i
+    return None
+
+
+def upward_includes():
+    found = set()
+    unknown = set()
+    for path in sorted((ROOT / "src").rglob("*")):
+        if path.suffix not in (".h", ".cc", ".cu"):
+            continue
+        folder = path.relative_to(ROOT / "src").parts[0]
+        mine = level(folder)
+        if mine is None:
+            unknown.add(folder)
+            continue
+        for target, header in INCLUDE.findall(path.read_text(errors="replace")):
+            theirs = level(target)
+            if theirs is None:
+                if (ROOT / "src" / target).is_dir():
+                    unknown.add(target)
+                continue
+            if theirs > mine:
+                found.add(f"{path.relative_to(ROOT)} -> {target}/{header}")
+    return found, unknown
+
+
+def main():
+    found, unknown = upward_includes()
+    if "--list" in sys.argv:
+        print("\n".join(sorted(found)))
+        return 0
+    status = 0
+    if unknown:
+        print(f"check-layers: folders in no layer (add them to LAYERS): {', '.join(sorted(unknown))}")
+        status = 1
+    listed_file = ROOT / "scripts" / "layer-exceptions.txt"
+    listed = {line.strip() for line in listed_file.read_text().splitlines() if line.strip() and not line.startswith("#")}
+    for new in sorted(found - listed):
+        print(f"check-layers: {new} includes a higher layer's header")
+        status = 1
+    for gone in sorted(listed - found):
+        print(f"check-layers: {gone} no longer goes up: remove it from scripts/layer-exceptions.txt")
+        status = 1
+    if status == 0:
+        print(f"check-layers: no new upward include ({len(listed)} known ones left to remove)")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
