@@ -28,6 +28,12 @@ struct Op {
   bool isPointToPoint() const { return kind == OpKind::Send || kind == OpKind::Recv; }
 };
 
+// The bytes of its send and receive buffers an operation touches on `rank`.
+struct Extents {
+  size_t sendBytes = 0, recvBytes = 0;
+};
+Extents extentsOf(const Op& op, int rank, int nranks);
+
 // Runs one communicator's share of a call or group to completion:
 // collectives in call order, then all sends and receives together.
 ncclResult_t runOperations(Communicator& c, std::span<const Op* const> ops);

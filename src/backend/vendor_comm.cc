@@ -8,7 +8,6 @@
 #include "comm/communicator.h"
 #include "common/error.h"
 #include "common/params.h"
-#include "plan/host_staging.h"
 #include "runtime/runtime.h"
 
 namespace hetccl {

@@ -8,24 +8,6 @@
 
 namespace hetccl {
 
-Extents extentsOf(const Op& op, int rank, int nranks) {
-  const size_t b = op.count * typeSize(op.type), all = b * static_cast<size_t>(nranks);
-  const bool root = rank == op.root;
-  switch (op.kind) {
-    case OpKind::AllReduce: return {b, b};
-    case OpKind::Broadcast: return {root ? b : 0, b};
-    case OpKind::Reduce: return {b, root ? b : 0};
-    case OpKind::AllGather: return {b, all};
-    case OpKind::ReduceScatter: return {all, b};
-    case OpKind::AlltoAll: return {all, all};
-    case OpKind::Gather: return {b, root ? all : 0};
-    case OpKind::Scatter: return {root ? all : 0, b};
-    case OpKind::Send: return {b, 0};
-    case OpKind::Recv: return {0, b};
-  }
-  return {};
-}
-
 HostStaging::HostStaging(Runtime& runtime, int device, int rank, int nranks, bool async, HostRunner runner,
                          ErrorSink onError)
     : rt_(runtime), device_(device), rank_(rank), nranks_(nranks), async_(async), runner_(std::move(runner)),

@@ -40,12 +40,6 @@
 
 namespace hetccl {
 
-// The bytes of its send and receive buffers an operation touches on `rank`.
-struct Extents {
-  size_t sendBytes = 0, recvBytes = 0;
-};
-Extents extentsOf(const Op& op, int rank, int nranks);
-
 // Checks shared by the GPU ranks' cross-domain paths (this one and the
 // stream collectives). A buffer must be device (or managed) memory:
 // ncclInvalidArgument otherwise; nothing to check on host ranks.
