@@ -104,7 +104,10 @@ ncclResult_t splitMembers(Communicator* parent, int color, int key, std::vector<
   if (color == NCCL_SPLIT_NOCOLOR) return ncclSuccess;
   for (int r = 0; r < parent->nranks; ++r)
     if (all[r].color == color) members->push_back(r);
-  std::stable_sort(members->begin(), members->end(), [&](int a, int b) { return all[a].key < all[b].key; });
+  // By key, ties in rank order (NCCL's split order); a plain sort with the
+  // rank as the tie-break is stable by construction.
+  std::sort(members->begin(), members->end(),
+            [&](int a, int b) { return all[a].key != all[b].key ? all[a].key < all[b].key : a < b; });
   *myIndex = static_cast<int>(std::find(members->begin(), members->end(), parent->rank) - members->begin());
   return ncclSuccess;
 }

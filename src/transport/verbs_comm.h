@@ -68,7 +68,7 @@ struct QpAddress {
 };
 
 struct VerbsRequest {
-  struct VerbsComm* comm = nullptr;
+  class VerbsComm* comm = nullptr;
   bool used = false;
   int pending = 0;   // completions still to come (a part each)
   size_t bytes = 0;  // a receive: the parts' sizes so far
