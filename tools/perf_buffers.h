@@ -19,6 +19,7 @@ class PerfBuffers {
   bool open(int localRank, size_t bytes) {
     rt_ = &hetccl::processRuntime();
     gpu_ = rt_->hasDevices();
+    if (bytes > hostSend_.max_size()) return false;  // (and g++ 13 then knows the fills below are bounded)
     hostSend_.assign(bytes, 0);
     hostRecv_.assign(bytes, 0);
     if (!gpu_) return true;
