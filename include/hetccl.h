@@ -58,6 +58,22 @@ HETCCL_DECLARE(ncclResult_t, ncclGinBarrierCreateRequirement,
 /* hetccl's own version string, e.g. "hetccl 0.1.0 (NCCL API 2.28.9)". */
 const char* hetcclVersionString(void);
 
+/* The paths a call can take (docs/architecture.md): one router picks one
+ * for each call or group member; hetcclCommDescribePlan names it first. */
+typedef enum {
+  hetcclPathPassThrough = 0,     /* one vendor domain: the vendor's library runs the call */
+  hetcclPathHostAlgorithms = 1,  /* CPU ranks: hetccl's algorithms over the transports */
+  hetcclPathCrossDomain = 2,     /* CPU ranks, several domains: domain steps + inter-domain plans */
+  hetcclPathHostStaging = 3,     /* GPU ranks: buffers staged through host memory, then the host paths */
+  hetcclPathStream = 4,          /* GPU ranks, one per domain: on the devices' streams through pinned memory */
+  hetcclPathStreamHierarchy = 5, /* GPU domains of several ranks: the domains' libraries + cross groups on streams */
+  hetcclNumPaths = 6
+} hetcclPath_t;
+
+/* The path's name as hetcclCommDescribePlan starts with it ("pass-through",
+ * "host algorithms", ...); NULL outside 0 .. hetcclNumPaths-1. */
+const char* hetcclPathName(int path);
+
 /* Per-communicator traffic counters (cumulative since init). */
 typedef struct {
   unsigned long long bytesSent;      /* payload bytes handed to transports */
@@ -65,12 +81,16 @@ typedef struct {
   unsigned long long collectives;    /* collectives and p2p operations run */
   unsigned long long bytesStaged;    /* bytes copied through staging by cross-domain plans (0 in a single domain) */
   unsigned long long plansDerived;   /* cross-domain plans derived (once per collective shape: kind, count, type) */
+  unsigned long long pathCalls[8];   /* operations each path took, by hetcclPath_t (a group counts each member) */
 } hetcclCommStats_t;
 ncclResult_t hetcclCommGetStats(ncclComm_t comm, hetcclCommStats_t* stats);
 
 /* The plan hetccl runs for `collective` ("all_reduce", "broadcast", ...,
- * nccl-tests' names) with `count` elements of `datatype` on `comm`, in one
- * line; NULL for an unknown collective. The same on every rank. */
+ * nccl-tests' names, "sendrecv") with `count` elements of `datatype` on
+ * `comm`, in one line that starts with the path's name and a colon; NULL
+ * for an unknown collective. The same on every rank. Outside a graph
+ * capture: a captured call may take the stream path's graph lane or host
+ * staging's graph nodes instead. */
 const char* hetcclCommDescribePlan(ncclComm_t comm, const char* collective, size_t count, ncclDataType_t datatype);
 
 /* The communicator's domains, e.g. "d0{0,2} d1{1,3}". */

@@ -26,6 +26,7 @@ LAYERS = [
     ["backend"],
     ["plan"],
     ["comm"],
+    ["route"],
     ["api"],
 ]
 

@@ -83,16 +83,17 @@ ncclResult_t ring(Communicator& c, const Op& op, uint64_t tag) {
 
 }  // namespace
 
+bool allReduceByDoubling(const Communicator& c, const Op& op) {
+  return op.count * typeSize(op.type) <= c.tunables.smallAllReduceBytes || op.count < static_cast<size_t>(c.nranks);
+}
+
 ncclResult_t allReduce(Communicator& c, const Op& op, uint64_t tag) {
   if (c.nranks == 1) {
     prepareLocal(op.red, op.recvbuff, op.sendbuff, op.count);
     finishAverage(op.red, op.recvbuff, op.count, 1);
     return ncclSuccess;
   }
-  const size_t bytes = op.count * typeSize(op.type);
-  if (bytes <= c.tunables.smallAllReduceBytes || op.count < static_cast<size_t>(c.nranks))
-    return recursiveDoubling(c, op, tag);
-  return ring(c, op, tag);
+  return allReduceByDoubling(c, op) ? recursiveDoubling(c, op, tag) : ring(c, op, tag);
 }
 
 }  // namespace hetccl

@@ -4,7 +4,6 @@
 #include "comm/communicator.h"
 #include "algorithms/op.h"
 #include "common/error.h"
-#include "plan/cross_domain.h"
 
 namespace hetccl {
 
@@ -21,14 +20,13 @@ uint64_t signature(const Op& op) {
 
 }  // namespace
 
-ncclResult_t runCollective(Communicator& c, const Op& op) {
-  uint64_t tag = mixHash(++c.collectiveSeq, signature(op));
-  if (const uint64_t context = c.callContext.load()) tag = mixHash(tag, context);
-  if (!c.partition.single()) {
-    bool handled = false;
-    ncclResult_t r = runAcrossDomains(c, op, tag, &handled);
-    if (handled) return r;
-  }
+uint64_t nextCollectiveTag(Communicator& c, const Op& op) {
+  const uint64_t tag = mixHash(++c.collectiveSeq, signature(op));
+  const uint64_t context = c.callContext.load();
+  return context ? mixHash(tag, context) : tag;
+}
+
+ncclResult_t runCollective(Communicator& c, const Op& op, uint64_t tag) {
   switch (op.kind) {
     case OpKind::AllReduce: return allReduce(c, op, tag);
     case OpKind::ReduceScatter: return reduceScatter(c, op, tag);
@@ -41,6 +39,8 @@ ncclResult_t runCollective(Communicator& c, const Op& op) {
     default: return fail(ncclInternalError, "runCollective called with %s", opKindName(op.kind));
   }
 }
+
+ncclResult_t runCollective(Communicator& c, const Op& op) { return runCollective(c, op, nextCollectiveTag(c, op)); }
 
 ncclResult_t runPointToPoint(Communicator& c, std::span<const Op* const> ops) {
   // On the send/recv connections (apart from the collectives'). Sends
@@ -68,18 +68,22 @@ ncclResult_t runPointToPoint(Communicator& c, std::span<const Op* const> ops) {
 
 namespace {
 
-ncclResult_t runCollectives(Communicator& c, std::span<const Op* const> collectives) {
-  for (const Op* op : collectives) HETCCL_TRY(runCollective(c, *op));
+ncclResult_t runCollectives(std::span<const Op* const> collectives, const CollectiveRunner& run) {
+  for (const Op* op : collectives) HETCCL_TRY(run(*op));
   return ncclSuccess;
 }
 
 }  // namespace
 
 ncclResult_t runOperations(Communicator& c, std::span<const Op* const> ops) {
+  return runOperations(c, ops, [&c](const Op& op) { return runCollective(c, op); });
+}
+
+ncclResult_t runOperations(Communicator& c, std::span<const Op* const> ops, const CollectiveRunner& run) {
   // One kind only (the usual case): run as given, nothing allocated.
   const size_t p2pCount =
       static_cast<size_t>(std::count_if(ops.begin(), ops.end(), [](const Op* op) { return op->isPointToPoint(); }));
-  if (p2pCount == 0) return runCollectives(c, ops);
+  if (p2pCount == 0) return runCollectives(ops, run);
   if (p2pCount == ops.size()) return runPointToPoint(c, ops);
   std::vector<const Op*> collectives, p2p;
   for (const Op* op : ops) (op->isPointToPoint() ? p2p : collectives).push_back(op);
@@ -97,7 +101,7 @@ ncclResult_t runOperations(Communicator& c, std::span<const Op* const> ops) {
     }
     return r;
   });
-  const ncclResult_t collectivesResult = runCollectives(c, collectives);
+  const ncclResult_t collectivesResult = runCollectives(collectives, run);
   std::string collectivesError;
   if (collectivesResult != ncclSuccess) {
     collectivesError = lastError();

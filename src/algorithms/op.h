@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 
 #include "common/types.h"
@@ -23,6 +24,7 @@ struct Op {
   size_t count = 0;  // per NCCL's convention for the collective
   ncclDataType_t type = ncclFloat32;
   Reduction red;
+  ncclRedOp_t vendorOp = ncclSum;  // pass-through: the vendor library's handle for the call's reduction
   int root = 0;  // root, or peer for send/recv
   cudaStream_t stream = nullptr;  // the caller's stream (GPU ranks)
   bool isPointToPoint() const { return kind == OpKind::Send || kind == OpKind::Recv; }
@@ -34,11 +36,23 @@ struct Extents {
 };
 Extents extentsOf(const Op& op, int rank, int nranks);
 
+// Runs one collective to completion on host memory (the router's choice of
+// algorithm or cross-domain plan; hetccl's algorithms where omitted).
+using CollectiveRunner = std::function<ncclResult_t(const Op&)>;
 // Runs one communicator's share of a call or group to completion:
-// collectives in call order, then all sends and receives together.
+// collectives in call order, a group's sends and receives together beside them.
+ncclResult_t runOperations(Communicator& c, std::span<const Op* const> ops, const CollectiveRunner& run);
 ncclResult_t runOperations(Communicator& c, std::span<const Op* const> ops);
-// Runs one collective to completion on host memory.
+// The tag of the communicator's next collective: the same on every rank
+// for the same call (count, type, reduction, root), mixed with the caller's
+// call context.
+uint64_t nextCollectiveTag(Communicator& c, const Op& op);
+// Runs one collective to completion on host memory, with hetccl's
+// algorithms over the whole communicator.
+ncclResult_t runCollective(Communicator& c, const Op& op, uint64_t tag);
 ncclResult_t runCollective(Communicator& c, const Op& op);
+// The all-reduce's choice: recursive doubling (small calls), else a ring.
+bool allReduceByDoubling(const Communicator& c, const Op& op);
 // Runs a batch of sends and receives of one communicator together, in any
 // order across ranks, without deadlock.
 ncclResult_t runPointToPoint(Communicator& c, std::span<const Op* const> ops);

@@ -6,6 +6,7 @@
 
 #include "api/api_util.h"
 #include "api/group.h"
+#include "route/router.h"
 #include "runtime/runtime.h"
 
 using namespace hetccl;
@@ -132,11 +133,12 @@ ncclResult_t submit(const char* fn, Op op, ncclComm_t comm, ncclRedOp_t redop, b
     if (recvMult && (!recvAtRootOnly || isRoot) && !op.recvbuff)
       return bad(fail(ncclInvalidArgument, "%s: recvbuff is NULL with count %zu", fn, op.count));
   }
-  if (c->vendor) {  // one vendor domain: the vendor's library runs the call as is, on the caller's stream
-    ncclRedOp_t vendorOp = redop;
-    if (reduces && (r = vendorReduction(c, redop, op.type, fn, &vendorOp)) != ncclSuccess) return bad(r);
+  Router& router = routerOf(*c);
+  if (router.pathFor(op).id() == PathId::PassThrough) {  // the vendor's checks and reduction handles
+    op.vendorOp = redop;
+    if (reduces && (r = vendorReduction(c, redop, op.type, fn, &op.vendorOp)) != ncclSuccess) return bad(r);
     if ((r = c->vendor->checkArguments(op, c->rank)) != ncclSuccess) return bad(r);
-    r = c->vendor->run(op, vendorOp, op.stream);
+    r = router.passThrough(op);
     return r == ncclSuccess ? r : bad(r);
   }
   if (c->gpuInProcess && (r = refuseDeviceBuffers(*c, op, fn)) != ncclSuccess) return bad(r);

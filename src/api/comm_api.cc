@@ -3,6 +3,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -13,7 +14,7 @@
 #include "bootstrap/unique_id.h"
 #include "comm/init.h"
 #include "transport/init_marker.h"
-#include "plan/cross_domain.h"
+#include "route/router.h"
 #include "common/log.h"
 #include "common/params.h"
 #include "runtime/runtime.h"
@@ -398,7 +399,14 @@ HETCCL_EXPORT ncclResult_t hetcclCommGetStats(ncclComm_t comm, hetcclCommStats_t
   stats->collectives = c->operations;
   stats->bytesStaged = c->bytesStaged.load();
   stats->plansDerived = c->plans.derived();
+  const Router& router = routerOf(*c);
+  for (size_t i = 0; i < sizeof(stats->pathCalls) / sizeof(stats->pathCalls[0]); ++i)
+    stats->pathCalls[i] = i < kPathCount ? router.calls(static_cast<PathId>(i)) : 0;
   return ncclSuccess;
+}
+
+HETCCL_EXPORT const char* hetcclPathName(int path) {
+  return path >= 0 && static_cast<size_t>(path) < kPathCount ? pathName(static_cast<PathId>(path)) : nullptr;
 }
 
 HETCCL_EXPORT const char* hetcclCommDescribePlan(ncclComm_t comm, const char* collective, size_t count,
@@ -418,20 +426,11 @@ HETCCL_EXPORT const char* hetcclCommDescribePlan(ncclComm_t comm, const char* co
     op.kind = k.kind;
     op.count = count;
     op.type = datatype;
-    if (c->streamCollectives && k.kind == OpKind::Send && c->streamCollectives->p2pOnStreams())
-      return "stream: send/recv through pinned memory (relayed between hosts), on the devices' streams";
-    if (c->streamHierarchy && c->streamHierarchy->handles(op)) return c->streamHierarchy->describe();
-    if (c->streamHierarchy && k.kind == OpKind::Send && c->streamHierarchy->p2p())
-      return "stream hierarchy: send/recv in a domain through its library, to the same position in another domain "
-             "through the cross group's streams, other pairs host-staged";
-    if (c->streamCollectives && StreamCollectives::handles(k.kind)) {
-      if (!c->streamCollectives->relayed()) return "stream: through shared pinned memory, on the devices' streams";
-      thread_local std::string text;
-      text = "stream: through pinned memory, shared on a host and relayed {" + c->streamCollectives->relayLinks() +
-             "}, on the devices' streams";
-      return text.c_str();
-    }
-    return planName(*c, op);
+    op.red.type = datatype;
+    op.root = c->nranks > 1 ? (c->rank + 1) % c->nranks : 0;  // send/recv: a peer, not the rank itself
+    thread_local std::string text;
+    text = routerOf(*c).describe(op);
+    return text.c_str();
   }
   return nullptr;
 }

@@ -1,17 +1,14 @@
 #include "api/group.h"
 
 #include <algorithm>
-#include <optional>
-#include <string>
-
 #include <span>
+#include <string>
 #include <vector>
 
 #include "api/api_util.h"
-#include "comm/communicator.h"
 #include "backend/vendor_library.h"
-#include "common/log.h"
-#include "runtime/runtime.h"
+#include "comm/communicator.h"
+#include "route/router.h"
 
 using namespace hetccl;
 
@@ -29,171 +26,8 @@ struct GroupState {
 
 thread_local GroupState tGroup;
 
-// Sends and receives to this rank itself (a group's): the i-th send meets
-// the i-th receive, a device copy on the receive's stream (after what the
-// send's stream holds, and the send's stream after the copy).
-ncclResult_t copyToSelf(Communicator* c, std::span<const Op* const> ops) {
-  std::vector<const Op*> sends, recvs;
-  for (const Op* op : ops) (op->kind == OpKind::Send ? sends : recvs).push_back(op);
-  if (sends.size() != recvs.size())
-    return fail(ncclInvalidUsage, "a group sends %zu and receives %zu messages to and from its own rank %d", sends.size(),
-                recvs.size(), c->rank);
-  Runtime& rt = processRuntime();
-  for (size_t i = 0; i < sends.size(); ++i) {
-    const size_t bytes = sends[i]->count * typeSize(sends[i]->type);
-    if (bytes != recvs[i]->count * typeSize(recvs[i]->type))
-      return fail(ncclInvalidUsage, "send %zu to rank %d itself is %zu bytes, its receive %zu", i, c->rank, bytes,
-                  recvs[i]->count * typeSize(recvs[i]->type));
-    if (!bytes) continue;
-    HETCCL_TRY(waitForStream(rt, recvs[i]->stream, sends[i]->stream));
-    HETCCL_TRY(rt.copyAsync(recvs[i]->recvbuff, sends[i]->sendbuff, bytes, recvs[i]->stream));
-    HETCCL_TRY(waitForStream(rt, sends[i]->stream, recvs[i]->stream));
-  }
-  return ncclSuccess;
-}
-
-bool isPointToPoint(const Op* op) { return op->isPointToPoint(); }
-
-ncclResult_t dispatch(Communicator* c, std::span<const Op* const> ops);
-
-// Where collectives or send/recv can leave the host-staged path (the
-// streams, the hierarchy), every collective and every pair must take the
-// same path on both ends whatever else the two groups hold: a group's
-// collectives run first (as a group of their own), then its sends and
-// receives; those to the rank itself as copies where `selfAsCopies` (the
-// streams serve peers only).
-ncclResult_t splitByKind(Communicator* c, std::span<const Op* const> ops, bool selfAsCopies) {
-  std::vector<const Op*> collectives, toSelf, toPeers;
-  for (const Op* op : ops) {
-    if (!op->isPointToPoint()) collectives.push_back(op);
-    else if (op->root == c->rank && selfAsCopies) toSelf.push_back(op);
-    else toPeers.push_back(op);
-  }
-  // GPU ranks: the send/recv start beside the collectives, as in NCCL's
-  // group, so a peer may receive before it joins the collective (or after).
-  // Queued from the callers' streams they would start only once the
-  // collectives end (each call orders its stream after itself), and a
-  // collective that waits for a peer's receive would never end. So they
-  // are queued from a side stream that starts where the callers' streams
-  // are now, and the callers' streams wait for it at the end.
-  std::vector<Op> beside;
-  std::vector<Stream> callers;
-  Stream side = nullptr;
-  Runtime& rt = processRuntime();
-  std::optional<DeviceGuard> onDevice;
-  if (!collectives.empty() && !toPeers.empty() && c->device >= 0 && rt.hasDevices()) {
-    onDevice.emplace(rt, c->device);
-    HETCCL_TRY(onDevice->status());
-    HETCCL_TRY(c->groupSideStream.get(rt, &side));
-    for (const Op* op : toPeers)
-      if (std::find(callers.begin(), callers.end(), op->stream) == callers.end()) callers.push_back(op->stream);
-    for (Stream s : callers) HETCCL_TRY(waitForStream(rt, side, s));
-    for (const Op* op : toPeers) {
-      beside.push_back(*op);
-      beside.back().stream = static_cast<cudaStream_t>(side);
-    }
-    toPeers.clear();
-    for (const Op& op : beside) toPeers.push_back(&op);
-  }
-  if (!collectives.empty()) HETCCL_TRY(dispatch(c, collectives));
-  if (!toSelf.empty()) HETCCL_TRY(copyToSelf(c, toSelf));
-  if (!toPeers.empty()) HETCCL_TRY(dispatch(c, toPeers));
-  for (Stream s : callers) HETCCL_TRY(waitForStream(rt, s, side));
-  return ncclSuccess;
-}
-
-// One communicator's share of a group, after the checks in runOnComm.
-ncclResult_t dispatch(Communicator* c, std::span<const Op* const> ops) {
-  // Captured into a CUDA/HIP graph: the host-staged plans as graph nodes,
-  // whatever plan the call takes outside a capture (host_staging_capture.cc).
-  if (c->hostStaging) {
-    bool capturing = false;
-    HETCCL_TRY(c->hostStaging->capturing(ops, &capturing));
-    // The stream collectives' replayable chains where they can (every rank
-    // decides the same: the settings are rank 0's, the lane is set up on
-    // all ranks or none).
-    StreamCollectives* sc = c->streamCollectives.get();
-    if (sc && sc->replaysOnStreams(capturing) &&
-        std::all_of(ops.begin(), ops.end(), [](const Op* op) { return StreamCollectives::handles(op->kind); })) {
-      bool usable = false;
-      HETCCL_TRY(sc->openGraphLane(&usable));
-      if (usable) {
-        for (const Op* op : ops) HETCCL_TRY(sc->enqueueReplayable(*op));
-        return ncclSuccess;
-      }
-    }
-    if (capturing) return c->hostStaging->capture(ops);
-  }
-  const bool offHost = c->streamCollectives || c->streamHierarchy;
-  const size_t p2p = static_cast<size_t>(std::count_if(ops.begin(), ops.end(), isPointToPoint));
-  const size_t toSelf = static_cast<size_t>(
-      std::count_if(ops.begin(), ops.end(), [c](const Op* op) { return op->isPointToPoint() && op->root == c->rank; }));
-  const bool selfAsCopies = c->streamCollectives && c->streamCollectives->p2pOnStreams();
-  const bool mixedKinds = p2p > 0 && p2p < ops.size();
-  if (offHost && (mixedKinds || (selfAsCopies && toSelf > 0 && toSelf < p2p))) return splitByKind(c, ops, selfAsCopies);
-  // Collectives, alone or grouped (PyTorch's coalesced calls, DDP's
-  // broadcasts): each queued on the streams in the group's order, which
-  // every rank shares.
-  const bool onStreams = c->streamCollectives && std::all_of(ops.begin(), ops.end(), [](const Op* op) {
-                           return StreamCollectives::handles(op->kind);
-                         });
-  if (onStreams) {
-    for (const Op* op : ops) HETCCL_TRY(c->streamCollectives->enqueue(*op));
-    return ncclSuccess;
-  }
-  // Domains of several ranks (HETCCL_STREAM_HIERARCHY): every collective,
-  // alone or grouped. Checked first: a refused group queues nothing.
-  if (c->streamHierarchy &&
-      std::all_of(ops.begin(), ops.end(), [c](const Op* op) { return c->streamHierarchy->handles(*op); })) {
-    for (const Op* op : ops) HETCCL_TRY(c->streamHierarchy->check(*op));
-    for (const Op* op : ops) {
-      if (ncclResult_t r = c->streamHierarchy->enqueue(*op); r != ncclSuccess) {
-        c->setFatal(r);  // the ranks' steps are out of step now
-        return r;
-      }
-    }
-    return ncclSuccess;
-  }
-  // Send/recv among domains of several ranks (HETCCL_STREAM_HIERARCHY_P2P):
-  // each pair through the domain's library or a cross group, the others
-  // host-staged after them.
-  std::vector<const Op*> rest;
-  if (c->streamHierarchy && c->streamHierarchy->p2p() && p2p == ops.size()) {
-    HETCCL_TRY(c->streamHierarchy->checkP2p(ops));
-    if (ncclResult_t r = c->streamHierarchy->enqueueP2p(ops, &rest); r != ncclSuccess) {
-      c->setFatal(r);
-      return r;
-    }
-    if (rest.empty()) return ncclSuccess;
-    ops = rest;
-  }
-  if (c->streamCollectives && c->streamCollectives->handlesP2p(ops)) return c->streamCollectives->enqueueP2p(ops);
-  if (c->hostStaging) return c->hostStaging->enqueue(ops);  // nothing has moved if it fails
-  ncclResult_t r = runOperations(*c, ops);
-  if (r != ncclSuccess) {
-    // The connections' message streams are now out of step: the
-    // communicator cannot be used again; peers are told to stop waiting.
-    c->setFatal(r);
-  }
-  return r;
-}
-
-// Runs one communicator's share of a group: collectives in call order,
-// and all sends and receives together beside them.
-ncclResult_t runOnComm(Communicator* c, std::span<const Op* const> ops) {
-  std::lock_guard<std::mutex> lock(c->opMutex);
-  if (c->abort.load()) return fail(ncclInvalidUsage, "communicator was aborted or revoked");
-  ncclResult_t state = c->asyncError.load();
-  if (state != ncclSuccess) return fail(state, "communicator is in an error state: %s", c->asyncErrorText.c_str());
-  // GPU ranks among several domains: handed to the staging thread, which
-  // releases the callers' streams when done (errors surface later through
-  // ncclCommGetAsyncError and the next call).
-  c->operations += ops.size();
-  if (std::none_of(ops.begin(), ops.end(), [c](const Op* op) { return Fp8Bridge::needed(*c, *op); }))
-    return dispatch(c, ops);
-  if (!c->fp8Bridge) c->fp8Bridge = std::make_unique<Fp8Bridge>(processRuntime());
-  return c->fp8Bridge->run(*c, ops, [c](std::span<const Op* const> converted) { return dispatch(c, converted); });
-}
+// One communicator's share of a group, through its router.
+ncclResult_t runOnComm(Communicator* c, std::span<const Op* const> ops) { return routerOf(*c).run(ops); }
 
 ncclResult_t execute(std::vector<Op>& ops) {
   std::vector<Communicator*> comms;

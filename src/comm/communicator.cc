@@ -283,9 +283,8 @@ bool Communicator::streamCollectivesFit() const {
 }
 
 void Communicator::startStaging(Runtime& rt) {
-  hostStaging = std::make_unique<HostStaging>(
-      rt, device, rank, nranks, params().asyncStaging, [this](std::span<const Op* const> ops) { return runOperations(*this, ops); },
-      [this](ncclResult_t r) { setFatal(r); });
+  hostStaging = std::make_unique<HostStaging>(rt, device, rank, nranks, params().asyncStaging,
+                                              [this](ncclResult_t r) { setFatal(r); });
   // A replay's host node blocks until the peers' host nodes have run; the
   // runtime may run one process's host nodes on one thread, so ranks of one
   // process (ncclCommInitAll, -g) would wait for each other there.

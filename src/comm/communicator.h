@@ -31,6 +31,8 @@
 
 namespace hetccl {
 
+class Router;
+
 struct CommConfig {
   bool blocking = true;
   std::string name;
@@ -99,6 +101,10 @@ class Communicator {
   Tunables tunables;  // rank 0's, adopted by all at init
   CommConfig config;
   std::vector<RankInfo> peers;
+  // Picks the path of every call (src/route/router.h; routerOf makes it on
+  // first use). Before the paths it holds: destroyed after them.
+  std::shared_ptr<Router> router;
+  std::once_flag routerOnce;
   Listener listener;
   Ring ring;
   int netPluginDevice = 0;      // the net plugin's device (NIC) this rank uses, when it asked for a plugin

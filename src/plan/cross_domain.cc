@@ -6,8 +6,7 @@
 
 namespace hetccl {
 
-ncclResult_t runAcrossDomains(Communicator& c, const Op& op, uint64_t tag, bool* handled) {
-  *handled = true;
+ncclResult_t runAcrossDomains(Communicator& c, const Op& op, uint64_t tag) {
   if (c.partition.domains.size() > static_cast<size_t>(kMaxDomains))
     return fail(ncclInvalidUsage, "%zu domains: at most %d are supported", c.partition.domains.size(), kMaxDomains);
   const Plan& plan = c.plans.get(c, op);
@@ -25,12 +24,8 @@ ncclResult_t runAcrossDomains(Communicator& c, const Op& op, uint64_t tag, bool*
     case OpKind::AllGather: return allGatherPlan(x, op);
     case OpKind::Broadcast: return broadcastPlan(x, op);
     case OpKind::Reduce: return reducePlan(x, op);
-    default: *handled = false; return ncclSuccess;
+    default: return fail(ncclInternalError, "no cross-domain plan for %s", opKindName(op.kind));
   }
-}
-
-const char* planName(const Communicator& c, const Op& op) {
-  return describePlan(op.kind, derivePlan(c, op.kind, op.count, op.type));
 }
 
 }  // namespace hetccl

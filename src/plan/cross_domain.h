@@ -10,12 +10,9 @@
 
 namespace hetccl {
 
-// Runs `op` across domains; false in *handled when the collective has no
-// hierarchical plan and runs directly over the transports (gather,
-// scatter, all-to-all, send/recv: every byte crosses once either way).
-ncclResult_t runAcrossDomains(Communicator& c, const Op& op, uint64_t tag, bool* handled);
-
-// What the plan for `op` is, in one line (for logs and hetccl-info).
-const char* planName(const Communicator& c, const Op& op);
+// Runs `op` across domains: all-reduce, reduce-scatter, all-gather,
+// broadcast and reduce have plans (the others run directly over the
+// transports: every byte crosses once either way).
+ncclResult_t runAcrossDomains(Communicator& c, const Op& op, uint64_t tag);
 
 }  // namespace hetccl

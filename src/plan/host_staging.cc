@@ -8,10 +8,8 @@
 
 namespace hetccl {
 
-HostStaging::HostStaging(Runtime& runtime, int device, int rank, int nranks, bool async, HostRunner runner,
-                         ErrorSink onError)
-    : rt_(runtime), device_(device), rank_(rank), nranks_(nranks), async_(async), runner_(std::move(runner)),
-      onError_(std::move(onError)), timeoutSeconds_(params().timeoutSeconds) {
+HostStaging::HostStaging(Runtime& runtime, int device, int rank, int nranks, bool async, ErrorSink onError)
+    : rt_(runtime), device_(device), rank_(rank), nranks_(nranks), async_(async), onError_(std::move(onError)), timeoutSeconds_(params().timeoutSeconds) {
   void* flag = nullptr;
   if (rt_.allocPinned(&flag, 64) == ncclSuccess) {
     flag_ = static_cast<volatile uint32_t*>(flag);
@@ -126,6 +124,7 @@ ncclResult_t HostStaging::run(const std::vector<Op>& staged) {
   std::vector<const Op*> list;
   for (const Op& op : staged) list.push_back(&op);
   std::lock_guard<std::mutex> lock(runMutex_);
+  if (!runner_) return fail(ncclInternalError, "host staging has no runner for the staged copies");
   return runner_(std::span<const Op* const>(list));
 }
 

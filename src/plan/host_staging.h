@@ -57,11 +57,14 @@ class HostStaging {
   // becomes fatal; the flag is still raised so no stream waits forever).
   using ErrorSink = std::function<void(ncclResult_t)>;
 
-  HostStaging(Runtime& runtime, int device, int rank, int nranks, bool async, HostRunner runner, ErrorSink onError);
+  HostStaging(Runtime& runtime, int device, int rank, int nranks, bool async, ErrorSink onError);
   ~HostStaging();
   HostStaging(const HostStaging&) = delete;
   HostStaging& operator=(const HostStaging&) = delete;
 
+  // Who runs the staged copies (the router's host path), set before the
+  // first call.
+  void setRunner(HostRunner runner) { runner_ = std::move(runner); }
   // Checks the buffers (device memory), orders the call after the work
   // already on the callers' streams and those streams after the call;
   // returns without waiting for it.

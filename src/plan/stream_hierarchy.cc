@@ -526,14 +526,14 @@ std::string StreamHierarchy::asyncErrorText() const { return cross_ ? "cross gro
 
 const char* StreamHierarchy::describe() const {
   if (uneven_)
-    return domainVendor_ ? "stream hierarchy (unequal domains): an all-reduce of the domains' reduces and broadcasts "
-                           "in their vendor library and the cross groups' stream all-reduces through shared pinned memory"
-                         : "stream hierarchy (unequal domains): an all-reduce of the domains' reduces and broadcasts "
-                           "in hetccl's algorithms and the cross groups' stream all-reduces through shared pinned memory";
-  return domainVendor_ ? "stream hierarchy: the domains' steps in their vendor library, the cross groups' stream "
-                         "collectives through shared pinned memory"
-                       : "stream hierarchy: the domains' steps in hetccl's algorithms, the cross groups' stream "
-                         "collectives through shared pinned memory";
+    return domainVendor_ ? "unequal domains: an all-reduce of the domains' reduces and broadcasts in their vendor "
+                           "library and the cross groups' stream all-reduces through shared pinned memory"
+                         : "unequal domains: an all-reduce of the domains' reduces and broadcasts in hetccl's "
+                           "algorithms and the cross groups' stream all-reduces through shared pinned memory";
+  return domainVendor_ ? "the domains' steps in their vendor library, the cross groups' stream collectives through "
+                         "shared pinned memory"
+                       : "the domains' steps in hetccl's algorithms, the cross groups' stream collectives through "
+                         "shared pinned memory";
 }
 
 }  // namespace hetccl

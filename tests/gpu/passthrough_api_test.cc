@@ -94,8 +94,17 @@ TEST(GpuPassThrough, RegistrationWindowsAndDeviceApiAreTheVendors) {
     RANK_NCCL(ncclCommWindowRegister(comm, buffer, count * sizeof(float), &window, NCCL_WIN_COLL_SYMMETRIC));
     RANK_EXPECT(window != nullptr, "no window");
 
-    // A collective on the registered window, checked exactly.
+    // A collective on the registered window, checked exactly; the router
+    // says pass-through and counts it there.
+    const char* plan = hetcclCommDescribePlan(comm, "all_reduce", count, ncclFloat32);
+    RANK_EXPECT(plan && strncmp(plan, "pass-through: ", 14) == 0, "plan: %s", plan ? plan : "(null)");
+    hetcclCommStats_t before{}, after{};
+    RANK_NCCL(hetcclCommGetStats(comm, &before));
     if (allReduceAndCheck(comm, buffer, count, rank, n) != 0) return 1;
+    RANK_NCCL(hetcclCommGetStats(comm, &after));
+    RANK_EXPECT(after.pathCalls[hetcclPathPassThrough] == before.pathCalls[hetcclPathPassThrough] + 1,
+                "pass-through calls %llu -> %llu", before.pathCalls[hetcclPathPassThrough],
+                after.pathCalls[hetcclPathPassThrough]);
 
     // The device communicator is the vendor's: it starts with the rank and
     // the number of ranks (NCCL 2.28's ncclDevComm). Where the vendor has

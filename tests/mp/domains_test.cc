@@ -69,7 +69,7 @@ TEST(Domains, PassThroughAndPlans) {
     RANK_NCCL(hetcclCommGetStats(comm, &stats));
     RANK_EXPECT(stats.bytesStaged == 0, "single domain staged %llu bytes", stats.bytesStaged);
     RANK_EXPECT(std::string(hetcclCommDescribeDomains(comm)) == "host{0,1,2,3}", "%s", hetcclCommDescribeDomains(comm));
-    RANK_EXPECT(std::string(hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32)).find("single domain") == 0,
+    RANK_EXPECT(std::string(hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32)).find("host algorithms: ") == 0,
                 "%s", hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32));
     RANK_NCCL(ncclCommDestroy(comm));
     return 0;
@@ -78,9 +78,9 @@ TEST(Domains, PassThroughAndPlans) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
     RANK_EXPECT(std::string(hetcclCommDescribeDomains(comm)) == "a{0,2} b{1,3}", "%s", hetcclCommDescribeDomains(comm));
-    RANK_EXPECT(std::string(hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32)).find("hierarchical") == 0,
+    RANK_EXPECT(std::string(hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32)).find("cross-domain: hierarchical") == 0,
                 "%s", hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32));
-    RANK_EXPECT(std::string(hetcclCommDescribePlan(comm, "all_reduce", 16, ncclFloat32)).find("leaders") == 0,
+    RANK_EXPECT(std::string(hetcclCommDescribePlan(comm, "all_reduce", 16, ncclFloat32)).find("cross-domain: leaders") == 0,
                 "%s", hetcclCommDescribePlan(comm, "all_reduce", 16, ncclFloat32));
     RANK_EXPECT(hetcclCommDescribePlan(comm, "no_such_collective", 16, ncclFloat32) == nullptr, "unknown collective");
     std::vector<float> x(1 << 20, 1.0f);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "hetccl.h"
@@ -71,6 +72,17 @@ inline bool inScope(Scope scope, Collective coll, ncclDataType_t type, int op) {
   return true;
 }
 
+// The path hetcclCommDescribePlan names for a call (the text before its
+// first colon), as an index of hetcclCommStats_t::pathCalls; -1 if none.
+inline int describedPath(ncclComm_t comm, Collective coll, size_t count, ncclDataType_t type) {
+  const char* plan = hetcclCommDescribePlan(comm, collectiveName(coll), count, type);
+  if (!plan || !strchr(plan, ':')) return -1;
+  const std::string name(plan, strchr(plan, ':'));
+  for (int p = 0; p < hetcclNumPaths; ++p)
+    if (name == hetcclPathName(p)) return p;
+  return -1;
+}
+
 // planPrefix: the all-reduce plan must start with it (the path under test
 // is taken); transports: how this rank must reach each rank
 // (hetcclCommDescribeTransports); planPart: the plan must also contain it.
@@ -117,10 +129,22 @@ inline int runMatrix(int rank, int n, const ncclUniqueId& id, uint64_t seed, siz
               writeScalar(type, preMulScalar(k, rank), scalar);
               RANK_NCCL(ncclRedOpCreatePreMulSum(&op, scalar, type, call % 2 ? ncclScalarDevice : ncclScalarHostImmediate, comm));
             }
+            // The path the router describes is the path that runs the call.
+            const int path = describedPath(comm, coll, count, type);
+            RANK_EXPECT(path >= 0, "%s: no path named in %s", collectiveName(coll),
+                        hetcclCommDescribePlan(comm, collectiveName(coll), count, type));
+            hetcclCommStats_t before{}, after{};
+            RANK_NCCL(hetcclCommGetStats(comm, &before));
             ncclResult_t r = launch(comm, k, op, rank, send.data(), recv.data(), inPlace);
             RANK_EXPECT(r == ncclSuccess, "%s %s %s count %zu: %s", collectiveName(coll), typeLabel(type), opLabel(opv),
                         count, ncclGetLastError(comm));
             if (r != ncclSuccess) return 1;
+            RANK_NCCL(hetcclCommGetStats(comm, &after));
+            const unsigned long long ops = coll == Collective::SendRecv ? 2 : 1;
+            RANK_EXPECT(path >= 0 && after.pathCalls[path] - before.pathCalls[path] == ops,
+                        "%s %s count %zu: described as %s, but that path took %llu of its %llu operations",
+                        collectiveName(coll), typeLabel(type), count, hetcclCommDescribePlan(comm, collectiveName(coll), count, type),
+                        path >= 0 ? after.pathCalls[path] - before.pathCalls[path] : 0ull, ops);
             const char* result = recv.data();
             if (inPlace) {
               result = send.data();

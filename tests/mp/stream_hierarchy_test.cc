@@ -319,7 +319,7 @@ TEST(StreamHierarchy, EveryCollectiveUnequalDomains) {
                                                  std::vector<std::string>{"a", "b", "a", "b", "b"}}) {
     EXPECT_RANKS_PASS_EACH(static_cast<int>(layout.size()), mp::domainLayout(layout, hierarchyEnv()), 500,
                            [&](int rank, int n, const ncclUniqueId& id) {
-                             return mp::runMatrix(rank, n, id, seed, 20011, "stream hierarchy (unequal domains)");
+                             return mp::runMatrix(rank, n, id, seed, 20011, "stream hierarchy: unequal domains");
                            });
   }
 }

@@ -93,11 +93,11 @@ struct Fixture {
   StandInPlans plans;
   int errors = 0;
   ncclResult_t lastError = ncclSuccess;
-  HostStaging staging{rt, -1, 0, 2, false, [this](std::span<const Op* const> ops) { return plans(ops); },
-                      [this](ncclResult_t r) {
+  HostStaging staging{rt, -1, 0, 2, false, [this](ncclResult_t r) {
                         ++errors;
                         lastError = r;
                       }};
+  Fixture() { staging.setRunner([this](std::span<const Op* const> ops) { return plans(ops); }); }
 };
 
 Op allReduce(const float* send, float* recv, size_t count, cudaStream_t stream) {
@@ -237,8 +237,8 @@ TEST(HostStagingCapture, AGraphThatOutlivesTheCommunicatorIsHarmless) {
   std::vector<float> x(10, 1.0f);
   {
     StandInPlans plans;
-    HostStaging staging(rt, -1, 0, 2, false, [&](std::span<const Op* const> ops) { return plans(ops); },
-                        [](ncclResult_t) {});
+    HostStaging staging(rt, -1, 0, 2, false, [](ncclResult_t) {});
+    staging.setRunner([&](std::span<const Op* const> ops) { return plans(ops); });
     const Op op = allReduce(x.data(), x.data(), x.size(), kStream);
     const Op* ops[] = {&op};
     rt.capturing = true;
