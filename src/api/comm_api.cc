@@ -269,7 +269,6 @@ HETCCL_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm) {
   HETCCL_TRY(handleComm(comm, "ncclCommFinalize", &c));
   c->waitReady();
   std::lock_guard<std::mutex> lock(c->opMutex);  // operations are complete when they return
-  if (c->hostStaging) c->hostStaging->drain();  // GPU ranks: when the staging thread has finished them
   if (c->vendor) return c->vendor->finalize();
   return ncclSuccess;
 }

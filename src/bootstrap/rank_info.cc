@@ -24,7 +24,6 @@ Tunables Tunables::fromParams() {
   t.streamP2p = params().streamP2p ? 1 : 0;
   t.streamHierarchy = params().streamHierarchy ? 1 : 0;
   t.hierarchyP2p = params().hierarchyP2p ? 1 : 0;
-  t.streamIssueThread = params().streamIssueThread ? 1 : 0;
   t.streamGraphs = static_cast<uint32_t>(params().streamGraphs);
   t.hostRanksStaged = params().forceStaging ? 1 : 0;
   return t;
@@ -76,8 +75,8 @@ const char* entryFault(const RankInfo& r) {
   if (t.pipelineChunkBytes < 4096 || t.streamPartBytes < 4096 || t.streamSlots < 2 || t.streamMinPieces < 1 ||
       t.streamGraphs > 2)
     return "a setting is below its least value";
-  const uint32_t flags[] = {t.streamIssueThread, t.streamCollectives, t.streamRelay,    t.streamP2p,
-                            t.streamHierarchy,   t.hierarchyP2p,      t.hostRanksStaged};
+  const uint32_t flags[] = {t.streamCollectives, t.streamRelay,  t.streamP2p,
+                            t.streamHierarchy,   t.hierarchyP2p, t.hostRanksStaged};
   for (uint32_t f : flags)
     if (f > 1) return "a yes/no setting holds another value";
   return nullptr;

@@ -251,7 +251,6 @@ ncclResult_t Communicator::createDomains() {
     s.timeoutSeconds = params().timeoutSeconds;
     s.onError = [this](ncclResult_t e) { setFatal(e); };
     s.failSetupForTest = params().streamFailSetup;
-    s.issueThread = tunables.streamIssueThread != 0;  // rank 0's: it decides where send/recv go
     s.p2p = tunables.streamP2p != 0;
     s.graphs = static_cast<int>(tunables.streamGraphs);
     s.everyRankOnDevice = !hostRanks;
@@ -283,8 +282,7 @@ bool Communicator::streamCollectivesFit() const {
 }
 
 void Communicator::startStaging(Runtime& rt) {
-  hostStaging = std::make_unique<HostStaging>(rt, device, rank, nranks, params().asyncStaging,
-                                              [this](ncclResult_t r) { setFatal(r); });
+  hostStaging = std::make_unique<HostStaging>(rt, device, rank, nranks, [this](ncclResult_t r) { setFatal(r); });
   // A replay's host node blocks until the peers' host nodes have run; the
   // runtime may run one process's host nodes on one thread, so ranks of one
   // process (ncclCommInitAll, -g) would wait for each other there.

@@ -136,7 +136,6 @@ Params load() {
   if (const char* v = env("HETCCL_NCCL_LIB")) p.ncclLib = v;
   if (const char* v = env("HETCCL_RCCL_LIB")) p.rcclLib = v;
   p.vendorLibraries = envLong("HETCCL_VENDOR_LIBS", 1, 0) != 0;
-  p.asyncStaging = envLong("HETCCL_ASYNC_STAGING", 0, 0) != 0;
   p.allowTwoNccl = envLong("HETCCL_ALLOW_TWO_NCCL", 0, 0) != 0;
   p.streamCollectives = envLong("HETCCL_STREAM_COLLECTIVES", 1, 0) != 0;
   p.streamRelay = envLong("HETCCL_STREAM_RELAY", 1, 0) != 0;
@@ -146,7 +145,6 @@ Params load() {
   p.streamPartBytes = static_cast<size_t>(envLong("HETCCL_STREAM_PART_BYTES", 2 << 20, 4096));
   p.streamSlots = static_cast<int>(envLong("HETCCL_STREAM_SLOTS", 8, 2));
   p.streamFailSetup = envLong("HETCCL_STREAM_FAIL_SETUP", 0, 0) != 0;
-  p.streamIssueThread = envLong("HETCCL_STREAM_ISSUE_THREAD", 0, 0) != 0;
   p.streamMinPieces = static_cast<int>(envLong("HETCCL_STREAM_MIN_PIECES", 1, 1));
   p.streamGraphs = envInRange("HETCCL_STREAM_GRAPHS", 1, 0, 2);
   p.forceStaging = envLong("HETCCL_FORCE_STAGING", 0, 0) != 0;

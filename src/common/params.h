@@ -73,7 +73,6 @@ struct Params {
   std::string ncclLib;                // HETCCL_NCCL_LIB: the NCCL library for NVIDIA domains
   std::string rcclLib;                // HETCCL_RCCL_LIB: the RCCL library for AMD domains
   bool vendorLibraries = true;        // HETCCL_VENDOR_LIBS=0: native algorithms on GPUs too
-  bool asyncStaging = false;          // HETCCL_ASYNC_STAGING=1: staged calls return at once (experimental)
   bool streamCollectives = true;        // HETCCL_STREAM_COLLECTIVES=0: GPU collectives across domains take the host-staged path
   bool streamP2p = true;                // HETCCL_STREAM_P2P=0: send/recv across domains host-staged
   bool streamRelay = true;              // HETCCL_STREAM_RELAY=0: ranks that cannot share memory keep the host-staged path
@@ -82,7 +81,6 @@ struct Params {
   size_t streamPartBytes = 2 << 20;   // HETCCL_STREAM_PART_BYTES: per rank and piece, stream collectives
   int streamSlots = 8;                // HETCCL_STREAM_SLOTS: pieces in flight, stream collectives
   int streamMinPieces = 1;            // HETCCL_STREAM_MIN_PIECES: cut smaller messages into at least this many pieces
-  bool streamIssueThread = false;     // HETCCL_STREAM_ISSUE_THREAD=1: calls return at once (see stream_collectives.h)
   int streamGraphs = 1;               // HETCCL_STREAM_GRAPHS: 0 captures host-staged, 1 on the streams, 2 every call as if captured (tests)
   bool streamFailSetup = false;       // HETCCL_STREAM_FAIL_SETUP=1: this rank's stream setup fails (tests)
   bool allowTwoNccl = false;          // HETCCL_ALLOW_TWO_NCCL=1: init even when another NCCL's symbols come first

@@ -63,7 +63,6 @@ void DeviceKernels::eachKernel(DeviceKernels* k, const std::function<void(const 
     visit("hetccl_cast_" + fnuz + "_" + ocp, k ? &k->fnuzCast_[t][static_cast<int>(Fp8CastKind::ToOtherFormat)] : nullptr);
     visit("hetccl_cast_" + ocp + "_" + fnuz, k ? &k->ocpToFnuz_[t] : nullptr);
   }
-  visit("hetccl_wait_flags", k ? &k->waitFlags_ : nullptr);
 }
 
 std::vector<std::string> DeviceKernels::kernelNames() {
@@ -126,12 +125,6 @@ ncclResult_t DeviceKernels::castFp8(const Fp8Cast& c, void* dst, const void* src
   uint64_t count = n;
   void* args[] = {&dst, &src, &count};
   return run(f, n, args, s);
-}
-
-ncclResult_t DeviceKernels::waitFlags(volatile uint32_t* const flags[4], uint32_t target, Stream s) {
-  volatile uint32_t* f[4] = {flags[0], flags[1], flags[2], flags[3]};
-  void* args[] = {&f[0], &f[1], &f[2], &f[3], &target};
-  return runtime_.launch(waitFlags_, 1, 32, args, s);
 }
 
 }  // namespace hetccl

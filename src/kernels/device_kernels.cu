@@ -10,7 +10,6 @@
 //   hetccl_average_T(data, n, nranks):                   data /= nranks (ncclAvg)
 //   hetccl_cast_F_T(dst, src, n):                        dst = (T) src, for floating types
 //   hetccl_cast_e4m3fnuz_T, hetccl_cast_T_e4m3fnuz (and e5m2fnuz), T f32 or e4m3 (e5m2): AMD MI300's fp8
-//   hetccl_wait_flags(f0, f1, f2, f3, target):            returns once every flag (host-mapped) >= target
 #if defined(HETCCL_BARE_HIP)
 #include "kernels/bare_hip.h"  // clang in HIP mode without ROCm headers
 #elif defined(__HIPCC__)
@@ -144,17 +143,3 @@ HETCCL_CAST_FROM(Fp8E5M2, e5m2)
 
 HETCCL_FNUZ_CASTS(Fp8E4M3Fnuz, e4m3fnuz, Fp8E4M3, e4m3)
 HETCCL_FNUZ_CASTS(Fp8E5M2Fnuz, e5m2fnuz, Fp8E5M2, e5m2)
-
-// Waits for four 32-bit flags in host-mapped memory to reach `target`
-// (compared modulo 2^32, as stream waits compare). One thread polls. A
-// kernel, not a stream wait: a stream wait holds the hardware queue it
-// shares with other streams, so a wait for work queued later on another
-// stream of the same queue would never end; a running kernel holds no queue.
-extern "C" __global__ void hetccl_wait_flags(const volatile uint32_t* f0, const volatile uint32_t* f1,
-                                             const volatile uint32_t* f2, const volatile uint32_t* f3, uint32_t target) {
-  if (gpu::threadIndex() != 0 || gpu::blockIndex() != 0) return;
-  const volatile uint32_t* flags[4] = {f0, f1, f2, f3};
-  for (const volatile uint32_t* f : flags)
-    while (static_cast<int32_t>(*f - target) < 0) gpu::sleepBriefly();
-  gpu::fenceSystem();  // what the flags announce is visible to what follows on the stream
-}

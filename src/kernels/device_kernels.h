@@ -32,8 +32,6 @@ class DeviceKernels {
   ncclResult_t cast(ncclDataType_t from, ncclDataType_t to, void* dst, const void* src, size_t n, Stream s);
   // fp8 of either format to or from float, or into the other format (kernels/fp8_cast.h).
   ncclResult_t castFp8(const Fp8Cast& c, void* dst, const void* src, size_t n, Stream s);
-  // Holds `s` until the four flags (device addresses of host-mapped words) reach `target`.
-  ncclResult_t waitFlags(volatile uint32_t* const flags[4], uint32_t target, Stream s);
 
   // The name of every kernel load() binds: what each image must hold.
   static std::vector<std::string> kernelNames();
@@ -54,7 +52,6 @@ class DeviceKernels {
   Function cast_[kCastTypes][kCastTypes] = {};
   Function fnuzCast_[2][3] = {};  // [e4m3, e5m2][Fp8CastKind] from FNUZ's point of view
   Function ocpToFnuz_[2] = {};    // [e4m3, e5m2]
-  Function waitFlags_ = nullptr;
 };
 
 }  // namespace hetccl

@@ -28,10 +28,6 @@ class HostReducer : public Reducer {
     castFp8OnHost(c, dst, src, n);
     return ncclSuccess;
   }
-  ncclResult_t waitFlags(volatile uint32_t* const flags[4], uint32_t target, Stream s) override {
-    for (int i = 0; i < 4; ++i) HETCCL_TRY(runtime_.waitFlag(s, flags[i], target));
-    return ncclSuccess;
-  }
 
  private:
   Runtime& runtime_;
@@ -51,9 +47,6 @@ class KernelReducer : public Reducer {
   }
   ncclResult_t castFp8(const Fp8Cast& c, void* dst, const void* src, size_t n, Stream s) override {
     return kernels_->castFp8(c, dst, src, n, s);
-  }
-  ncclResult_t waitFlags(volatile uint32_t* const flags[4], uint32_t target, Stream s) override {
-    return kernels_->waitFlags(flags, target, s);
   }
 
  private:

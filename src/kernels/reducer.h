@@ -24,9 +24,6 @@ class Reducer {
   virtual ncclResult_t average(const Reduction& r, void* data, size_t n, int nranks, Stream s) = 0;
   // fp8 of either format to or from float, or into the other format (kernels/fp8_cast.h).
   virtual ncclResult_t castFp8(const Fp8Cast& c, void* dst, const void* src, size_t n, Stream s) = 0;
-  // Holds `s` until four flags reach `target` (GPUs: a polling kernel on
-  // the flags' device addresses; host ranks: the calling thread waits).
-  virtual ncclResult_t waitFlags(volatile uint32_t* const flags[4], uint32_t target, Stream s) = 0;
 };
 
 // The reducer for `runtime`'s current device (loads the GPU kernels).

@@ -1,32 +1,17 @@
 #include "plan/host_staging.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "common/log.h"
-#include "common/params.h"
 
 namespace hetccl {
 
-HostStaging::HostStaging(Runtime& runtime, int device, int rank, int nranks, bool async, ErrorSink onError)
-    : rt_(runtime), device_(device), rank_(rank), nranks_(nranks), async_(async), onError_(std::move(onError)), timeoutSeconds_(params().timeoutSeconds) {
-  void* flag = nullptr;
-  if (rt_.allocPinned(&flag, 64) == ncclSuccess) {
-    flag_ = static_cast<volatile uint32_t*>(flag);
-    flag_[0] = 0;  // done: the last finished ticket
-    flag_[1] = 0;  // ready: the last ticket whose inputs the stream has copied
-  }
+HostStaging::HostStaging(Runtime& runtime, int device, int rank, int nranks, ErrorSink onError)
+    : rt_(runtime), device_(device), rank_(rank), nranks_(nranks), onError_(std::move(onError)) {
   rt_.createStream(&copyStream_);
-  if (async_) thread_ = std::thread(&HostStaging::loop, this);
 }
 
 HostStaging::~HostStaging() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
   {
     std::lock_guard<std::mutex> book(book_->mutex);
     book_->alive = false;  // graphs destroyed later release nothing here
@@ -40,7 +25,6 @@ HostStaging::~HostStaging() {
   }
   if (copyStream_) rt_.destroyStream(copyStream_);
   if (pinned_) rt_.freePinned(pinned_);
-  if (flag_) rt_.freePinned(const_cast<uint32_t*>(flag_));
 }
 
 ncclResult_t checkDeviceBuffer(Runtime& rt, const void* p, const char* what, OpKind op) {
@@ -62,53 +46,23 @@ ncclResult_t refuseCapture(Runtime& rt, cudaStream_t s, OpKind kind, const char*
 }
 
 ncclResult_t HostStaging::enqueue(std::span<const Op* const> ops) {
-  if (!flag_ || (rt_.hasDevices() && !copyStream_))
-    return fail(ncclSystemError, "%s: the staging flag or stream could not be created", rt_.name());
-  Job job;
+  if (rt_.hasDevices() && !copyStream_) return fail(ncclSystemError, "%s: the staging stream could not be created", rt_.name());
+  std::vector<Op> call;
   std::vector<cudaStream_t> streams;
   for (const Op* op : ops) {
-    job.ops.push_back(*op);
+    call.push_back(*op);
     if (std::find(streams.begin(), streams.end(), op->stream) == streams.end()) streams.push_back(op->stream);
   }
-  HETCCL_TRY(checkBuffers(job.ops));
+  HETCCL_TRY(checkBuffers(call));
   for (cudaStream_t s : streams) HETCCL_TRY(refuseCapture(rt_, s, ops[0]->kind, "an eagerly staged call"));
-  const Layout l = layout(job.ops);
-  const bool async = async_ && streams.size() == 1;
-  // Staging memory is shared by the calls: a call on another stream (or a
-  // synchronous one) waits until the calls in flight are done.
-  if (!async || streams[0] != lastStream_) drain();
-  HETCCL_TRY(reserve(l.total));
-  if (!async) {
-    // Synchronous: the callers' streams first, then the whole call here.
-    for (cudaStream_t s : streams) HETCCL_TRY(rt_.synchronize(s));
-    const ncclResult_t r = runJob(job);
-    if (r != ncclSuccess) onError_(r);
-    return r;
-  }
-  // Asynchronous: everything that touches the device is queued on the
-  // caller's stream now, so the staging thread makes no runtime call: the
-  // stream copies the buffers to pinned memory and raises `ready`; the
-  // staging thread runs the host plans and raises `done`; the stream,
-  // waiting on `done`, copies the results back.
-  cudaStream_t stream = streams[0];
-  lastStream_ = stream;
-  uint32_t ticket;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ticket = ++issued_;
-  }
-  for (const Region& g : l.regions) HETCCL_TRY(rt_.copyAsync(pinned_ + g.offset, g.device, g.bytes, stream));
-  HETCCL_TRY(rt_.writeFlag(stream, flag_ + 1, ticket));
-  job.ticket = ticket;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(std::move(job));
-  }
-  cv_.notify_all();
-  HETCCL_TRY(rt_.waitFlag(stream, flag_, ticket));
-  for (const Region& g : l.regions)
-    if (g.written) HETCCL_TRY(rt_.copyAsync(g.device, pinned_ + g.offset, g.bytes, stream));
-  return ncclSuccess;
+  HETCCL_TRY(reserve(layout(call).total));
+  // The callers' streams first, then the whole call here.
+  for (cudaStream_t s : streams) HETCCL_TRY(rt_.synchronize(s));
+  ncclResult_t r = stageIn(call);
+  if (r == ncclSuccess) r = run(stagedOps_);
+  if (r == ncclSuccess) r = stageOut();
+  if (r != ncclSuccess) onError_(r);
+  return r;
 }
 
 ncclResult_t HostStaging::checkBuffers(const std::vector<Op>& ops) const {
@@ -126,46 +80,6 @@ ncclResult_t HostStaging::run(const std::vector<Op>& staged) {
   std::lock_guard<std::mutex> lock(runMutex_);
   if (!runner_) return fail(ncclInternalError, "host staging has no runner for the staged copies");
   return runner_(std::span<const Op* const>(list));
-}
-
-void HostStaging::drain() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  cv_.wait(lock, [&] { return finished_ == issued_; });
-}
-
-void HostStaging::loop() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  for (;;) {
-    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stopping, nothing left
-    Job job = std::move(queue_.front());
-    queue_.pop_front();
-    lock.unlock();
-    const ncclResult_t r = runStaged(job);
-    if (r != ncclSuccess) onError_(r);
-    __atomic_store_n(flag_, job.ticket, __ATOMIC_RELEASE);  // releases the caller's stream, even after an error
-    lock.lock();
-    finished_ = job.ticket;
-    cv_.notify_all();
-  }
-}
-
-ncclResult_t HostStaging::runStaged(const Job& job) {
-  // The stream has copied the inputs once it raised `ready`.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds_);
-  while (__atomic_load_n(flag_ + 1, __ATOMIC_ACQUIRE) < job.ticket) {
-    if (std::chrono::steady_clock::now() > deadline)
-      return fail(ncclSystemError, "%s: the stream did not reach a staged call within %.0f s", rt_.name(), timeoutSeconds_);
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
-  }
-  const Layout l = layout(job.ops);
-  return run(translate(l, job.ops, pinned_));
-}
-
-ncclResult_t HostStaging::runJob(Job& job) {
-  HETCCL_TRY(stageIn(job.ops));
-  HETCCL_TRY(run(stagedOps_));
-  return stageOut();
 }
 
 HostStaging::Layout HostStaging::layout(const std::vector<Op>& ops) const {
@@ -198,9 +112,6 @@ HostStaging::Layout HostStaging::layout(const std::vector<Op>& ops) const {
 
 ncclResult_t HostStaging::reserve(size_t bytes) {
   if (bytes <= pinnedBytes_) return ncclSuccess;
-  // Pinned allocation and release can wait for the device, whose streams
-  // may wait on this thread's flag: grow only with no call in flight.
-  drain();
   if (pinned_) HETCCL_TRY(rt_.freePinned(pinned_));
   pinned_ = nullptr;
   pinnedBytes_ = 0;

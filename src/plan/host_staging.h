@@ -6,15 +6,9 @@
 // the stream collectives instead (stream_collectives.h);
 // everything else still comes here.
 //
-// Two modes. Synchronous (the default): the call waits for
-// its streams, does all of the above and returns when done. Asynchronous
-// (HETCCL_ASYNC_STAGING=1, experimental): the call queues the copies on
-// the caller's stream around two flags in pinned memory (the stream
-// raises `ready` after copying the inputs, then waits for `done`) and
-// returns; a staging thread, which makes no runtime call at all, waits for
-// `ready`, runs the host plans and raises `done`. The caller's stream then
-// waits for work queued later, which can deadlock where it shares a
-// hardware queue with the staging copies: hence off by default.
+// The call waits for its streams, does all of the above and returns when
+// done. (It never leaves a stream waiting for a host thread: a stream that
+// waits holds a hardware queue, which the staging copies may need.)
 //
 // Calls on a stream that is being captured into a CUDA/HIP graph (every
 // cross-domain plan sends them here, host_staging_capture.cc) become graph
@@ -23,15 +17,12 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "algorithms/op.h"
@@ -57,7 +48,7 @@ class HostStaging {
   // becomes fatal; the flag is still raised so no stream waits forever).
   using ErrorSink = std::function<void(ncclResult_t)>;
 
-  HostStaging(Runtime& runtime, int device, int rank, int nranks, bool async, ErrorSink onError);
+  HostStaging(Runtime& runtime, int device, int rank, int nranks, ErrorSink onError);
   ~HostStaging();
   HostStaging(const HostStaging&) = delete;
   HostStaging& operator=(const HostStaging&) = delete;
@@ -65,12 +56,9 @@ class HostStaging {
   // Who runs the staged copies (the router's host path), set before the
   // first call.
   void setRunner(HostRunner runner) { runner_ = std::move(runner); }
-  // Checks the buffers (device memory), orders the call after the work
-  // already on the callers' streams and those streams after the call;
-  // returns without waiting for it.
+  // Checks the buffers (device memory), waits for the callers' streams,
+  // runs the call on host copies and returns when it is done.
   ncclResult_t enqueue(std::span<const Op* const> ops);
-  // Waits until every call enqueued so far has completed.
-  void drain();
   // Whether any of the calls' streams is being captured into a graph.
   ncclResult_t capturing(std::span<const Op* const> ops, bool* any) const;
   // A call on a capturing stream (every op on that one stream): queued as
@@ -85,10 +73,6 @@ class HostStaging {
   void refuseCaptures(std::string why) { captureRefusal_ = std::move(why); }
 
  private:
-  struct Job {
-    std::vector<Op> ops;
-    uint32_t ticket = 0;
-  };
   struct Region {
     char* device;   // the user's buffer
     size_t offset;  // in the pinned buffer
@@ -121,8 +105,8 @@ class HostStaging {
   // The ops with pointers into `pinned` (laid out as `l`).
   std::vector<Op> translate(const Layout& l, const std::vector<Op>& ops, char* pinned) const;
   ncclResult_t checkBuffers(const std::vector<Op>& ops) const;
-  // Runs the host plans, one call at a time (the staging thread, the
-  // caller and graph replays may all get here).
+  // Runs the host plans, one call at a time (the caller and graph replays
+  // may both get here).
   ncclResult_t run(const std::vector<Op>& staged);
   static void runCaptured(void* call);  // a graph's host node
   // Graphs destroyed: their calls' memory goes back to the pool. The book
@@ -138,23 +122,15 @@ class HostStaging {
   };
   static void onGraphReleased(void* note);  // on a runtime thread
   void reapReleased();                      // under captureMutex_
-  ncclResult_t runStaged(const Job& job);  // the staging thread's part of an asynchronous call
   ncclResult_t reserve(size_t bytes);
-  void loop();
-  ncclResult_t runJob(Job& job);
   ncclResult_t stageIn(const std::vector<Op>& ops);
   ncclResult_t stageOut();
 
   Runtime& rt_;
   const int device_, rank_, nranks_;
-  const bool async_;
   HostRunner runner_;
   ErrorSink onError_;
-  const double timeoutSeconds_;  // HETCCL_TIMEOUT: longest wait for a stream to stage a call in
   Stream copyStream_ = nullptr;
-  volatile uint32_t* flag_ = nullptr;  // pinned: [0] the last finished ticket, [1] the last staged-in ticket
-  cudaStream_t lastStream_ = nullptr;   // the stream of the calls in flight
-  uint32_t issued_ = 0;
   char* pinned_ = nullptr;
   size_t pinnedBytes_ = 0;
   std::vector<Region> regions_;
@@ -167,13 +143,6 @@ class HostStaging {
   std::shared_ptr<CaptureBook> book_ = std::make_shared<CaptureBook>();
   std::atomic<bool> replayFailed_{false};
   std::string captureRefusal_;
-
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<Job> queue_;
-  uint32_t finished_ = 0;
-  bool stop_ = false;
-  std::thread thread_;
 };
 
 }  // namespace hetccl

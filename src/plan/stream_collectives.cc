@@ -44,7 +44,6 @@ ncclResult_t StreamCollectives::create(const StreamSetup& setup, std::unique_ptr
   HETCCL_TRY(s->join());
   HETCCL_TRY(s->startRelay());
   s->watchdog_ = std::thread(&StreamCollectives::watch, s.get());
-  if (setup.issueThread) s->issuer_ = std::thread(&StreamCollectives::issueLoop, s.get());
   *out = std::move(s);
   return ncclSuccess;
 }
@@ -73,11 +72,6 @@ ncclResult_t StreamCollectives::prepare() {
     HETCCL_TRY(mine.shared.createPrivate(segmentBytes()));
   HETCCL_TRY(rt_.registerHost(mine.shared.base(), mine.shared.bytes()));
   mine.registered = true;
-  for (size_t i = 0; i < 4; ++i) {
-    void* p = nullptr;
-    HETCCL_TRY(rt_.devicePointerOf(const_cast<uint32_t*>(mine.done(i)), &p));
-    doneOnDevice_[i] = static_cast<volatile uint32_t*>(p);
-  }
   void* incoming = nullptr;
   HETCCL_TRY(rt_.allocDevice(&incoming, static_cast<size_t>(slots_) * static_cast<size_t>(nranks_) * partBytes_));
   incoming_ = static_cast<char*>(incoming);
@@ -86,7 +80,6 @@ ncclResult_t StreamCollectives::prepare() {
   outgoing_ = static_cast<char*>(outgoing);
   for (Stream* s : {&send_, &reduce_, &result_, &gather_, &p2pSend_, &p2pRecv_}) HETCCL_TRY(rt_.createStream(s));
   for (Event& e : startEvents_) HETCCL_TRY(rt_.createEvent(&e));
-  for (Event& e : endEvents_) HETCCL_TRY(rt_.createEvent(&e));
   for (Event& e : finished_) HETCCL_TRY(rt_.createEvent(&e));
   sendSeq_.reset(new std::atomic<uint32_t>[static_cast<size_t>(nranks_)]());
   recvSeq_.reset(new std::atomic<uint32_t>[static_cast<size_t>(nranks_)]());
@@ -169,22 +162,10 @@ ncclResult_t StreamCollectives::join() {
 }
 
 StreamCollectives::~StreamCollectives() {
-  // Queued calls are issued, then the streams finish them (the watchdog,
-  // still running, releases them if a peer is gone).
-  {
-    std::lock_guard<std::mutex> lock(queueMutex_);
-    stopIssuing_ = true;
-  }
-  queueCv_.notify_all();
-  if (issuer_.joinable()) issuer_.join();
+  // The streams finish what is queued (the watchdog, still running,
+  // releases them if a peer is gone).
   for (Stream s : {send_, reduce_, result_, gather_, p2pSend_, p2pRecv_})
     if (s) rt_.synchronize(s);
-  // The callers' streams may still have to run the kernels that read the
-  // done flags in my segment (the flags are raised: they end at once).
-  for (Event e : endEvents_) {
-    bool done = false;
-    while (e && rt_.eventDone(e, &done) == ncclSuccess && !done) std::this_thread::yield();
-  }
   if (lane_ && lane_->anyChain) {  // the last replayable chain queued outside a capture (a graph must be done by now)
     bool done = false;
     while (rt_.eventDone(lane_->chainEnd, &done) == ncclSuccess && !done) std::this_thread::yield();
@@ -204,8 +185,6 @@ StreamCollectives::~StreamCollectives() {
   for (Event e : reduced_)
     if (e) rt_.destroyEvent(e);
   for (Event e : startEvents_)
-    if (e) rt_.destroyEvent(e);
-  for (Event e : endEvents_)
     if (e) rt_.destroyEvent(e);
   for (Event e : finished_)
     if (e) rt_.destroyEvent(e);
@@ -263,72 +242,27 @@ ncclResult_t StreamCollectives::admitCall(const Op& op) {
 ncclResult_t StreamCollectives::enqueue(const Op& op) {
   HETCCL_TRY(admitCall(op));
   if (op.count == 0) return ncclSuccess;
-  if (!setup_.issueThread) {
-    // Every piece is queued on my streams now, then the caller's stream
-    // waits for their ends (events recorded before the wait is queued, so
-    // no stream ever waits for work queued after it). On my device: the
-    // caller's current device may be another (one thread, several GPUs).
-    DeviceGuard onMyDevice(rt_, device_);
-    HETCCL_TRY(onMyDevice.status());
-    const uint32_t ticket = ++tickets_;
-    const Job job{op, ticket, startEvents_[ticket % kStartEvents]};
-    HETCCL_TRY(rt_.recordEvent(job.start, op.stream));
-    ncclResult_t r = issue(job);
-    if (r != ncclSuccess) {
-      if (setup_.onError) setup_.onError(r);
-      release();
-      return r;
-    }
-    const Stream streams[4] = {send_, reduce_, result_, gather_};
-    for (size_t i = 0; i < 4; ++i) {
-      HETCCL_TRY(rt_.recordEvent(finished_[i], streams[i]));
-      HETCCL_TRY(rt_.waitEvent(op.stream, finished_[i]));
-    }
-    return ncclSuccess;
-  }
-  // HETCCL_STREAM_ISSUE_THREAD: the call only marks its place on the caller's stream (an event the
-  // issuing thread makes the streams wait for; flags the caller's stream
-  // waits for) and hands the pieces to the issuing thread.
-  std::unique_lock<std::mutex> lock(queueMutex_);
+  // Every piece is queued on my streams now, then the caller's stream
+  // waits for their ends (events recorded before the wait is queued, so
+  // no stream ever waits for work queued after it). On my device: the
+  // caller's current device may be another (one thread, several GPUs).
+  DeviceGuard onMyDevice(rt_, device_);
+  HETCCL_TRY(onMyDevice.status());
   const uint32_t ticket = ++tickets_;
-  queueCv_.wait(lock, [&] { return ticket - issuedCalls_ <= kStartEvents || released_.load(); });  // its event is free
-  HETCCL_TRY(checkUsable(op.kind));
-  Event start = startEvents_[ticket % kStartEvents];
-  HETCCL_TRY(rt_.recordEvent(start, op.stream));
-  jobs_.push_back(Job{op, ticket, start});
-  lock.unlock();
-  queueCv_.notify_all();
-  // The caller's stream waits for the four "done" flags in a polling
-  // kernel (a stream wait would hold the hardware queue the caller's stream
-  // may share with one of ours, whose work is queued only after this). A
-  // kernel still does not make this safe: whatever the caller queues next
-  // on its stream waits for the kernel, and may block a shared queue the
-  // same way (hetccl-perf with CUDA_DEVICE_MAX_CONNECTIONS=1 hung). Hence
-  // opt-in. A host rank's "stream" waits right here, until the pieces are done.
-  HETCCL_TRY(reducer_->waitFlags(doneOnDevice_, ticket, op.stream));
-  // Destruction waits for this: the kernel reads my segment.
-  return rt_.recordEvent(endEvents_[ticket % kStartEvents], op.stream);
-}
-
-void StreamCollectives::issueLoop() {
-  rt_.setDevice(device_);  // the streams, events and kernels are this rank's device's
-  std::unique_lock<std::mutex> lock(queueMutex_);
-  for (;;) {
-    queueCv_.wait(lock, [&] { return stopIssuing_ || !jobs_.empty(); });
-    if (jobs_.empty()) return;  // stopping, nothing left
-    Job job = jobs_.front();
-    jobs_.pop_front();
-    lock.unlock();
-    ncclResult_t r = released_.load() ? ncclRemoteError : issue(job);
-    if (r != ncclSuccess && !released_.load()) {
-      HETCCL_WARN("rank %d: could not queue a collective: %s", rank_, lastError());
-      if (setup_.onError) setup_.onError(r);
-      release();  // also raises the flags the caller's stream waits for
-    }
-    lock.lock();
-    issuedCalls_ = job.ticket;
-    queueCv_.notify_all();
+  const Job job{op, ticket, startEvents_[ticket % kStartEvents]};
+  HETCCL_TRY(rt_.recordEvent(job.start, op.stream));
+  ncclResult_t r = issue(job);
+  if (r != ncclSuccess) {
+    if (setup_.onError) setup_.onError(r);
+    release();
+    return r;
   }
+  const Stream streams[4] = {send_, reduce_, result_, gather_};
+  for (size_t i = 0; i < 4; ++i) {
+    HETCCL_TRY(rt_.recordEvent(finished_[i], streams[i]));
+    HETCCL_TRY(rt_.waitEvent(op.stream, finished_[i]));
+  }
+  return ncclSuccess;
 }
 
 size_t StreamCollectives::pieceElemsOf(const Op& op, size_t partBytes) const {
@@ -403,7 +337,7 @@ ncclResult_t StreamCollectives::issue(const Job& job) {
 }
 
 void StreamCollectives::shapeOf(const Op& op, size_t start, size_t length, Shape* out) const {
-  // Filled in place: the issuing thread reuses one Shape (no allocation per piece).
+  // Filled in place: one Shape is reused (no allocation per piece).
   Shape& sh = *out;
   const size_t n = static_cast<size_t>(nranks_);
   sh.reduces = sh.gathers = sh.exchanges = sh.mineFromSend = false;

@@ -11,11 +11,9 @@
 // holds its queue, so a stream must never wait for work that is queued
 // after the wait: it may sit behind the wait in the same queue. Queued in
 // the call, every wait is for work queued before it (here or, by the same
-// order, on the peers). HETCCL_STREAM_ISSUE_THREAD=1 instead returns in
-// microseconds and lets a thread queue the pieces while the caller's stream
-// waits for "done" flags in a polling kernel: it breaks that rule (DDP under
-// PyTorch hung with a stream wait there; hetccl-perf with one hardware queue
-// hung with the kernel), so it is off by default.
+// order, on the peers). (Returning at once and queueing the pieces from a
+// thread breaks that rule: the caller's stream must then wait for work
+// queued later, which hung DDP under PyTorch.)
 //
 // Each rank owns a shared-memory segment, registered as pinned memory in
 // every rank's process, so a device-to-host copy by one GPU lands where
@@ -92,7 +90,6 @@ struct StreamSetup {
   size_t minPieces = 1;        // HETCCL_STREAM_MIN_PIECES
   double timeoutSeconds = 300;
   std::function<void(ncclResult_t)> onError;  // the communicator turns fatal
-  bool issueThread = false;       // HETCCL_STREAM_ISSUE_THREAD: an issuing thread queues the pieces
   bool p2p = false;               // HETCCL_STREAM_P2P: send/recv on the streams too (stream_p2p.cc)
   int graphs = 1;                 // HETCCL_STREAM_GRAPHS: 1 captures as replayable chains, 2 every call, 0 none
   bool everyRankOnDevice = true;  // no host ranks (HETCCL_FORCE_STAGING): only then may a capture take the chains
@@ -125,7 +122,7 @@ class StreamCollectives {
   // HETCCL_STREAM_P2P is on and every peer's segment is mapped here.
   bool handlesP2p(std::span<const Op* const> ops) const;
   ncclResult_t enqueueP2p(std::span<const Op* const> ops);
-  bool p2pOnStreams() const { return p2pSlots_ && !setup_.issueThread; }
+  bool p2pOnStreams() const { return p2pSlots_ != 0; }
   // Calls captured into a CUDA/HIP graph (HETCCL_STREAM_GRAPHS=1), or
   // every call (=2, tests): queued on the caller's stream alone, as a
   // chain whose handshakes end where they began, so that a graph can
@@ -137,7 +134,7 @@ class StreamCollectives {
     // A host rank never captures, so beside one a GPU rank's capture is
     // not taken here (the communicator refuses it: communicator.cc).
     const bool captured = capturing && setup_.graphs == 1 && setup_.everyRankOnDevice;
-    return (setup_.graphs == 2 || captured) && !relay_ && !setup_.issueThread;
+    return (setup_.graphs == 2 || captured) && !relay_;
   }
   ncclResult_t openGraphLane(bool* usable);
   ncclResult_t enqueueReplayable(const Op& op);
@@ -183,7 +180,6 @@ class StreamCollectives {
   ncclResult_t reduceMine(const Op& op, const Shape& sh, const char* incoming, size_t stride, Stream s);
   Part partOf(size_t start, size_t length, int owner) const;
   void shapeOf(const Op& op, size_t start, size_t length, Shape* out) const;
-  void issueLoop();
   ncclResult_t issue(const Job& job);
   void watch();
   ncclResult_t checkPeers();
@@ -204,13 +200,11 @@ class StreamCollectives {
   // side by side (as in NCCL), so a peer may receive before it joins the
   // collective, or the other way round.
   Stream p2pSend_ = nullptr, p2pRecv_ = nullptr;
-  Shape shape_;                 // the piece being queued (issuing thread)
+  Shape shape_;                 // the piece being queued
   std::vector<Event> reduced_;  // per slot: my part of the piece is reduced
   static constexpr uint32_t kStartEvents = 16;
-  Event startEvents_[kStartEvents] = {};  // per call in the queue: where it starts on the caller's stream
-  Event endEvents_[kStartEvents] = {};    // per call: after the caller's stream's wait for it
+  Event startEvents_[kStartEvents] = {};  // per call, round robin: where it starts on the caller's stream
   Event finished_[4] = {};      // issued in the call: the end of the call on each of my streams
-  volatile uint32_t* doneOnDevice_[4] = {};  // my done flags, as the device addresses them
   char* incoming_ = nullptr;    // device: per slot and peer, the peer's copy of my part
   char* outgoing_ = nullptr;    // device: per peer, my scaled input (PreMulSum)
   std::atomic<uint32_t> issued_{0};  // pieces queued so far (their sequence numbers are 1..issued_)
@@ -218,14 +212,7 @@ class StreamCollectives {
   int device_ = -1;
   const void* checked_[2] = {};      // buffers already known to be device memory
 
-  // Calls queued for the issuing thread.
-  std::mutex queueMutex_;
-  std::condition_variable queueCv_;
-  std::deque<Job> jobs_;
   std::atomic<uint32_t> tickets_{0};  // calls queued
-  uint32_t issuedCalls_ = 0;  // calls whose pieces are on the streams
-  bool stopIssuing_ = false;
-  std::thread issuer_;
 
   std::mutex mutex_;  // the watchdog's
   std::condition_variable cv_;

@@ -29,9 +29,7 @@ namespace hetccl {
 using namespace stream_layout;
 
 bool StreamCollectives::handlesP2p(std::span<const Op* const> ops) const {
-  // (Not with the issuing thread: it queues the calls in ticket order and
-  // counts them by its done flags; send/recv are not among them.)
-  if (!p2pSlots_ || setup_.issueThread || ops.empty()) return false;
+  if (!p2pSlots_ || ops.empty()) return false;
   for (const Op* op : ops) {
     if (!op->isPointToPoint()) return false;
     if (op->root == rank_ || op->root < 0 || op->root >= nranks_) return false;

@@ -173,7 +173,6 @@ void StreamCollectives::release() {
   if (mine.shared.base())
     for (size_t i = 0; i < 4; ++i) __atomic_store_n(mine.done(i), tickets_.load() + (1u << 30), __ATOMIC_RELEASE);
   raiseGraphLane();
-  queueCv_.notify_all();
 }
 
 }  // namespace hetccl

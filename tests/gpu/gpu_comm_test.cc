@@ -82,8 +82,7 @@ TEST(GpuNativeFallback, NoVendorLibraryStillReducesCorrectly) {
 // GPU ranks in two domains; work queued after the call on the same stream
 // sees the results. `fasterBy` > 0: the call must return that many times
 // sooner than the data is done (the stream all-reduce queues its pieces and
-// returns: 4; with HETCCL_STREAM_ISSUE_THREAD or the host-staged
-// asynchronous mode it returns at once: 20). A first call, untimed, sets up
+// returns: 4). A first call, untimed, sets up
 // what the calls keep.
 // otherDevice: the call is made with the other GPU current (the library must
 // queue on the communicator's device all the same).
@@ -146,19 +145,9 @@ TEST(GpuCrossDomain, StreamCollectivesWithAnotherDeviceCurrent) {
   crossDomainAllReduce({}, 0, true);
 }
 
-TEST(GpuCrossDomain, StreamCollectivesIssuingThreadReturnsAtOnce) {
-  REQUIRE_GPUS(2);
-  crossDomainAllReduce({{"HETCCL_STREAM_ISSUE_THREAD", "1"}}, 20);
-}
-
 TEST(GpuCrossDomain, HostStagedResultsAreOrderedOnTheStream) {
   REQUIRE_GPUS(2);
   crossDomainAllReduce({{"HETCCL_STREAM_COLLECTIVES", "0"}}, 0);
-}
-
-TEST(GpuCrossDomain, HostStagedAsyncCallReturnsAtOnceAndTheStreamIsOrderedAfterIt) {
-  REQUIRE_GPUS(2);
-  crossDomainAllReduce({{"HETCCL_STREAM_COLLECTIVES", "0"}, {"HETCCL_ASYNC_STAGING", "1"}}, 20);
 }
 
 // Two domains of two ranks on two GPUs (rank r on GPU r % 2; the stream

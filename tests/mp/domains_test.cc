@@ -51,9 +51,7 @@ INSTANTIATE_TEST_SUITE_P(
                       // host ranks; without the stream hierarchy, which would take these layouts'
                       // all-reduce (stream_hierarchy_test.cc checks that).
                       Layout{"staged_like_gpu_ranks", {"a", "b", "a", "b", "b"},
-                             {{"HETCCL_FORCE_STAGING", "1"}, {"HETCCL_STREAM_HIERARCHY", "0"}}},
-                      Layout{"async_staged_like_gpu_ranks", {"a", "b", "b"},
-                             {{"HETCCL_FORCE_STAGING", "1"}, {"HETCCL_ASYNC_STAGING", "1"}, {"HETCCL_STREAM_HIERARCHY", "0"}}}),
+                             {{"HETCCL_FORCE_STAGING", "1"}, {"HETCCL_STREAM_HIERARCHY", "0"}}}),
     [](const ::testing::TestParamInfo<Layout>& info) { return std::string(info.param.name); });
 
 // A single-domain communicator hands every call to its backend as is: no

@@ -160,18 +160,6 @@ TEST(StreamCollectives, MinimumPiecesKeepResultsRight) {
                          [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
 }
 
-// HETCCL_STREAM_ISSUE_THREAD=1 (a thread queues the pieces, the call
-// returns at once): the same results (one type of each width: the thread
-// changes when pieces are issued, not what they compute).
-TEST(StreamCollectives, IssuingThreadKeepsResultsRight) {
-  const uint64_t seed = hetccl::testing::runSeed();
-  mp::Env env = streamEnv();
-  env.push_back({"HETCCL_STREAM_ISSUE_THREAD", "1"});
-  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 300, [&](int rank, int n, const ncclUniqueId& id) {
-    return mp::runMatrix(rank, n, id, seed, 70001, nullptr, nullptr, nullptr, mp::Scope::EachWidth);
-  });
-}
-
 // HETCCL_STREAM_GRAPHS=2: every call takes the replayable chains that
 // graph captures take on GPUs (stream_graph_lane.cc), here run at once by
 // the host ranks' "streams". The matrix's many calls of many pieces reuse

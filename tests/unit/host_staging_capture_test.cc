@@ -93,7 +93,7 @@ struct Fixture {
   StandInPlans plans;
   int errors = 0;
   ncclResult_t lastError = ncclSuccess;
-  HostStaging staging{rt, -1, 0, 2, false, [this](ncclResult_t r) {
+  HostStaging staging{rt, -1, 0, 2, [this](ncclResult_t r) {
                         ++errors;
                         lastError = r;
                       }};
@@ -237,7 +237,7 @@ TEST(HostStagingCapture, AGraphThatOutlivesTheCommunicatorIsHarmless) {
   std::vector<float> x(10, 1.0f);
   {
     StandInPlans plans;
-    HostStaging staging(rt, -1, 0, 2, false, [](ncclResult_t) {});
+    HostStaging staging(rt, -1, 0, 2, [](ncclResult_t) {});
     staging.setRunner([&](std::span<const Op* const> ops) { return plans(ops); });
     const Op op = allReduce(x.data(), x.data(), x.size(), kStream);
     const Op* ops[] = {&op};
