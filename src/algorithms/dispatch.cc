@@ -91,7 +91,7 @@ ncclResult_t runOperations(Communicator& c, std::span<const Op* const> ops, cons
   // collectives, as in NCCL's group, so a peer may receive before it joins
   // the collectives (or send after). Each side's failure stops the other
   // side's waiting.
-  if (!c.p2pWorker) c.p2pWorker = std::make_unique<Worker>();
+  if (!c.p2pWorker) c.p2pWorker = std::make_unique<JobThread>();
   std::string p2pError;
   c.p2pWorker->submit([&c, &p2p, &p2pError] {
     ncclResult_t r = runPointToPoint(c, p2p);

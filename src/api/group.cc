@@ -45,7 +45,7 @@ ncclResult_t execute(std::vector<Op>& ops) {
   std::vector<std::string> errors(comms.size());
   for (size_t i = 0; i < comms.size(); ++i) {
     Communicator* c = comms[i];
-    if (!c->worker) c->worker = std::make_unique<Worker>();
+    if (!c->worker) c->worker = std::make_unique<JobThread>();
     auto* list = &perComm[i];
     auto* text = &errors[i];
     c->worker->submit([c, list, text] {

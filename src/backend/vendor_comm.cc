@@ -56,7 +56,7 @@ ncclResult_t VendorCommunicator::create(VendorLibrary& lib, Ring& ring, int rank
 VendorCommunicator::~VendorCommunicator() {
   if (aborted_) lib_.api().commAbort(comm_);
   else lib_.api().commDestroy(comm_);
-  if (scratch_) processRuntime().freeDevice(scratch_);
+  // The scratch goes after the communicator, with its owner.
 }
 
 ncclResult_t VendorCommunicator::checkBuffer(const void* p, const char* what, const Op& op) {
@@ -101,14 +101,13 @@ ncclResult_t VendorCommunicator::alltoAllInPlace(const Op& op, cudaStream_t stre
   const size_t bytes = op.count * typeSize(op.type);
   const size_t total = bytes * static_cast<size_t>(ranks_);
   if (total > scratchBytes_) {
-    if (scratch_) HETCCL_TRY(rt.freeDevice(scratch_));  // synchronizes with the device
-    scratch_ = nullptr;
+    scratch_.reset();  // (freeing device memory synchronizes with the device)
     scratchBytes_ = 0;
-    HETCCL_TRY(rt.allocDevice(&scratch_, total));
+    HETCCL_TRY(allocDevice(rt, total, &scratch_));
     scratchBytes_ = total;
   }
-  HETCCL_TRY(rt.copyAsync(scratch_, op.sendbuff, total, stream));
-  return lib_.check(lib_.api().alltoAll(scratch_, op.recvbuff, op.count, op.type, comm_, stream), "AlltoAll", comm_);
+  HETCCL_TRY(rt.copyAsync(scratch_.get(), op.sendbuff, total, stream));
+  return lib_.check(lib_.api().alltoAll(scratch_.get(), op.recvbuff, op.count, op.type, comm_, stream), "AlltoAll", comm_);
 }
 
 ncclResult_t VendorCommunicator::run(const Op& op, ncclRedOp_t vendorOp, cudaStream_t stream) {

@@ -9,6 +9,7 @@
 #include "algorithms/op.h"
 #include "backend/vendor_library.h"
 #include "common/deadline.h"
+#include "runtime/owned.h"
 
 namespace hetccl {
 
@@ -52,7 +53,7 @@ class VendorCommunicator {
   VendorComm comm_;
   int ranks_;
   bool aborted_ = false;
-  void* scratch_ = nullptr;  // device memory, grows
+  DeviceMemory scratch_;  // grows
   size_t scratchBytes_ = 0;
   const void* checked_[2] = {nullptr, nullptr};  // buffers already found on the device
   cudaStream_t checkedStream_ = nullptr;

@@ -84,46 +84,6 @@ ncclResult_t readConfig(const ncclConfig_t* config, CommConfig* out) {
   return ncclSuccess;
 }
 
-Worker::~Worker() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-void Worker::submit(std::function<ncclResult_t()> job) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (!thread_.joinable()) thread_ = std::thread(&Worker::loop, this);
-  job_ = std::move(job);
-  hasJob_ = true;
-  done_ = false;
-  cv_.notify_all();
-}
-
-ncclResult_t Worker::wait() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  cv_.wait(lock, [&] { return done_; });
-  return result_;
-}
-
-void Worker::loop() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  for (;;) {
-    cv_.wait(lock, [&] { return hasJob_ || stop_; });
-    if (stop_) return;
-    auto job = std::move(job_);
-    hasJob_ = false;
-    lock.unlock();
-    ncclResult_t r = job();
-    lock.lock();
-    result_ = r;
-    done_ = true;
-    cv_.notify_all();
-  }
-}
-
 Communicator::~Communicator() { waitReady(); }
 
 int Communicator::chooseNetPluginDevice() const {

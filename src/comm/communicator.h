@@ -3,9 +3,7 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -18,10 +16,12 @@
 #include "backend/vendor_comm.h"
 #include "bootstrap/rank_info.h"
 #include "comm/domains.h"
+#include "common/job_thread.h"
 #include "comm/fp8_bridge.h"
 #include "plan/host_staging.h"
 #include "plan/stream_collectives.h"
 #include "plan/stream_hierarchy.h"
+#include "runtime/owned.h"
 #include "runtime/runtime.h"
 #include "plan/plan.h"
 #include "proxy/proxy.h"
@@ -55,25 +55,6 @@ struct PreMulSumOp {
   uint64_t hostScalar;         // ncclScalarHostImmediate: the value, copied at creation
   const void* deviceScalar;    // ncclScalarDevice: read when the collective runs
   ncclRedOp_t vendorOp = ncclSum;  // the same op in the vendor's library (pass-through communicators)
-};
-
-// Runs jobs on a thread of this communicator's own (created once), so one
-// thread can drive a group that spans several communicators, or a group's
-// send/recv run beside its collectives.
-class Worker {
- public:
-  ~Worker();
-  void submit(std::function<ncclResult_t()> job);
-  ncclResult_t wait();
-
- private:
-  void loop();
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::function<ncclResult_t()> job_;
-  bool hasJob_ = false, done_ = false, stop_ = false;
-  ncclResult_t result_ = ncclSuccess;
-  std::thread thread_;
 };
 
 // Request storage reused by every operation's algorithm (grows, never
@@ -123,10 +104,10 @@ class Communicator {
   std::atomic<uint64_t> callContext{0};
   std::vector<uint64_t> sendSeq, recvSeq;  // per peer, for send/recv tags
   std::vector<std::optional<PreMulSumOp>> preMulSumOps;
-  std::unique_ptr<Worker> worker;
+  std::unique_ptr<JobThread> worker;  // a group spanning several communicators: this one's share
   RequestPool requestPool;      // the collectives'
   RequestPool p2pRequests;      // send/recv's
-  std::unique_ptr<Worker> p2pWorker;  // a group's send/recv, beside its collectives (host plans)
+  std::unique_ptr<JobThread> p2pWorker;  // a group's send/recv, beside its collectives (host plans)
   Partition partition;                        // the same on every rank
   // fp8 calls among ranks that read fp8 differently (made on first use).
   // Before the plans below: destroyed after them, once they released the streams.
@@ -145,7 +126,7 @@ class Communicator {
   unsigned long long operations = 0;
   // A group's send/recv are queued from this stream (on my device), beside
   // its collectives (src/api/group.cc).
-  OwnedStream groupSideStream;
+  LazyStream groupSideStream;
 
   // Completes the connection setup once peers/listener/ring are in place.
   ncclResult_t finishInit();

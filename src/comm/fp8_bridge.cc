@@ -19,12 +19,7 @@ Fp8Format formatOf(const Communicator& c) { return static_cast<Fp8Format>(c.peer
 
 }  // namespace
 
-Fp8Bridge::~Fp8Bridge() {
-  for (auto& b : blocks_) {
-    if (b->passed) rt_.destroyEvent(b->passed);
-    if (b->p) rt_.freeDevice(b->p);  // waits for work still using it (GPU runtimes)
-  }
-}
+Fp8Bridge::~Fp8Bridge() = default;
 
 bool Fp8Bridge::needed(const Communicator& c, const Op& op) {
   if (c.vendor || !isFp8(op.type)) return false;
@@ -47,26 +42,23 @@ ncclResult_t Fp8Bridge::take(size_t bytes, Stream s, void** p) {
   for (auto& b : blocks_) {
     if (b->taken || b->bytes < bytes || (fit && fit->bytes <= b->bytes)) continue;
     bool passed = !b->used || b->lastStream == s;  // the same stream orders the uses
-    if (!passed) HETCCL_TRY(rt_.eventDone(b->passed, &passed));
+    if (!passed) HETCCL_TRY(rt_.eventDone(b->passed.get(), &passed));
     if (passed) fit = b.get();
   }
   if (!fit) {
     HETCCL_TRY(freeIdleBlocksSmallerThan(bytes));  // scratch grows to the calls' sizes, not by their sum
     auto block = std::make_unique<Block>();
     const size_t rounded = (bytes + 65535) & ~size_t(65535);
-    HETCCL_TRY(rt_.allocDevice(&block->p, rounded));
+    HETCCL_TRY(allocDevice(rt_, rounded, &block->memory));
     block->bytes = rounded;
-    if (ncclResult_t r = rt_.createEvent(&block->passed); r != ncclSuccess) {
-      rt_.freeDevice(block->p);
-      return r;
-    }
+    HETCCL_TRY(createEvent(rt_, &block->passed));
     blocks_.push_back(std::move(block));
     fit = blocks_.back().get();
     HETCCL_INFO("fp8 bridge: scratch block %zu of %zu bytes", blocks_.size(), rounded);
   }
   fit->taken = true;
   fit->lastStream = s;
-  *p = fit->p;
+  *p = fit->memory.get();
   return ncclSuccess;
 }
 
@@ -74,13 +66,11 @@ ncclResult_t Fp8Bridge::freeIdleBlocksSmallerThan(size_t bytes) {
   for (auto it = blocks_.begin(); it != blocks_.end();) {
     Block& b = **it;
     bool passed = !b.used;
-    if (!b.taken && b.bytes < bytes && !passed) HETCCL_TRY(rt_.eventDone(b.passed, &passed));
+    if (!b.taken && b.bytes < bytes && !passed) HETCCL_TRY(rt_.eventDone(b.passed.get(), &passed));
     if (b.taken || b.bytes >= bytes || !passed) {
       ++it;
       continue;
     }
-    rt_.destroyEvent(b.passed);
-    rt_.freeDevice(b.p);
     HETCCL_INFO("fp8 bridge: scratch block of %zu bytes freed (a larger one is due)", b.bytes);
     it = blocks_.erase(it);
   }
@@ -93,7 +83,7 @@ ncclResult_t Fp8Bridge::giveBack() {
     if (!b->taken) continue;
     b->taken = false;
     b->used = true;
-    ncclResult_t r = rt_.recordEvent(b->passed, b->lastStream);
+    ncclResult_t r = rt_.recordEvent(b->passed.get(), b->lastStream);
     if (r != ncclSuccess && first == ncclSuccess) first = r;
   }
   return first;

@@ -21,6 +21,7 @@
 
 #include "algorithms/op.h"
 #include "kernels/reducer.h"
+#include "runtime/owned.h"
 #include "runtime/runtime.h"
 
 namespace hetccl {
@@ -45,9 +46,9 @@ class Fp8Bridge {
   // Device (GPU ranks) or host memory; reused once the stream that last
   // used it has passed that use, or by a later call on the same stream.
   struct Block {
-    void* p = nullptr;
+    DeviceMemory memory;  // (freeing it waits for work still using it, on GPU runtimes)
     size_t bytes = 0;
-    Event passed = nullptr;
+    OwnedEvent passed;
     Stream lastStream = nullptr;
     bool used = false;  // recorded at least once
     bool taken = false; // by the call running now

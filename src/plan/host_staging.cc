@@ -8,7 +8,7 @@ namespace hetccl {
 
 HostStaging::HostStaging(Runtime& runtime, int device, int rank, int nranks, ErrorSink onError)
     : rt_(runtime), device_(device), rank_(rank), nranks_(nranks), onError_(std::move(onError)) {
-  rt_.createStream(&copyStream_);
+  createStream(rt_, &copyStream_);  // checked when a call needs it
 }
 
 HostStaging::~HostStaging() {
@@ -20,11 +20,8 @@ HostStaging::~HostStaging() {
     std::lock_guard<std::mutex> run(runMutex_);  // a replay running now finishes first
     std::lock_guard<std::mutex> lock(captureMutex_);
     captured_.clear();
-    for (auto& [bytes, p] : pool_) rt_.freePinned(p);
     pool_.clear();
   }
-  if (copyStream_) rt_.destroyStream(copyStream_);
-  if (pinned_) rt_.freePinned(pinned_);
 }
 
 ncclResult_t checkDeviceBuffer(Runtime& rt, const void* p, const char* what, OpKind op) {
@@ -112,12 +109,9 @@ HostStaging::Layout HostStaging::layout(const std::vector<Op>& ops) const {
 
 ncclResult_t HostStaging::reserve(size_t bytes) {
   if (bytes <= pinnedBytes_) return ncclSuccess;
-  if (pinned_) HETCCL_TRY(rt_.freePinned(pinned_));
-  pinned_ = nullptr;
+  pinned_.reset();
   pinnedBytes_ = 0;
-  void* p = nullptr;
-  HETCCL_TRY(rt_.allocPinned(&p, bytes));
-  pinned_ = static_cast<char*>(p);
+  HETCCL_TRY(allocPinned(rt_, bytes, &pinned_));
   pinnedBytes_ = bytes;
   return ncclSuccess;
 }
@@ -141,16 +135,16 @@ std::vector<Op> HostStaging::translate(const Layout& l, const std::vector<Op>& o
 ncclResult_t HostStaging::stageIn(const std::vector<Op>& ops) {
   const Layout l = layout(ops);
   regions_ = l.regions;
-  for (const Region& g : regions_) HETCCL_TRY(rt_.copyAsync(pinned_ + g.offset, g.device, g.bytes, copyStream_));
-  HETCCL_TRY(rt_.synchronize(copyStream_));
-  stagedOps_ = translate(l, ops, pinned_);
+  for (const Region& g : regions_) HETCCL_TRY(rt_.copyAsync(static_cast<char*>(pinned_.get()) + g.offset, g.device, g.bytes, copyStream_.get()));
+  HETCCL_TRY(rt_.synchronize(copyStream_.get()));
+  stagedOps_ = translate(l, ops, static_cast<char*>(pinned_.get()));
   return ncclSuccess;
 }
 
 ncclResult_t HostStaging::stageOut() {
   for (const Region& g : regions_)
-    if (g.written) HETCCL_TRY(rt_.copyAsync(g.device, pinned_ + g.offset, g.bytes, copyStream_));
-  return rt_.synchronize(copyStream_);
+    if (g.written) HETCCL_TRY(rt_.copyAsync(g.device, static_cast<char*>(pinned_.get()) + g.offset, g.bytes, copyStream_.get()));
+  return rt_.synchronize(copyStream_.get());
 }
 
 }  // namespace hetccl

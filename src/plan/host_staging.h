@@ -27,6 +27,7 @@
 
 #include "algorithms/op.h"
 #include "common/error.h"
+#include "runtime/owned.h"
 #include "runtime/runtime.h"
 
 namespace hetccl {
@@ -92,14 +93,9 @@ class HostStaging {
   struct CapturedCall {
     HostStaging* owner = nullptr;
     std::vector<Op> staged;
-    char* pinned = nullptr;
+    PinnedMemory pinned;
     size_t bytes = 0;
-    CapturedCall() = default;
-    CapturedCall(const CapturedCall&) = delete;
-    CapturedCall& operator=(const CapturedCall&) = delete;
-    ~CapturedCall() {
-      if (pinned) owner->rt_.freePinned(pinned);
-    }
+    char* base() const { return static_cast<char*>(pinned.get()); }
   };
   Layout layout(const std::vector<Op>& ops) const;
   // The ops with pointers into `pinned` (laid out as `l`).
@@ -130,8 +126,8 @@ class HostStaging {
   const int device_, rank_, nranks_;
   HostRunner runner_;
   ErrorSink onError_;
-  Stream copyStream_ = nullptr;
-  char* pinned_ = nullptr;
+  StreamOwner copyStream_;
+  PinnedMemory pinned_;  // the eager calls' staging memory
   size_t pinnedBytes_ = 0;
   std::vector<Region> regions_;
   std::vector<Op> stagedOps_;
@@ -139,7 +135,7 @@ class HostStaging {
   std::mutex runMutex_;  // run()
   std::mutex captureMutex_;
   std::vector<std::unique_ptr<CapturedCall>> captured_;  // the captured calls' memory and ops
-  std::multimap<size_t, char*> pool_;                    // pinned blocks of destroyed graphs' calls, by size
+  std::multimap<size_t, PinnedMemory> pool_;             // pinned blocks of destroyed graphs' calls, by size
   std::shared_ptr<CaptureBook> book_ = std::make_shared<CaptureBook>();
   std::atomic<bool> replayFailed_{false};
   std::string captureRefusal_;

@@ -61,16 +61,12 @@ ncclResult_t HostStaging::capture(std::span<const Op* const> ops) {
     std::lock_guard<std::mutex> lock(captureMutex_);
     reapReleased();
     if (auto it = pool_.find(call->bytes); it != pool_.end()) {
-      call->pinned = it->second;
+      call->pinned = std::move(it->second);
       pool_.erase(it);
     }
   }
-  if (!call->pinned) {
-    void* p = nullptr;
-    HETCCL_TRY(rt_.allocPinned(&p, call->bytes));
-    call->pinned = static_cast<char*>(p);
-  }
-  call->staged = translate(l, list, call->pinned);
+  if (!call->pinned) HETCCL_TRY(allocPinned(rt_, call->bytes, &call->pinned));
+  call->staged = translate(l, list, call->base());
   auto* note = new ReleaseNote{book_, call.get()};
   bool tied = false;
   if (rt_.releaseWithCapturedGraph(s, &HostStaging::onGraphReleased, note, &tied) != ncclSuccess || !tied) {
@@ -79,10 +75,10 @@ ncclResult_t HostStaging::capture(std::span<const Op* const> ops) {
                 "runtime cannot tie them to the graph)",
                 opKindName(list[0].kind), call->bytes);
   }
-  for (const Region& g : l.regions) HETCCL_TRY(rt_.copyAsync(call->pinned + g.offset, g.device, g.bytes, s));
+  for (const Region& g : l.regions) HETCCL_TRY(rt_.copyAsync(call->base() + g.offset, g.device, g.bytes, s));
   HETCCL_TRY(rt_.launchHostFunc(s, &HostStaging::runCaptured, call.get()));
   for (const Region& g : l.regions)
-    if (g.written) HETCCL_TRY(rt_.copyAsync(g.device, call->pinned + g.offset, g.bytes, s));
+    if (g.written) HETCCL_TRY(rt_.copyAsync(g.device, call->base() + g.offset, g.bytes, s));
   HETCCL_INFO("%s: captured a call of %zu operation(s) across domains: %zu bytes staged", opKindName(list[0].kind),
                list.size(), l.total);
   std::lock_guard<std::mutex> lock(captureMutex_);
@@ -108,8 +104,7 @@ void HostStaging::reapReleased() {
   for (CapturedCall* gone : released) {
     auto it = std::find_if(captured_.begin(), captured_.end(), [gone](const auto& c) { return c.get() == gone; });
     if (it == captured_.end()) continue;
-    pool_.emplace(gone->bytes, gone->pinned);
-    gone->pinned = nullptr;
+    pool_.emplace(gone->bytes, std::move(gone->pinned));
     captured_.erase(it);
   }
 }

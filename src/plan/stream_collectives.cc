@@ -70,23 +70,18 @@ ncclResult_t StreamCollectives::prepare() {
     HETCCL_TRY(mine.shared.create(sharedSegmentName(setup_.secret, "stream", rank_, rank_, getpid()), segmentBytes()));
   else
     HETCCL_TRY(mine.shared.createPrivate(segmentBytes()));
-  HETCCL_TRY(rt_.registerHost(mine.shared.base(), mine.shared.bytes()));
-  mine.registered = true;
-  void* incoming = nullptr;
-  HETCCL_TRY(rt_.allocDevice(&incoming, static_cast<size_t>(slots_) * static_cast<size_t>(nranks_) * partBytes_));
-  incoming_ = static_cast<char*>(incoming);
-  void* outgoing = nullptr;
-  HETCCL_TRY(rt_.allocDevice(&outgoing, static_cast<size_t>(nranks_) * partBytes_));
-  outgoing_ = static_cast<char*>(outgoing);
-  for (Stream* s : {&send_, &reduce_, &result_, &gather_, &p2pSend_, &p2pRecv_}) HETCCL_TRY(rt_.createStream(s));
-  for (Event& e : startEvents_) HETCCL_TRY(rt_.createEvent(&e));
-  for (Event& e : finished_) HETCCL_TRY(rt_.createEvent(&e));
+  HETCCL_TRY(registerHost(rt_, mine.shared.base(), mine.shared.bytes(), &mine.registration));
+  HETCCL_TRY(allocDevice(rt_, static_cast<size_t>(slots_) * static_cast<size_t>(nranks_) * partBytes_, &incoming_));
+  HETCCL_TRY(allocDevice(rt_, static_cast<size_t>(nranks_) * partBytes_, &outgoing_));
+  for (StreamOwner* s : {&send_, &reduce_, &result_, &gather_, &p2pSend_, &p2pRecv_}) HETCCL_TRY(createStream(rt_, s));
+  for (OwnedEvent& e : startEvents_) HETCCL_TRY(createEvent(rt_, &e));
+  for (OwnedEvent& e : finished_) HETCCL_TRY(createEvent(rt_, &e));
   sendSeq_.reset(new std::atomic<uint32_t>[static_cast<size_t>(nranks_)]());
   recvSeq_.reset(new std::atomic<uint32_t>[static_cast<size_t>(nranks_)]());
   sendCalls_.assign(static_cast<size_t>(nranks_), 0);
   recvCalls_.assign(static_cast<size_t>(nranks_), 0);
-  reduced_.assign(static_cast<size_t>(slots_), nullptr);
-  for (Event& e : reduced_) HETCCL_TRY(rt_.createEvent(&e));
+  reduced_.resize(static_cast<size_t>(slots_));
+  for (OwnedEvent& e : reduced_) HETCCL_TRY(createEvent(rt_, &e));
   return ncclSuccess;
 }
 
@@ -153,22 +148,19 @@ ncclResult_t StreamCollectives::join() {
   }
   HETCCL_TRY(setup_.ring->barrier(deadline, setup_.abort));  // everyone holds every segment: drop the names
   for (auto& seg : segments_) seg->shared.unlink();
-  for (auto& seg : segments_) {
-    if (seg->registered) continue;
-    HETCCL_TRY(rt_.registerHost(seg->shared.base(), seg->shared.bytes()));
-    seg->registered = true;
-  }
+  for (auto& seg : segments_)
+    if (!seg->registration) HETCCL_TRY(registerHost(rt_, seg->shared.base(), seg->shared.bytes(), &seg->registration));
   return ncclSuccess;
 }
 
 StreamCollectives::~StreamCollectives() {
   // The streams finish what is queued (the watchdog, still running,
   // releases them if a peer is gone).
-  for (Stream s : {send_, reduce_, result_, gather_, p2pSend_, p2pRecv_})
-    if (s) rt_.synchronize(s);
+  for (const StreamOwner* s : {&send_, &reduce_, &result_, &gather_, &p2pSend_, &p2pRecv_})
+    if (*s) rt_.synchronize(s->get());
   if (lane_ && lane_->anyChain) {  // the last replayable chain queued outside a capture (a graph must be done by now)
     bool done = false;
-    while (rt_.eventDone(lane_->chainEnd, &done) == ncclSuccess && !done) std::this_thread::yield();
+    while (rt_.eventDone(lane_->chainEnd.get(), &done) == ncclSuccess && !done) std::this_thread::yield();
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -180,18 +172,7 @@ StreamCollectives::~StreamCollectives() {
   // it ends before the pointer is cleared.
   if (relay_) relay_->finish();  // after it has sent the peers what they still need
   relay_.reset();
-  for (Stream s : {send_, reduce_, result_, gather_, p2pSend_, p2pRecv_})
-    if (s) rt_.destroyStream(s);
-  for (Event e : reduced_)
-    if (e) rt_.destroyEvent(e);
-  for (Event e : startEvents_)
-    if (e) rt_.destroyEvent(e);
-  for (Event e : finished_)
-    if (e) rt_.destroyEvent(e);
-  if (incoming_) rt_.freeDevice(incoming_);
-  if (outgoing_) rt_.freeDevice(outgoing_);
-  for (auto& seg : segments_)
-    if (seg->registered) rt_.unregisterHost(seg->shared.base());
+  // The streams, events, device memory and registrations go with their owners.
 }
 
 StreamCollectives::Part StreamCollectives::partOf(size_t start, size_t length, int owner) const {
@@ -249,7 +230,7 @@ ncclResult_t StreamCollectives::enqueue(const Op& op) {
   DeviceGuard onMyDevice(rt_, device_);
   HETCCL_TRY(onMyDevice.status());
   const uint32_t ticket = ++tickets_;
-  const Job job{op, ticket, startEvents_[ticket % kStartEvents]};
+  const Job job{op, ticket, startEvents_[ticket % kStartEvents].get()};
   HETCCL_TRY(rt_.recordEvent(job.start, op.stream));
   ncclResult_t r = issue(job);
   if (r != ncclSuccess) {
@@ -257,10 +238,10 @@ ncclResult_t StreamCollectives::enqueue(const Op& op) {
     release();
     return r;
   }
-  const Stream streams[4] = {send_, reduce_, result_, gather_};
+  const Stream streams[4] = {send_.get(), reduce_.get(), result_.get(), gather_.get()};
   for (size_t i = 0; i < 4; ++i) {
-    HETCCL_TRY(rt_.recordEvent(finished_[i], streams[i]));
-    HETCCL_TRY(rt_.waitEvent(op.stream, finished_[i]));
+    HETCCL_TRY(rt_.recordEvent(finished_[i].get(), streams[i]));
+    HETCCL_TRY(rt_.waitEvent(op.stream, finished_[i].get()));
   }
   return ncclSuccess;
 }
@@ -321,9 +302,9 @@ ncclResult_t StreamCollectives::reduceMine(const Op& op, const Shape& sh, const 
 
 ncclResult_t StreamCollectives::issue(const Job& job) {
   const Op& op = job.op;
-  Stream streams[4] = {send_, reduce_, result_, gather_};
+  Stream streams[4] = {send_.get(), reduce_.get(), result_.get(), gather_.get()};
   for (Stream s : streams) HETCCL_TRY(rt_.waitEvent(s, job.start));
-  HETCCL_TRY(copyOwnBlock(op, gather_));
+  HETCCL_TRY(copyOwnBlock(op, gather_.get()));
   const size_t pieceElems = pieceElemsOf(op, partBytes_);
   for (size_t start = 0; start < op.count; start += pieceElems) {
     const uint32_t seq = issued_.load() + 1;
@@ -419,59 +400,59 @@ ncclResult_t StreamCollectives::queuePiece(const Op& op, size_t start, size_t le
   // into my slot, once they have all read what the slot held before.
   for (int q = 0; q < nranks_; ++q) {
     if (q == rank_) continue;
-    if (reuse) HETCCL_TRY(rt_.waitFlag(send_, peer(q).consumed(slot), reuse));
+    if (reuse) HETCCL_TRY(rt_.waitFlag(send_.get(), peer(q).consumed(slot), reuse));
     const Part p = sh.reduces || sh.exchanges ? sh.toRank[static_cast<size_t>(q)] : Part{0, 0};
     if (!p.count) continue;
     const void* from = send + p.offset * es;
     if (op.red.kind == RedKind::PreMulSum) {  // each rank scales its own input by its own scalar
-      char* scaled = outgoing_ + static_cast<size_t>(q) * partBytes_;
-      HETCCL_TRY(reducer_->prepare(op.red, scaled, from, p.count, send_));
+      char* scaled = static_cast<char*>(outgoing_.get()) + static_cast<size_t>(q) * partBytes_;
+      HETCCL_TRY(reducer_->prepare(op.red, scaled, from, p.count, send_.get()));
       from = scaled;
     }
-    HETCCL_TRY(rt_.copyAsync(mine.sendPart(slot, q), from, p.count * es, send_));
+    HETCCL_TRY(rt_.copyAsync(mine.sendPart(slot, q), from, p.count * es, send_.get()));
   }
-  HETCCL_TRY(rt_.writeFlag(send_, mine.posted(slot), seq));
+  HETCCL_TRY(rt_.writeFlag(send_.get(), mine.posted(slot), seq));
 
   // Reduce stream: every peer's copy of my part, then the reduction (my own
   // input first, then the peers' in rank order) into the output.
   const Part own = sh.reduces ? sh.toRank[static_cast<size_t>(rank_)] : Part{0, 0};
   auto incoming = [&](int q) {
-    return incoming_ + (slot * static_cast<size_t>(nranks_) + static_cast<size_t>(q)) * partBytes_;
+    return static_cast<char*>(incoming_.get()) + (slot * static_cast<size_t>(nranks_) + static_cast<size_t>(q)) * partBytes_;
   };
   // Exchanges land in the output, which in place is also the input: only
   // once my own send stream has read this piece.
-  if (sh.exchanges) HETCCL_TRY(rt_.waitFlag(reduce_, mine.posted(slot), seq));
+  if (sh.exchanges) HETCCL_TRY(rt_.waitFlag(reduce_.get(), mine.posted(slot), seq));
   for (int q = 0; q < nranks_; ++q) {
     if (q == rank_) continue;
-    HETCCL_TRY(rt_.waitFlag(reduce_, peer(q).posted(slot), seq));
+    HETCCL_TRY(rt_.waitFlag(reduce_.get(), peer(q).posted(slot), seq));
     const Part from = sh.fromRank[static_cast<size_t>(q)];
     if (sh.exchanges && from.count)
-      HETCCL_TRY(rt_.copyAsync(recv + from.offset * es, peer(q).sendPart(slot, rank_), from.count * es, reduce_));
-    if (own.count) HETCCL_TRY(rt_.copyAsync(incoming(q), peer(q).sendPart(slot, rank_), own.count * es, reduce_));
+      HETCCL_TRY(rt_.copyAsync(recv + from.offset * es, peer(q).sendPart(slot, rank_), from.count * es, reduce_.get()));
+    if (own.count) HETCCL_TRY(rt_.copyAsync(incoming(q), peer(q).sendPart(slot, rank_), own.count * es, reduce_.get()));
   }
-  HETCCL_TRY(rt_.writeFlag(reduce_, mine.consumed(slot), seq));
-  HETCCL_TRY(reduceMine(op, sh, incoming(0), partBytes_, reduce_));
-  HETCCL_TRY(rt_.recordEvent(reduced_[slot], reduce_));
+  HETCCL_TRY(rt_.writeFlag(reduce_.get(), mine.consumed(slot), seq));
+  HETCCL_TRY(reduceMine(op, sh, incoming(0), partBytes_, reduce_.get()));
+  HETCCL_TRY(rt_.recordEvent(reduced_[slot].get(), reduce_.get()));
 
   // Phase 2 (all-gather). Result stream: my part (reduced, or my input),
   // for the peers.
-  HETCCL_TRY(rt_.waitEvent(result_, reduced_[slot]));
+  HETCCL_TRY(rt_.waitEvent(result_.get(), reduced_[slot].get()));
   for (int q = 0; q < nranks_ && reuse; ++q)
-    if (q != rank_) HETCCL_TRY(rt_.waitFlag(result_, peer(q).gathered(slot), reuse));
+    if (q != rank_) HETCCL_TRY(rt_.waitFlag(result_.get(), peer(q).gathered(slot), reuse));
   if (sh.gathers && sh.mine.count) {
     const char* from = (sh.mineFromSend ? send : recv) + sh.mine.offset * es;
-    HETCCL_TRY(rt_.copyAsync(mine.reducedPart(slot), from, sh.mine.count * es, result_));
+    HETCCL_TRY(rt_.copyAsync(mine.reducedPart(slot), from, sh.mine.count * es, result_.get()));
   }
-  HETCCL_TRY(rt_.writeFlag(result_, mine.reduced(slot), seq));
+  HETCCL_TRY(rt_.writeFlag(result_.get(), mine.reduced(slot), seq));
 
   // Gather stream: the peers' parts, into the output.
   for (int q = 0; q < nranks_; ++q) {
     if (q == rank_) continue;
-    HETCCL_TRY(rt_.waitFlag(gather_, peer(q).reduced(slot), seq));
+    HETCCL_TRY(rt_.waitFlag(gather_.get(), peer(q).reduced(slot), seq));
     const Part p = sh.gathers ? sh.landsAt[static_cast<size_t>(q)] : Part{0, 0};
-    if (p.count) HETCCL_TRY(rt_.copyAsync(recv + p.offset * es, peer(q).reducedPart(slot), p.count * es, gather_));
+    if (p.count) HETCCL_TRY(rt_.copyAsync(recv + p.offset * es, peer(q).reducedPart(slot), p.count * es, gather_.get()));
   }
-  return rt_.writeFlag(gather_, mine.gathered(slot), seq);
+  return rt_.writeFlag(gather_.get(), mine.gathered(slot), seq);
 }
 
 }  // namespace hetccl

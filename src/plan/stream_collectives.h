@@ -59,6 +59,7 @@
 #include "common/deadline.h"
 #include "kernels/reducer.h"
 #include "plan/relay_link.h"
+#include "runtime/owned.h"
 #include "runtime/runtime.h"
 #include "bootstrap/socket.h"
 #include "transport/shm_segment.h"
@@ -195,18 +196,18 @@ class StreamCollectives {
   std::vector<std::unique_ptr<Segment>> segments_;  // by rank; mine is created, the others opened (or mirrored)
   std::unique_ptr<StreamRelay> relay_;              // when some rank's segment cannot be mapped here
   std::vector<size_t> noteBytes_;                   // the piece being queued: my send part's bytes per rank
-  Stream send_ = nullptr, reduce_ = nullptr, result_ = nullptr, gather_ = nullptr;
+  StreamOwner send_, reduce_, result_, gather_;
   // Send/recv's own streams: a group's send/recv and collectives progress
   // side by side (as in NCCL), so a peer may receive before it joins the
   // collective, or the other way round.
-  Stream p2pSend_ = nullptr, p2pRecv_ = nullptr;
+  StreamOwner p2pSend_, p2pRecv_;
   Shape shape_;                 // the piece being queued
-  std::vector<Event> reduced_;  // per slot: my part of the piece is reduced
+  std::vector<OwnedEvent> reduced_;  // per slot: my part of the piece is reduced
   static constexpr uint32_t kStartEvents = 16;
-  Event startEvents_[kStartEvents] = {};  // per call, round robin: where it starts on the caller's stream
-  Event finished_[4] = {};      // issued in the call: the end of the call on each of my streams
-  char* incoming_ = nullptr;    // device: per slot and peer, the peer's copy of my part
-  char* outgoing_ = nullptr;    // device: per peer, my scaled input (PreMulSum)
+  OwnedEvent startEvents_[kStartEvents];  // per call, round robin: where it starts on the caller's stream
+  OwnedEvent finished_[4];                // issued in the call: the end of the call on each of my streams
+  DeviceMemory incoming_;                 // per slot and peer, the peer's copy of my part
+  DeviceMemory outgoing_;                 // per peer, my scaled input (PreMulSum)
   std::atomic<uint32_t> issued_{0};  // pieces queued so far (their sequence numbers are 1..issued_)
   std::atomic<uint64_t> calls_{0};   // calls published so far
   int device_ = -1;

@@ -54,14 +54,10 @@ ncclResult_t StreamCollectives::prepareGraphLane(GraphLane& lane) {
   // the setup's barrier comes first).
   for (size_t i = 0; i < 2 * GraphLane::kSlots * lane.nranks; ++i)
     __atomic_store_n(lane.line(rank_, i), GraphLane::kEmpty, __ATOMIC_RELEASE);
-  HETCCL_TRY(rt_.registerHost(mine.shared.base(), mine.shared.bytes()));
-  mine.registered = true;
-  void* p = nullptr;
-  HETCCL_TRY(rt_.allocDevice(&p, GraphLane::kSlots * lane.nranks * lane.partBytes));
-  lane.incoming = static_cast<char*>(p);
-  HETCCL_TRY(rt_.allocDevice(&p, lane.nranks * lane.partBytes));
-  lane.outgoing = static_cast<char*>(p);
-  return rt_.createEvent(&lane.chainEnd);
+  HETCCL_TRY(registerHost(rt_, mine.shared.base(), mine.shared.bytes(), &mine.registration));
+  HETCCL_TRY(allocDevice(rt_, GraphLane::kSlots * lane.nranks * lane.partBytes, &lane.incoming));
+  HETCCL_TRY(allocDevice(rt_, lane.nranks * lane.partBytes, &lane.outgoing));
+  return createEvent(rt_, &lane.chainEnd);
 }
 
 ncclResult_t StreamCollectives::openGraphLane(bool* usable) {
@@ -101,11 +97,8 @@ ncclResult_t StreamCollectives::openGraphLane(bool* usable) {
   }
   HETCCL_TRY(setup_.ring->barrier(deadline, setup_.abort));  // every rank holds every segment: drop the names
   for (auto& seg : lane->segments) seg->shared.unlink();
-  for (auto& seg : lane->segments) {
-    if (seg->registered) continue;
-    HETCCL_TRY(rt_.registerHost(seg->shared.base(), seg->shared.bytes()));
-    seg->registered = true;
-  }
+  for (auto& seg : lane->segments)
+    if (!seg->registration) HETCCL_TRY(registerHost(rt_, seg->shared.base(), seg->shared.bytes(), &seg->registration));
   lane_ = std::move(lane);
   laneView_.store(lane_.get(), std::memory_order_release);
   {
@@ -136,7 +129,7 @@ ncclResult_t StreamCollectives::enqueueReplayable(const Op& op) {
   // runtime can express it (outside captures, or within one capture).
   const bool sameCapture = !capturing || (capture && capture == lane.lastCapture);
   if (lane.anyChain && s != lane.lastStream && capturing == lane.lastCaptured && sameCapture)
-    HETCCL_TRY(rt_.waitEvent(s, lane.chainEnd));
+    HETCCL_TRY(rt_.waitEvent(s, lane.chainEnd.get()));
   volatile uint32_t* busy = lane.busy(rank_, lane.nextBusy++ % GraphLane::kBusyLines);
   HETCCL_TRY(rt_.writeFlag(s, busy, 1));
   HETCCL_TRY(copyOwnBlock(op, s));
@@ -155,7 +148,7 @@ ncclResult_t StreamCollectives::enqueueReplayable(const Op& op) {
     }
   }
   HETCCL_TRY(rt_.writeFlag(s, busy, 0));
-  HETCCL_TRY(rt_.recordEvent(lane.chainEnd, s));
+  HETCCL_TRY(rt_.recordEvent(lane.chainEnd.get(), s));
   lane.lastStream = s;
   lane.lastCapture = capture;
   lane.lastCaptured = capturing;
@@ -206,7 +199,7 @@ ncclResult_t StreamCollectives::queueReplayableBatch(const Op& op, size_t batch,
           if (p.count) {
             const void* from = send + p.offset * es;
             if (op.red.kind == RedKind::PreMulSum) {  // each rank scales its own input by its own scalar
-              char* scaled = lane.outgoing + static_cast<size_t>(q) * lane.partBytes;
+              char* scaled = static_cast<char*>(lane.outgoing.get()) + static_cast<size_t>(q) * lane.partBytes;
               HETCCL_TRY(reducer_->prepare(op.red, scaled, from, p.count, s));
               from = scaled;
             }

@@ -34,18 +34,10 @@ struct StreamCollectives::GraphLane {
   // and the rank's reduced part.
   struct Segment {
     SharedSegment shared;
-    bool registered = false;
+    HostRegistration registration;  // goes before the mapping
   };
 
   GraphLane(Runtime& runtime, size_t ranks, size_t part) : rt(runtime), nranks(ranks), partBytes(part) {}
-  ~GraphLane() {
-    if (incoming) rt.freeDevice(incoming);
-    if (outgoing) rt.freeDevice(outgoing);
-    if (chainEnd) rt.destroyEvent(chainEnd);
-
-    for (auto& seg : segments)
-      if (seg && seg->registered) rt.unregisterHost(seg->shared.base());
-  }
   GraphLane(const GraphLane&) = delete;
   GraphLane& operator=(const GraphLane&) = delete;
 
@@ -74,17 +66,17 @@ struct StreamCollectives::GraphLane {
     return segments[static_cast<size_t>(owner)]->shared.base() + flagsBytes() + (slot * (nranks + 1) + nranks) * partBytes;
   }
   char* incomingPart(size_t slot, int peer) const {  // device: the peer's part of mine, before the reduction
-    return incoming + (slot * nranks + static_cast<size_t>(peer)) * partBytes;
+    return static_cast<char*>(incoming.get()) + (slot * nranks + static_cast<size_t>(peer)) * partBytes;
   }
 
   Runtime& rt;
   const size_t nranks, partBytes;
   std::vector<std::unique_ptr<Segment>> segments;  // by rank: mine created, the peers' opened
-  char* incoming = nullptr;                        // device, kSlots x nranks parts
-  char* outgoing = nullptr;                        // device, nranks parts (PreMulSum's scaled input)
+  DeviceMemory incoming;                           // kSlots x nranks parts
+  DeviceMemory outgoing;                           // nranks parts (PreMulSum's scaled input)
   // The last chain's end, so that a chain on another stream of the same
   // capture (or outside captures) starts after it.
-  Event chainEnd = nullptr;
+  OwnedEvent chainEnd;
   Stream lastStream = nullptr;
   uint64_t lastCapture = 0;
   bool lastCaptured = false, anyChain = false;

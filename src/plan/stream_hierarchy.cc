@@ -146,11 +146,7 @@ Op StreamHierarchy::stepOf(const Op& op, const void* send, void* recv, size_t co
   return step;
 }
 
-StreamHierarchy::~StreamHierarchy() {
-  for (void* p : scratch_)
-    if (p) rt_.freeDevice(p);
-  if (done_) rt_.destroyEvent(done_);
-}
+StreamHierarchy::~StreamHierarchy() = default;
 
 bool StreamHierarchy::handles(const Op& op) const {
   ncclRedOp_t v;
@@ -230,13 +226,12 @@ ncclResult_t StreamHierarchy::check(const Op& op) {
 
 ncclResult_t StreamHierarchy::scratch(int which, size_t bytes, char** out) {
   if (bytes > scratchBytes_[which]) {
-    if (scratch_[which]) HETCCL_TRY(rt_.freeDevice(scratch_[which]));  // synchronizes with the device
-    scratch_[which] = nullptr;
+    scratch_[which].reset();  // (freeing device memory synchronizes with the device)
     scratchBytes_[which] = 0;
-    HETCCL_TRY(rt_.allocDevice(&scratch_[which], bytes));
+    HETCCL_TRY(allocDevice(rt_, bytes, &scratch_[which]));
     scratchBytes_[which] = bytes;
   }
-  *out = static_cast<char*>(scratch_[which]);
+  *out = static_cast<char*>(scratch_[which].get());
   return ncclSuccess;
 }
 
@@ -274,10 +269,10 @@ ncclResult_t StreamHierarchy::enqueue(const Op& op) {
     onDevice.emplace(rt_, parent_.device);
     HETCCL_TRY(onDevice->status());
   }
-  if (!done_) HETCCL_TRY(rt_.createEvent(&done_));
+  if (!done_) HETCCL_TRY(createEvent(rt_, &done_));
   // The scratch buffers are shared: a call on another stream than the last
   // one's starts after it.
-  if (called_ && op.stream != lastStream_) HETCCL_TRY(rt_.waitEvent(op.stream, done_));
+  if (called_ && op.stream != lastStream_) HETCCL_TRY(rt_.waitEvent(op.stream, done_.get()));
   Op steps = op;
   HETCCL_TRY(summable(op, &steps));
   ncclResult_t r = uneven_                            ? unevenCollective(steps)
@@ -290,7 +285,7 @@ ncclResult_t StreamHierarchy::enqueue(const Op& op) {
                    : op.kind == OpKind::Scatter       ? scatter(steps)
                                                       : allReduce(steps);
   HETCCL_TRY(r);
-  HETCCL_TRY(rt_.recordEvent(done_, op.stream));
+  HETCCL_TRY(rt_.recordEvent(done_.get(), op.stream));
   lastStream_ = op.stream;
   called_ = true;
   return ncclSuccess;

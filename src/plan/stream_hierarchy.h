@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "algorithms/op.h"
+#include "runtime/owned.h"
 #include "runtime/runtime.h"
 
 namespace hetccl {
@@ -127,9 +128,9 @@ class StreamHierarchy {
   Backend* domainNative_ = nullptr;                   // host ranks: hetccl's algorithms (the parent's backend)
   Runtime& rt_;
   std::unique_ptr<Reducer> reducer_;      // PreMulSum's scaling, ncclAvg's division
-  void* scratch_[3] = {nullptr, nullptr, nullptr};  // device memory (host memory on host ranks), grows;
+  DeviceMemory scratch_[3];                         // device memory (host memory on host ranks), grows;
   size_t scratchBytes_[3] = {0, 0, 0};              // [2]: PreMulSum's scaled inputs
-  Event done_ = nullptr;                   // the end of the last call, on its stream
+  OwnedEvent done_;                        // the end of the last call, on its stream
   cudaStream_t lastStream_ = nullptr;
   bool called_ = false;
   bool p2p_ = false;  // send/recv through the hierarchy, on every rank

@@ -80,11 +80,11 @@ ncclResult_t StreamCollectives::enqueueP2p(std::span<const Op* const> ops) {
   for (const Op* op : ops)
     if (std::find(callers.begin(), callers.end(), op->stream) == callers.end()) callers.push_back(op->stream);
   const uint32_t ticket = ++tickets_;
-  Event start = startEvents_[ticket % kStartEvents];
+  Event start = startEvents_[ticket % kStartEvents].get();
   ncclResult_t r = ncclSuccess;
   for (Stream caller : callers) {  // (each wait takes the event as just recorded, so one event serves)
     if (r == ncclSuccess) r = rt_.recordEvent(start, caller);
-    for (Stream s : {p2pSend_, p2pRecv_})
+    for (Stream s : {p2pSend_.get(), p2pRecv_.get()})
       if (r == ncclSuccess) r = rt_.waitEvent(s, start);
   }
   for (size_t i = 0; i < rounds && r == ncclSuccess; ++i)
@@ -96,11 +96,11 @@ ncclResult_t StreamCollectives::enqueueP2p(std::span<const Op* const> ops) {
         r = kind == OpKind::Send ? queueSendPiece(*op, offset, bytes) : queueRecvPiece(*op, offset, bytes);
       }
   cv_.notify_all();  // pieces in flight for the watchdog
-  if (r == ncclSuccess) r = rt_.recordEvent(finished_[0], p2pSend_);
-  if (r == ncclSuccess) r = rt_.recordEvent(finished_[3], p2pRecv_);
+  if (r == ncclSuccess) r = rt_.recordEvent(finished_[0].get(), p2pSend_.get());
+  if (r == ncclSuccess) r = rt_.recordEvent(finished_[3].get(), p2pRecv_.get());
   for (Stream caller : callers) {
-    if (r == ncclSuccess) r = rt_.waitEvent(caller, finished_[0]);
-    if (r == ncclSuccess) r = rt_.waitEvent(caller, finished_[3]);
+    if (r == ncclSuccess) r = rt_.waitEvent(caller, finished_[0].get());
+    if (r == ncclSuccess) r = rt_.waitEvent(caller, finished_[3].get());
   }
   if (r != ncclSuccess) {
     if (setup_.onError) setup_.onError(r);
@@ -117,9 +117,9 @@ ncclResult_t StreamCollectives::queueSendPiece(const Op& op, size_t offset, size
   sendSeq_[static_cast<size_t>(q)].store(seq);
   const size_t slot = (seq - 1) % p2pSlots_;
   if (!sharesMemory(q)) relay_->expectP2pSend(q, seq, slot, bytes);  // before the flag can be raised
-  if (seq > p2pSlots_) HETCCL_TRY(rt_.waitFlag(p2pSend_, peer.p2pConsumed(rank_, slot), seq - static_cast<uint32_t>(p2pSlots_)));
-  HETCCL_TRY(rt_.copyAsync(mine.p2pData(q, slot), static_cast<const char*>(op.sendbuff) + offset, bytes, p2pSend_));
-  return rt_.writeFlag(p2pSend_, mine.p2pPosted(q, slot), seq);
+  if (seq > p2pSlots_) HETCCL_TRY(rt_.waitFlag(p2pSend_.get(), peer.p2pConsumed(rank_, slot), seq - static_cast<uint32_t>(p2pSlots_)));
+  HETCCL_TRY(rt_.copyAsync(mine.p2pData(q, slot), static_cast<const char*>(op.sendbuff) + offset, bytes, p2pSend_.get()));
+  return rt_.writeFlag(p2pSend_.get(), mine.p2pPosted(q, slot), seq);
 }
 
 ncclResult_t StreamCollectives::queueRecvPiece(const Op& op, size_t offset, size_t bytes) {
@@ -130,9 +130,9 @@ ncclResult_t StreamCollectives::queueRecvPiece(const Op& op, size_t offset, size
   recvSeq_[static_cast<size_t>(q)].store(seq);
   const size_t slot = (seq - 1) % p2pSlots_;
   if (!sharesMemory(q)) relay_->expectP2pRecv(q, seq, slot);
-  HETCCL_TRY(rt_.waitFlag(p2pRecv_, peer.p2pPosted(rank_, slot), seq));
-  HETCCL_TRY(rt_.copyAsync(static_cast<char*>(op.recvbuff) + offset, peer.p2pData(rank_, slot), bytes, p2pRecv_));
-  return rt_.writeFlag(p2pRecv_, mine.p2pConsumed(q, slot), seq);
+  HETCCL_TRY(rt_.waitFlag(p2pRecv_.get(), peer.p2pPosted(rank_, slot), seq));
+  HETCCL_TRY(rt_.copyAsync(static_cast<char*>(op.recvbuff) + offset, peer.p2pData(rank_, slot), bytes, p2pRecv_.get()));
+  return rt_.writeFlag(p2pRecv_.get(), mine.p2pConsumed(q, slot), seq);
 }
 
 ncclResult_t StreamCollectives::checkRecvSizes() {

@@ -10,6 +10,7 @@
 
 #include "plan/stream_collectives.h"
 #include "plan/stream_records.h"
+#include "runtime/owned.h"
 #include "transport/shm_segment.h"
 
 namespace hetccl {
@@ -30,8 +31,8 @@ constexpr size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 // for it.
 struct StreamCollectives::Segment {
   SharedSegment shared;
+  HostRegistration registration;  // as pinned memory with this process's runtime (goes before the mapping)
   size_t slots = 0, nranks = 0, partBytes = 0, p2pSlots = 0;
-  bool registered = false;  // as pinned memory with this process's runtime
 
   size_t flagLines() const { return 4 * slots + 5 + 2 * nranks * p2pSlots; }
   size_t flagsBytes() const { return stream_layout::alignUp(flagLines() * stream_layout::kLine, stream_layout::kPage); }

@@ -142,30 +142,6 @@ inline ncclResult_t waitForStream(Runtime& rt, Stream waiter, Stream s) {
   return r;
 }
 
-// A stream created on first use and destroyed with its owner.
-class OwnedStream {
- public:
-  OwnedStream() = default;
-  ~OwnedStream() {
-    if (stream_) rt_->destroyStream(stream_);
-  }
-  OwnedStream(const OwnedStream&) = delete;
-  OwnedStream& operator=(const OwnedStream&) = delete;
-  ncclResult_t get(Runtime& rt, Stream* out) {
-    if (!stream_) {
-      ncclResult_t r = rt.createStream(&stream_);
-      if (r != ncclSuccess) return r;
-      rt_ = &rt;
-    }
-    *out = stream_;
-    return ncclSuccess;
-  }
-
- private:
-  Runtime* rt_ = nullptr;
-  Stream stream_ = nullptr;
-};
-
 // The host CPU: plain memory, synchronous "streams".
 Runtime& hostRuntime();
 // CUDA (libcudart + libcuda) and HIP (libamdhip64), loaded on first use;
