@@ -5,9 +5,9 @@ side by side in one run, busbw as nccl-tests counts it:
         'HETCCL_DOMAIN=d$LOCAL_RANK exec python3 bench/torch_graph_vs_eager.py'
 
 Across domains an eager call takes hetccl's stream plans and a captured one
-the replayable chains (src/plan/stream_graph_lane.cc; with
+the replayable chains (src/plan/stream/stream_graph_lane.cc; with
 HETCCL_STREAM_GRAPHS=0 the host-staged graph nodes of
-src/plan/host_staging_capture.cc), so the ratio is what capturing costs
+src/plan/host_staging/host_staging_capture.cc), so the ratio is what capturing costs
 there; in pass-through both are NCCL's.
 Each size: ITERS calls (eager), or one graph of ITERS captured calls
 replayed once, timed with CUDA events, median of TRIALS (default 5).

@@ -1,4 +1,4 @@
-# The GPU kernels (src/kernels/device_kernels.cu), built by nvcc into a
+# The GPU kernels (src/kernels/device/device_kernels.cu), built by nvcc into a
 # fatbin and by hipcc (and clang) into a code-object bundle, each embedded in
 # libhetccl.so and loaded at run time by the runtime that can use it. A
 # missing compiler leaves that image out (the library still builds and
@@ -7,7 +7,7 @@ option(HETCCL_REQUIRE_KERNELS "Fail when a kernel image or an AMD architecture c
 set(HETCCL_CUDA_ARCHS "70;75;80;86;89;90" CACHE STRING "NVIDIA architectures (sm_XX; PTX of the last is added)")
 set(HETCCL_HIP_ARCHS "gfx908;gfx90a;gfx942;gfx950;gfx1030;gfx1100;gfx1101;gfx1200;gfx1201" CACHE STRING "AMD architectures (those a compiler here knows are built)")
 
-set(_kernel_source ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/device_kernels.cu)
+set(_kernel_source ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/device/device_kernels.cu)
 set(_kernel_headers ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/reduce_math.h
   ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/formats.h ${CMAKE_CURRENT_SOURCE_DIR}/src/common/types.h)
 set(_kernel_includes -I${CMAKE_CURRENT_SOURCE_DIR}/src -I${CMAKE_CURRENT_SOURCE_DIR}/include)
@@ -47,7 +47,7 @@ else()
 endif()
 
 # AMD: hipcc builds the architectures it knows; a newer clang in HIP mode,
-# without ROCm headers (src/kernels/bare_hip.h), builds the ones it does not
+# without ROCm headers (src/kernels/device/bare_hip.h), builds the ones it does not
 # (Debian's ROCm 5.2 hipcc lacks gfx942, gfx950, gfx1100 and later; its
 # clang-22 has them).
 # Both go into one code-object bundle.
@@ -124,7 +124,7 @@ if(_clang_archs)
   set(_bundle ${CMAKE_CURRENT_BINARY_DIR}/kernels/hetccl_kernels_clang.hsaco)
   add_custom_command(OUTPUT ${_bundle}
     COMMAND ${HETCCL_HIP_CLANG} -std=c++17 -O3 -ffp-contract=off ${_bare_hip_flags} ${_offload} ${_kernel_includes} -o ${_bundle} ${_kernel_source}
-    DEPENDS ${_kernel_source} ${_kernel_headers} ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/bare_hip.h
+    DEPENDS ${_kernel_source} ${_kernel_headers} ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/device/bare_hip.h
     COMMENT "clang (HIP mode): GPU kernels for ${_clang_archs}" VERBATIM)
   list(APPEND _hip_bundles ${_bundle})
   list(APPEND _hip_bundle_readers ${HETCCL_OFFLOAD_BUNDLER})
@@ -158,5 +158,5 @@ else()
 endif()
 
 add_custom_target(hetccl_kernel_images DEPENDS ${HETCCL_KERNEL_IMAGES})
-set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/kernel_images.cc PROPERTIES
+set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/device/kernel_images.cc PROPERTIES
   COMPILE_DEFINITIONS "${HETCCL_KERNEL_DEFINITIONS}" OBJECT_DEPENDS "${HETCCL_KERNEL_IMAGES}")

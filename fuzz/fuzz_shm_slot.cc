@@ -1,12 +1,12 @@
 // libFuzzer target: a message slot header as a peer on this host writes it
-// into shared memory, checked against a receive (src/transport/shm_slot.h).
+// into shared memory, checked against a receive (src/transport/shm/shm_slot.h).
 // Whatever the bytes, an accepted slot keeps the receiver's copy inside
 // the slot and inside the message (checked here in 128-bit arithmetic).
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
-#include "transport/shm_slot.h"
+#include "transport/shm/shm_slot.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   struct {

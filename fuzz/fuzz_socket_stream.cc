@@ -1,5 +1,5 @@
 // libFuzzer target: the bytes a peer sends on the TCP transport's sockets
-// (src/transport/socket_connection.h), read by a receive whose size, sink
+// (src/transport/socket/socket_connection.h), read by a receive whose size, sink
 // and socket count the input picks; or the bytes on a sender's reverse
 // direction, where the peer's notes stand (gone, wait). A receive completes only
 // when the header was its own, and then holds exactly the bytes sent; no
@@ -12,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-#include "transport/socket_connection.h"
+#include "transport/socket/socket_connection.h"
 
 namespace {
 

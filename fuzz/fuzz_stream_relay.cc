@@ -1,6 +1,6 @@
 // libFuzzer target: a stream relay header from a peer (src/plan/
 // relay_message.h) against a mirror of the segment geometry the input
-// picks, and two ranks' call records (src/plan/stream_records.h) as a
+// picks, and two ranks' call records (src/transport/relay/stream_records.h) as a
 // peer may have left them. An accepted header places its data inside the
 // mirror, names a slot or flag line that exists and carries a record of
 // exactly a record's size; the flag it raises (kinds 0-3: line kind *
@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "plan/relay_message.h"
-#include "plan/stream_records.h"
+#include "transport/relay/relay_message.h"
+#include "transport/relay/stream_records.h"
 
 namespace {
 

@@ -5,6 +5,9 @@ headers of its own folder and of the folders below it, never above.
     scripts/check-layers.py            # fails on an include that goes up a layer
     scripts/check-layers.py --list     # prints every upward include
 
+It also fails when a folder of src/ holds more than 15 source files or
+more than a fifth of the library's lines (split it by concept).
+
 Includes that went up when the check was written are listed in
 scripts/layer-exceptions.txt; the check also fails when one of them is gone
 (remove its line), so that list only shrinks. docs/architecture.md
@@ -63,12 +66,34 @@ def upward_includes():
     return found, unknown
 
 
+MAX_FILES = 15
+MAX_SHARE = 0.20
+
+
+def oversized_folders():
+    """Folders of src/ with too many source files or too large a share of the lines."""
+    sizes = {}
+    for path in (ROOT / "src").rglob("*"):
+        if path.suffix in (".h", ".cc", ".cu"):
+            files, lines = sizes.get(path.parent, (0, 0))
+            sizes[path.parent] = (files + 1, lines + len(path.read_text(errors="replace").splitlines()))
+    total = sum(lines for _, lines in sizes.values())
+    return [
+        f"{folder.relative_to(ROOT)}: {files} source files, {100 * lines / total:.0f}% of the lines"
+        for folder, (files, lines) in sorted(sizes.items())
+        if files > MAX_FILES or lines > MAX_SHARE * total
+    ]
+
+
 def main():
     found, unknown = upward_includes()
     if "--list" in sys.argv:
         print("\n".join(sorted(found)))
         return 0
     status = 0
+    for folder in oversized_folders():
+        print(f"check-layers: {folder} (at most {MAX_FILES} files and {MAX_SHARE:.0%} of the lines)")
+        status = 1
     if unknown:
         print(f"check-layers: folders in no layer (add them to LAYERS): {', '.join(sorted(unknown))}")
         status = 1

@@ -282,7 +282,7 @@ full_step two_gpu_domains_host_staged_p2p_bandwidth env HETCCL_STREAM_P2P=0 \
 # Every stream sharing one hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1):
 # a wait on a stream then holds the others' work queued behind it; no
 # stream may wait for work queued after it (DDP under PyTorch hung when
-# the caller's stream did, see src/plan/stream_collectives.h).
+# the caller's stream did, see src/plan/stream/stream_collectives.h).
 step two_gpu_domains_stream_one_hardware_queue env CUDA_DEVICE_MAX_CONNECTIONS=1 HETCCL_TIMEOUT=30 \
   "$build/hetccl-perf" all_reduce,broadcast,all_gather,reduce_scatter,reduce,sendrecv -N 2 --domains 2 -b 8 -e 64M -f 16 \
   -d float,int64 -n 3 -w 1 -c 1

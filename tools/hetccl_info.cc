@@ -16,7 +16,7 @@
 #include "common/params.h"
 #include "hetccl.h"
 #include "runtime/runtime.h"
-#include "transport/net_plugin.h"
+#include "transport/net_plugin/net_plugin.h"
 #include "transport/network_choice.h"
 #include "transport/transport_context.h"
 

@@ -14,7 +14,7 @@ namespace hetccl {
 struct Tunables {
   uint64_t smallAllReduceBytes = 0;
   uint64_t pipelineChunkBytes = 0;
-  uint64_t streamPartBytes = 0;  // stream collectives (src/plan/stream_collectives.h)
+  uint64_t streamPartBytes = 0;  // stream collectives (src/plan/stream/stream_collectives.h)
   uint32_t streamSlots = 0;
   uint32_t streamMinPieces = 1;
   uint32_t streamCollectives = 0;  // 1: GPU ranks may take them

@@ -10,8 +10,8 @@
 #include "common/params.h"
 #include "comm/init.h"
 #include "runtime/runtime.h"
-#include "transport/net_plugin.h"
-#include "transport/shm_segment.h"
+#include "transport/net_plugin/net_plugin.h"
+#include "transport/shm/shm_segment.h"
 
 namespace hetccl {
 

@@ -5,7 +5,7 @@
 #include "comm/communicator.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "plan/host_staging.h"
+#include "plan/host_staging/host_staging.h"
 
 namespace hetccl {
 

@@ -16,13 +16,13 @@ constexpr int kMaxQpsPerConnection = 128;  // NCCL_IB_QPS_PER_CONNECTION's limit
 // pair. NetPlugin / NetPluginAll: the same with an ncclNet plugin.
 enum class TransportChoice { Auto, Socket, Shm, Ucx, UcxAll, NetPlugin, NetPluginAll, Rdma, RdmaAll };
 // Rdma / RdmaAll: the net plugin transport over hetccl's own RDMA verbs
-// network (src/transport/verbs_network.cc) instead of a plugin library.
+// network (src/transport/verbs/verbs_network.cc) instead of a plugin library.
 inline bool usesNetPlugin(TransportChoice c) {
   return c == TransportChoice::NetPlugin || c == TransportChoice::NetPluginAll || c == TransportChoice::Rdma ||
          c == TransportChoice::RdmaAll;
 }
 inline bool usesRdma(TransportChoice c) { return c == TransportChoice::Rdma || c == TransportChoice::RdmaAll; }
-// How a UCX sender learns that its peer failed (src/transport/ucx_transport.cc).
+// How a UCX sender learns that its peer failed (src/transport/ucx/ucx_transport.cc).
 enum class UcxErrorMode { Auto, Peer, None };
 
 struct Params {

@@ -1,7 +1,7 @@
 #include "kernels/reducer.h"
 
 #include "common/error.h"
-#include "kernels/device_kernels.h"
+#include "kernels/device/device_kernels.h"
 #include "kernels/host_reduce.h"
 
 namespace hetccl {

@@ -3,7 +3,7 @@
 
 #include "comm/communicator.h"
 #include "common/error.h"
-#include "plan/stream_hierarchy.h"
+#include "plan/hierarchy/stream_hierarchy.h"
 #include "route/paths.h"
 
 namespace hetccl {

@@ -2,8 +2,8 @@
 
 #include "comm/communicator.h"
 #include "common/error.h"
-#include "plan/cross_domain.h"
-#include "plan/plan.h"
+#include "plan/cross_domain/cross_domain.h"
+#include "plan/cross_domain/plan.h"
 #include "route/paths.h"
 
 namespace hetccl {

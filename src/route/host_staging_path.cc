@@ -1,6 +1,6 @@
 #include <string>
 
-#include "plan/host_staging.h"
+#include "plan/host_staging/host_staging.h"
 #include "route/paths.h"
 
 namespace hetccl {

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "plan/stream_collectives.h"
+#include "plan/stream/stream_collectives.h"
 #include "route/paths.h"
 #include "runtime/runtime.h"
 

@@ -13,7 +13,7 @@
 #include "bootstrap/peer_process.h"
 #include "bootstrap/unique_id.h"
 #include "common/error.h"
-#include "transport/shm_segment.h"
+#include "transport/shm/shm_segment.h"
 
 namespace hetccl {
 

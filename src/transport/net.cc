@@ -9,7 +9,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/params.h"
-#include "transport/shm_segment.h"
+#include "transport/shm/shm_segment.h"
 
 namespace hetccl {
 

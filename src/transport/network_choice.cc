@@ -5,7 +5,7 @@
 #include <mutex>
 
 #include "common/log.h"
-#include "transport/net_plugin.h"
+#include "transport/net_plugin/net_plugin.h"
 
 namespace hetccl {
 

@@ -14,7 +14,7 @@
 
 #include "bootstrap/socket.h"
 #include "nccl.h"
-#include "transport/net_plugin_abi.h"
+#include "transport/net_plugin/net_plugin_abi.h"
 
 namespace hetccl {
 
@@ -66,7 +66,7 @@ static_assert(sizeof(VerbsListenHandle) <= netabi::kHandleBytes, "the listen han
 ncclResult_t verbsHandleAddress(const VerbsListenHandle& handle, SocketAddress* to);
 
 // What the two ends of a stream relay link over a net plugin tell each
-// other (src/plan/relay_link_plugin.cc).
+// other (src/transport/net_plugin/relay_link_plugin.cc).
 struct RelayPluginHandshake {
   char handle[netabi::kHandleBytes];      // headers
   char dataHandle[netabi::kHandleBytes];  // data

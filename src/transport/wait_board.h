@@ -15,7 +15,7 @@
 #include <span>
 #include <utility>
 
-#include "transport/shm_segment.h"
+#include "transport/shm/shm_segment.h"
 #include "transport/transport_context.h"
 
 namespace hetccl {

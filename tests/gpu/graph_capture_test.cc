@@ -2,7 +2,7 @@
 // pass-through (NCCL's own capture), and across domains, where the call
 // becomes the stream collectives' replayable chain (src/plan/
 // stream_graph_lane.cc) or graph nodes that stage it through host memory
-// (src/plan/host_staging_capture.cc). Two ranks, on one GPU or two.
+// (src/plan/host_staging/host_staging_capture.cc). Two ranks, on one GPU or two.
 #include <unistd.h>
 
 #include <chrono>

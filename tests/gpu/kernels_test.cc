@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "common/error.h"
-#include "kernels/device_kernels.h"
+#include "kernels/device/device_kernels.h"
 #include "kernels/host_reduce.h"
-#include "kernels/kernel_images.h"
+#include "kernels/device/kernel_images.h"
 #include "reference.h"
 #include "runtime/runtime.h"
 

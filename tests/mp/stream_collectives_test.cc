@@ -256,7 +256,7 @@ TEST(StreamCollectives, DeadPeerIsAnErrorNotAHang) { deadPeerIsAnError(threeDoma
 
 // Ranks that cannot map each other's segments (on different hosts, or
 // refusing shared memory as HETCCL_TRANSPORT=socket makes them here) reach
-// them through the relay (src/plan/stream_relay.h): the plan is still the
+// them through the relay (src/plan/stream/stream_relay.h): the plan is still the
 // stream one and every collective is right, with every pair relayed, and
 // with one rank relayed while the other two share memory.
 TEST(StreamCollectives, ThroughTheRelayEveryCollectiveIsRight) {

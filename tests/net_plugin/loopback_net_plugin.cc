@@ -31,7 +31,7 @@
 #include <cstring>
 #include <deque>
 
-#include "transport/net_plugin_abi.h"
+#include "transport/net_plugin/net_plugin_abi.h"
 
 #ifndef HETCCL_TEST_NET_VERSION
 #error "build with -DHETCCL_TEST_NET_VERSION=8..11"

@@ -1,4 +1,4 @@
-// Cross-domain calls captured into a graph (src/plan/host_staging_capture.cc),
+// Cross-domain calls captured into a graph (src/plan/host_staging/host_staging_capture.cc),
 // on a host runtime that records a graph: while "capturing", its stream
 // queues copies and host functions instead of running them, and a replay
 // runs them in order, as a CUDA graph launch does; destroying the graph
@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "plan/host_staging.h"
+#include "plan/host_staging/host_staging.h"
 #include "runtime/host_runtime.h"
 
 namespace hetccl {

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/device_kernels.h"
-#include "kernels/kernel_images.h"
+#include "kernels/device/device_kernels.h"
+#include "kernels/device/kernel_images.h"
 
 namespace hetccl {
 namespace {

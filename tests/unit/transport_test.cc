@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
-#include "transport/net_plugin.h"
-#include "transport/shm_segment.h"
+#include "transport/net_plugin/net_plugin.h"
+#include "transport/shm/shm_segment.h"
 #include "transport/transport.h"
 #include "transport/transport_context.h"
 

@@ -1,4 +1,4 @@
-// hetccl's RDMA network (src/transport/verbs_network.cc) through its
+// hetccl's RDMA network (src/transport/verbs/verbs_network.cc) through its
 // NetPlugin interface, over the stand-in libibverbs (tests/verbs/), two
 // comms of one process connected to each other: data, sizes, the
 // receiver-driven flow, the limits, and the errors a NIC reports.
@@ -16,7 +16,7 @@
 
 #include "bootstrap/socket.h"
 #include "common/error.h"
-#include "transport/net_plugin.h"
+#include "transport/net_plugin/net_plugin.h"
 #include "transport/peer_records.h"
 #include "verbs/fake_ibverbs_stats.h"
 

@@ -1,0 +1,86 @@
+// The layout of a rank's shared-memory segment for the stream collectives
+// (stream_collectives.h): flags, the published call records
+// (stream_records.h), then per slot one send part per rank and the rank's
+// reduced part. Shared by the data path (stream_collectives.cc) and
+// failure detection (stream_watchdog.cc).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "plan/stream/stream_collectives.h"
+#include "transport/relay/stream_records.h"
+#include "runtime/owned.h"
+#include "transport/shm/shm_segment.h"
+
+namespace hetccl {
+
+namespace stream_layout {
+
+constexpr size_t kLine = 64;      // one flag per cache line
+constexpr size_t kPage = 4096;
+
+constexpr size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+}  // namespace stream_layout
+
+// A rank's segment: flags, published calls, then per slot one send part
+// per rank (the part that rank owns) and the rank's reduced part; with
+// send/recv on the streams (p2pSlots > 0) also per peer: posted/consumed
+// flags, the published sizes of my sends to it, and p2pSlots parts of data
+// for it.
+struct StreamCollectives::Segment {
+  SharedSegment shared;
+  HostRegistration registration;  // as pinned memory with this process's runtime (goes before the mapping)
+  size_t slots = 0, nranks = 0, partBytes = 0, p2pSlots = 0;
+
+  size_t flagLines() const { return 4 * slots + 5 + 2 * nranks * p2pSlots; }
+  size_t flagsBytes() const { return stream_layout::alignUp(flagLines() * stream_layout::kLine, stream_layout::kPage); }
+  size_t p2pRecordsOffset() const { return flagsBytes() + stream_layout::kCallRing * sizeof(stream_layout::CallRecord); }
+  size_t dataOffset() const {
+    return stream_layout::alignUp(p2pRecordsOffset() + nranks * stream_layout::kP2pRing * sizeof(stream_layout::P2pRecord),
+                                  stream_layout::kPage);
+  }
+  size_t p2pDataOffset() const { return dataOffset() + slots * (nranks + 1) * partBytes; }
+  size_t bytes() const { return p2pDataOffset() + nranks * p2pSlots * partBytes; }
+
+  volatile uint32_t* line(size_t index) const {
+    return reinterpret_cast<volatile uint32_t*>(shared.base() + index * stream_layout::kLine);
+  }
+  volatile uint32_t* flag(size_t kind, size_t slot) const { return line(kind * slots + slot); }
+  // posted: the send parts of the slot are written; consumed: this rank has
+  // read its part from every peer's slot; reduced: the reduced part is
+  // written; gathered: this rank has read every peer's reduced part.
+  volatile uint32_t* posted(size_t slot) const { return flag(0, slot); }
+  volatile uint32_t* consumed(size_t slot) const { return flag(1, slot); }
+  volatile uint32_t* reduced(size_t slot) const { return flag(2, slot); }
+  volatile uint32_t* gathered(size_t slot) const { return flag(3, slot); }
+  // Raised (to a rank number + 1) when that rank gave up after an error.
+  volatile uint32_t* broken() const { return flag(4, 0); }
+  // Stream i (send, reduce, result, gather) has finished call `ticket`: the caller's stream waits for all four.
+  volatile uint32_t* done(size_t stream) const { return flag(4, 1 + stream); }
+  stream_layout::CallRecord* call(uint64_t index) const {
+    return reinterpret_cast<stream_layout::CallRecord*>(shared.base() + flagsBytes()) + index % stream_layout::kCallRing;
+  }
+  char* sendPart(size_t slot, int owner) const {
+    return shared.base() + dataOffset() + (slot * (nranks + 1) + static_cast<size_t>(owner)) * partBytes;
+  }
+  char* reducedPart(size_t slot) const { return shared.base() + dataOffset() + (slot * (nranks + 1) + nranks) * partBytes; }
+
+  // Send/recv with peer q: my data for q is in p2pData(q, s) once
+  // p2pPosted(q, s) reaches the pair's piece number; p2pConsumed(q, s):
+  // I have read q's piece of that number from q's segment.
+  volatile uint32_t* p2pPosted(int q, size_t s) const { return line(4 * slots + 5 + static_cast<size_t>(q) * p2pSlots + s); }
+  volatile uint32_t* p2pConsumed(int q, size_t s) const {
+    return line(4 * slots + 5 + (nranks + static_cast<size_t>(q)) * p2pSlots + s);
+  }
+  char* p2pData(int q, size_t s) const {
+    return shared.base() + p2pDataOffset() + (static_cast<size_t>(q) * p2pSlots + s) * partBytes;
+  }
+  stream_layout::P2pRecord* p2pRecord(int q, uint64_t call) const {
+    return reinterpret_cast<stream_layout::P2pRecord*>(shared.base() + p2pRecordsOffset()) +
+           static_cast<size_t>(q) * stream_layout::kP2pRing + call % stream_layout::kP2pRing;
+  }
+};
+
+}  // namespace hetccl
