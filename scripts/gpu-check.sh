@@ -308,12 +308,6 @@ for coll in reduce_scatter all_gather broadcast reduce alltoall; do
   step "two_gpu_domains_stream_bandwidth_$coll" "$build/hetccl-perf" $coll -N 2 --domains 2 -b 1M -e "$(big 1G 256M)" -f 4 \
     -n 10 -w 3 -c "$(big 1 0)"
 done
-# Small and medium messages cut into at least 4 or 8 pieces (the default
-# is as few pieces as the parts allow), to compare with the steps above.
-for m in 4 8; do
-  full_step "two_gpu_domains_stream_min_pieces_$m" env HETCCL_STREAM_MIN_PIECES=$m \
-    "$build/hetccl-perf" all_reduce,all_gather -N 2 --domains 2 -b 256K -e 64M -f 4 -n 20 -w 3 -c 1
-done
 full_step two_gpu_domains_host_staged_bandwidth env HETCCL_STREAM_COLLECTIVES=0 \
   "$build/hetccl-perf" all_reduce,reduce_scatter,all_gather -N 2 --domains 2 -b 1M -e 256M -f 4 -n 5 -w 2 -c 1
 # 6. PyTorch, unchanged, with hetccl preloaded.

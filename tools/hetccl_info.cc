@@ -5,6 +5,7 @@
 // nothing here needs a communicator or another rank.
 //
 //   hetccl-info            # exit status 1 when a setting is unusable
+//   hetccl-info --settings # every setting, as docs/environment.md lists them
 #include <sys/statvfs.h>
 
 #include <cerrno>
@@ -93,7 +94,15 @@ void listNetwork(const char* label, const NetPlugin* n, const std::string& why) 
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "--settings") == 0) {  // docs/environment.md's table
+    fputs(settingsTable().c_str(), stdout);
+    return 0;
+  }
+  if (argc > 1) {
+    fprintf(stderr, "usage: hetccl-info [--settings]\n");
+    return 2;
+  }
   const Params& p = params();
   printf("%s\n\nSettings\n", hetcclVersionString());
   printf("  HETCCL_TRANSPORT  %s\n", transportName(p.transport));

@@ -18,7 +18,6 @@ Tunables Tunables::fromParams() {
   t.pipelineChunkBytes = params().pipelineChunkBytes;
   t.streamPartBytes = params().streamPartBytes;
   t.streamSlots = static_cast<uint32_t>(params().streamSlots);
-  t.streamMinPieces = static_cast<uint32_t>(params().streamMinPieces);
   t.streamCollectives = params().streamCollectives ? 1 : 0;
   t.streamRelay = params().streamRelay ? 1 : 0;
   t.streamP2p = params().streamP2p ? 1 : 0;
@@ -72,7 +71,7 @@ const char* entryFault(const RankInfo& r) {
   if (r.fp8Format > static_cast<uint8_t>(Fp8Format::Fnuz)) return "its fp8 format is unknown";
   if (!r.domain[0] || !r.runtime[0] || !r.library[0]) return "its domain, runtime or library is empty";
   const Tunables& t = r.tunables;
-  if (t.pipelineChunkBytes < 4096 || t.streamPartBytes < 4096 || t.streamSlots < 2 || t.streamMinPieces < 1 ||
+  if (t.pipelineChunkBytes < 4096 || t.streamPartBytes < 4096 || t.streamSlots < 2 ||
       t.streamGraphs > 2)
     return "a setting is below its least value";
   const uint32_t flags[] = {t.streamCollectives, t.streamRelay,  t.streamP2p,

@@ -207,7 +207,6 @@ ncclResult_t Communicator::createDomains() {
     s.abort = &abort;
     s.partBytes = tunables.streamPartBytes;  // rank 0's, as every rank's
     s.slots = static_cast<int>(tunables.streamSlots);
-    s.minPieces = std::max<uint32_t>(1, tunables.streamMinPieces);
     s.timeoutSeconds = params().timeoutSeconds;
     s.onError = [this](ncclResult_t e) { setFatal(e); };
     s.failSetupForTest = params().streamFailSetup;

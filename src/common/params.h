@@ -1,5 +1,5 @@
-// Every environment variable hetccl honours, read once on first use.
-// docs/environment.md lists them with their defaults.
+// Every environment variable hetccl honours, read once on first use from
+// the table in params.cc, which also writes docs/environment.md's table.
 #pragma once
 
 #include <cstddef>
@@ -80,7 +80,6 @@ struct Params {
   bool hierarchyP2p = true;             // HETCCL_STREAM_HIERARCHY_P2P=0: their send/recv host-staged
   size_t streamPartBytes = 2 << 20;   // HETCCL_STREAM_PART_BYTES: per rank and piece, stream collectives
   int streamSlots = 8;                // HETCCL_STREAM_SLOTS: pieces in flight, stream collectives
-  int streamMinPieces = 1;            // HETCCL_STREAM_MIN_PIECES: cut smaller messages into at least this many pieces
   int streamGraphs = 1;               // HETCCL_STREAM_GRAPHS: 0 captures host-staged, 1 on the streams, 2 every call as if captured (tests)
   bool streamFailSetup = false;       // HETCCL_STREAM_FAIL_SETUP=1: this rank's stream setup fails (tests)
   bool allowTwoNccl = false;          // HETCCL_ALLOW_TWO_NCCL=1: init even when another NCCL's symbols come first
@@ -93,5 +92,7 @@ struct Params {
 };
 
 const Params& params();
+// docs/environment.md's table of every setting (hetccl-info --settings).
+std::string settingsTable();
 
 }  // namespace hetccl

@@ -10,7 +10,6 @@ namespace {
 
 class HostReducer : public Reducer {
  public:
-  explicit HostReducer(Runtime& runtime) : runtime_(runtime) {}
   ncclResult_t reduce(const Reduction& r, void* dst, const void* incoming, const void* local, size_t n, Stream) override {
     reduceInto(r, dst, incoming, local, n);
     return ncclSuccess;
@@ -28,9 +27,6 @@ class HostReducer : public Reducer {
     castFp8OnHost(c, dst, src, n);
     return ncclSuccess;
   }
-
- private:
-  Runtime& runtime_;
 };
 
 class KernelReducer : public Reducer {
@@ -57,7 +53,7 @@ class KernelReducer : public Reducer {
 
 ncclResult_t makeReducer(Runtime& runtime, std::unique_ptr<Reducer>* out) {
   if (!runtime.hasDevices()) {
-    *out = std::make_unique<HostReducer>(runtime);
+    *out = std::make_unique<HostReducer>();
     return ncclSuccess;
   }
   std::unique_ptr<DeviceKernels> kernels;

@@ -150,16 +150,6 @@ TEST(StreamCollectives, EveryCollectiveTypeOpCountAndPlacement) {
                          [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
 }
 
-// Messages cut into at least five pieces (smaller parts than the slots
-// hold): still every collective right.
-TEST(StreamCollectives, MinimumPiecesKeepResultsRight) {
-  const uint64_t seed = hetccl::testing::runSeed();
-  mp::Env env = {{"HETCCL_FORCE_STAGING", "1"}, {"HETCCL_STREAM_PART_BYTES", "1048576"}, {"HETCCL_STREAM_SLOTS", "3"},
-                 {"HETCCL_STREAM_MIN_PIECES", "5"}};
-  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 300,
-                         [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
-}
-
 // HETCCL_STREAM_GRAPHS=2: every call takes the replayable chains that
 // graph captures take on GPUs (stream_graph_lane.cc), here run at once by
 // the host ranks' "streams". The matrix's many calls of many pieces reuse

@@ -252,11 +252,11 @@ size_t StreamCollectives::pieceElemsOf(const Op& op, size_t partBytes) const {
   // part-sized slice of every rank's block per piece.
   const size_t perPiece = op.kind == OpKind::AllReduce ? static_cast<size_t>(nranks_) : 1;
   const size_t pieceElems = perPiece * (partBytes / es);
-  // HETCCL_STREAM_MIN_PIECES: a message that fits in fewer pieces is cut
-  // into that many (not below 16 KiB per part), so its copies overlap.
+  // A message that fits in one piece is one piece (cutting it smaller, so
+  // that its copies overlap, measured slower on an H200), of at least
+  // 16 KiB per part.
   const size_t floorElems = perPiece * std::max<size_t>(1, (16 << 10) / es);
-  const size_t wanted = (op.count + setup_.minPieces - 1) / setup_.minPieces;
-  return std::min(pieceElems, std::max(floorElems, wanted));
+  return std::min(pieceElems, std::max(floorElems, op.count));
 }
 
 ncclResult_t StreamCollectives::copyOwnBlock(const Op& op, Stream s) {

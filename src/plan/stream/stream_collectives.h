@@ -88,7 +88,6 @@ struct StreamSetup {
   const AbortFlag* abort = nullptr;
   size_t partBytes = 2 << 20;  // HETCCL_STREAM_PART_BYTES
   int slots = 8;               // HETCCL_STREAM_SLOTS
-  size_t minPieces = 1;        // HETCCL_STREAM_MIN_PIECES
   double timeoutSeconds = 300;
   std::function<void(ncclResult_t)> onError;  // the communicator turns fatal
   bool p2p = false;               // HETCCL_STREAM_P2P: send/recv on the streams too (stream_p2p.cc)
