@@ -6,14 +6,14 @@
 #include "algorithms/op.h"
 #include "common/error.h"
 #include "algorithms/reduce_sink.h"
-#include "comm/communicator.h"
+#include "algorithms/host_group.h"
 #include "kernels/host_reduce.h"
 
 namespace hetccl {
 
 namespace {
 
-ncclResult_t recursiveDoubling(Communicator& c, const Op& op, uint64_t tag) {
+ncclResult_t recursiveDoubling(HostGroup& c, const Op& op, uint64_t tag) {
   const int n = c.nranks, r = c.rank;
   const size_t bytes = op.count * typeSize(op.type);
   char* data = static_cast<char*>(op.recvbuff);
@@ -48,7 +48,7 @@ ncclResult_t recursiveDoubling(Communicator& c, const Op& op, uint64_t tag) {
   return ncclSuccess;
 }
 
-ncclResult_t ring(Communicator& c, const Op& op, uint64_t tag) {
+ncclResult_t ring(HostGroup& c, const Op& op, uint64_t tag) {
   const int n = c.nranks, r = c.rank;
   const size_t es = typeSize(op.type);
   const char* in = static_cast<const char*>(op.sendbuff);
@@ -83,11 +83,11 @@ ncclResult_t ring(Communicator& c, const Op& op, uint64_t tag) {
 
 }  // namespace
 
-bool allReduceByDoubling(const Communicator& c, const Op& op) {
+bool allReduceByDoubling(const HostGroup& c, const Op& op) {
   return op.count * typeSize(op.type) <= c.tunables.smallAllReduceBytes || op.count < static_cast<size_t>(c.nranks);
 }
 
-ncclResult_t allReduce(Communicator& c, const Op& op, uint64_t tag) {
+ncclResult_t allReduce(HostGroup& c, const Op& op, uint64_t tag) {
   if (c.nranks == 1) {
     prepareLocal(op.red, op.recvbuff, op.sendbuff, op.count);
     finishAverage(op.red, op.recvbuff, op.count, 1);

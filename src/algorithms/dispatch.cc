@@ -1,7 +1,7 @@
 #include <algorithm>
 
 #include "bootstrap/unique_id.h"
-#include "comm/communicator.h"
+#include "algorithms/host_group.h"
 #include "algorithms/op.h"
 #include "common/error.h"
 
@@ -20,13 +20,13 @@ uint64_t signature(const Op& op) {
 
 }  // namespace
 
-uint64_t nextCollectiveTag(Communicator& c, const Op& op) {
+uint64_t nextCollectiveTag(HostGroup& c, const Op& op) {
   const uint64_t tag = mixHash(++c.collectiveSeq, signature(op));
   const uint64_t context = c.callContext.load();
   return context ? mixHash(tag, context) : tag;
 }
 
-ncclResult_t runCollective(Communicator& c, const Op& op, uint64_t tag) {
+ncclResult_t runCollective(HostGroup& c, const Op& op, uint64_t tag) {
   switch (op.kind) {
     case OpKind::AllReduce: return allReduce(c, op, tag);
     case OpKind::ReduceScatter: return reduceScatter(c, op, tag);
@@ -40,9 +40,9 @@ ncclResult_t runCollective(Communicator& c, const Op& op, uint64_t tag) {
   }
 }
 
-ncclResult_t runCollective(Communicator& c, const Op& op) { return runCollective(c, op, nextCollectiveTag(c, op)); }
+ncclResult_t runCollective(HostGroup& c, const Op& op) { return runCollective(c, op, nextCollectiveTag(c, op)); }
 
-ncclResult_t runPointToPoint(Communicator& c, std::span<const Op* const> ops) {
+ncclResult_t runPointToPoint(HostGroup& c, std::span<const Op* const> ops) {
   // On the send/recv connections (apart from the collectives'). Sends
   // first: each creates its connection without waiting, so the receives
   // that follow find every peer's segment or socket in place.
@@ -75,11 +75,11 @@ ncclResult_t runCollectives(std::span<const Op* const> collectives, const Collec
 
 }  // namespace
 
-ncclResult_t runOperations(Communicator& c, std::span<const Op* const> ops) {
+ncclResult_t runOperations(HostGroup& c, std::span<const Op* const> ops) {
   return runOperations(c, ops, [&c](const Op& op) { return runCollective(c, op); });
 }
 
-ncclResult_t runOperations(Communicator& c, std::span<const Op* const> ops, const CollectiveRunner& run) {
+ncclResult_t runOperations(HostGroup& c, std::span<const Op* const> ops, const CollectiveRunner& run) {
   // One kind only (the usual case): run as given, nothing allocated.
   const size_t p2pCount =
       static_cast<size_t>(std::count_if(ops.begin(), ops.end(), [](const Op* op) { return op->isPointToPoint(); }));

@@ -11,6 +11,7 @@
 namespace hetccl {
 
 class Communicator;
+class HostGroup;
 
 enum class OpKind : uint8_t { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AlltoAll, Gather, Scatter, Send, Recv };
 
@@ -41,31 +42,31 @@ Extents extentsOf(const Op& op, int rank, int nranks);
 using CollectiveRunner = std::function<ncclResult_t(const Op&)>;
 // Runs one communicator's share of a call or group to completion:
 // collectives in call order, a group's sends and receives together beside them.
-ncclResult_t runOperations(Communicator& c, std::span<const Op* const> ops, const CollectiveRunner& run);
-ncclResult_t runOperations(Communicator& c, std::span<const Op* const> ops);
+ncclResult_t runOperations(HostGroup& c, std::span<const Op* const> ops, const CollectiveRunner& run);
+ncclResult_t runOperations(HostGroup& c, std::span<const Op* const> ops);
 // The tag of the communicator's next collective: the same on every rank
 // for the same call (count, type, reduction, root), mixed with the caller's
 // call context.
-uint64_t nextCollectiveTag(Communicator& c, const Op& op);
+uint64_t nextCollectiveTag(HostGroup& c, const Op& op);
 // Runs one collective to completion on host memory, with hetccl's
 // algorithms over the whole communicator.
-ncclResult_t runCollective(Communicator& c, const Op& op, uint64_t tag);
-ncclResult_t runCollective(Communicator& c, const Op& op);
+ncclResult_t runCollective(HostGroup& c, const Op& op, uint64_t tag);
+ncclResult_t runCollective(HostGroup& c, const Op& op);
 // The all-reduce's choice: recursive doubling (small calls), else a ring.
-bool allReduceByDoubling(const Communicator& c, const Op& op);
+bool allReduceByDoubling(const HostGroup& c, const Op& op);
 // Runs a batch of sends and receives of one communicator together, in any
 // order across ranks, without deadlock.
-ncclResult_t runPointToPoint(Communicator& c, std::span<const Op* const> ops);
+ncclResult_t runPointToPoint(HostGroup& c, std::span<const Op* const> ops);
 
 // The algorithms, one file each (src/algorithms/*.cc). `tag` identifies
 // the call on every rank so that mismatched calls are detected.
-ncclResult_t allReduce(Communicator& c, const Op& op, uint64_t tag);
-ncclResult_t reduceScatter(Communicator& c, const Op& op, uint64_t tag);
-ncclResult_t allGather(Communicator& c, const Op& op, uint64_t tag);
-ncclResult_t broadcast(Communicator& c, const Op& op, uint64_t tag);
-ncclResult_t reduce(Communicator& c, const Op& op, uint64_t tag);
-ncclResult_t gather(Communicator& c, const Op& op, uint64_t tag);
-ncclResult_t scatter(Communicator& c, const Op& op, uint64_t tag);
-ncclResult_t alltoAll(Communicator& c, const Op& op, uint64_t tag);
+ncclResult_t allReduce(HostGroup& c, const Op& op, uint64_t tag);
+ncclResult_t reduceScatter(HostGroup& c, const Op& op, uint64_t tag);
+ncclResult_t allGather(HostGroup& c, const Op& op, uint64_t tag);
+ncclResult_t broadcast(HostGroup& c, const Op& op, uint64_t tag);
+ncclResult_t reduce(HostGroup& c, const Op& op, uint64_t tag);
+ncclResult_t gather(HostGroup& c, const Op& op, uint64_t tag);
+ncclResult_t scatter(HostGroup& c, const Op& op, uint64_t tag);
+ncclResult_t alltoAll(HostGroup& c, const Op& op, uint64_t tag);
 
 }  // namespace hetccl

@@ -4,12 +4,12 @@
 #include "algorithms/op.h"
 #include "common/error.h"
 #include "algorithms/reduce_sink.h"
-#include "comm/communicator.h"
+#include "algorithms/host_group.h"
 #include "kernels/host_reduce.h"
 
 namespace hetccl {
 
-ncclResult_t reduceScatter(Communicator& c, const Op& op, uint64_t tag) {
+ncclResult_t reduceScatter(HostGroup& c, const Op& op, uint64_t tag) {
   const int n = c.nranks, r = c.rank;
   const size_t es = typeSize(op.type);
   const size_t blockBytes = op.count * es;  // op.count is the per-rank recvcount
@@ -43,7 +43,7 @@ ncclResult_t reduceScatter(Communicator& c, const Op& op, uint64_t tag) {
   return ncclSuccess;
 }
 
-ncclResult_t allGather(Communicator& c, const Op& op, uint64_t tag) {
+ncclResult_t allGather(HostGroup& c, const Op& op, uint64_t tag) {
   const int n = c.nranks, r = c.rank;
   const size_t blockBytes = op.count * typeSize(op.type);
   char* out = static_cast<char*>(op.recvbuff);

@@ -7,14 +7,14 @@
 #include "algorithms/op.h"
 #include "common/error.h"
 #include "algorithms/reduce_sink.h"
-#include "comm/communicator.h"
+#include "algorithms/host_group.h"
 #include "kernels/host_reduce.h"
 
 namespace hetccl {
 
 namespace {
 
-size_t chunkElements(const Communicator& c, const Op& op) {
+size_t chunkElements(const HostGroup& c, const Op& op) {
   size_t es = typeSize(op.type);
   size_t elems = c.tunables.pipelineChunkBytes / es;
   return elems ? elems : 1;
@@ -24,7 +24,7 @@ size_t chunkCount(size_t count, size_t chunk) { return count == 0 ? 1 : (count +
 
 }  // namespace
 
-ncclResult_t broadcast(Communicator& c, const Op& op, uint64_t tag) {
+ncclResult_t broadcast(HostGroup& c, const Op& op, uint64_t tag) {
   const int n = c.nranks;
   const size_t es = typeSize(op.type);
   char* out = static_cast<char*>(op.recvbuff);
@@ -53,7 +53,7 @@ ncclResult_t broadcast(Communicator& c, const Op& op, uint64_t tag) {
   return c.net->wait(pending.data(), pending.size());
 }
 
-ncclResult_t reduce(Communicator& c, const Op& op, uint64_t tag) {
+ncclResult_t reduce(HostGroup& c, const Op& op, uint64_t tag) {
   const int n = c.nranks;
   const size_t es = typeSize(op.type);
   const char* in = static_cast<const char*>(op.sendbuff);
@@ -92,7 +92,7 @@ ncclResult_t reduce(Communicator& c, const Op& op, uint64_t tag) {
   return c.net->wait(pending.data(), pending.size());
 }
 
-ncclResult_t gather(Communicator& c, const Op& op, uint64_t tag) {
+ncclResult_t gather(HostGroup& c, const Op& op, uint64_t tag) {
   const size_t bytes = op.count * typeSize(op.type);
   if (c.rank != op.root) return c.net->send(op.root, op.sendbuff, bytes, tag);
   char* out = static_cast<char*>(op.recvbuff);
@@ -107,7 +107,7 @@ ncclResult_t gather(Communicator& c, const Op& op, uint64_t tag) {
   return c.net->wait(list.data(), list.size());
 }
 
-ncclResult_t scatter(Communicator& c, const Op& op, uint64_t tag) {
+ncclResult_t scatter(HostGroup& c, const Op& op, uint64_t tag) {
   const size_t bytes = op.count * typeSize(op.type);
   if (c.rank != op.root) return c.net->recv(op.root, op.recvbuff, bytes, tag);
   const char* in = static_cast<const char*>(op.sendbuff);
@@ -122,7 +122,7 @@ ncclResult_t scatter(Communicator& c, const Op& op, uint64_t tag) {
   return c.net->wait(list.data(), list.size());
 }
 
-ncclResult_t alltoAll(Communicator& c, const Op& op, uint64_t tag) {
+ncclResult_t alltoAll(HostGroup& c, const Op& op, uint64_t tag) {
   const int n = c.nranks;
   const size_t bytes = op.count * typeSize(op.type);
   const char* in = static_cast<const char*>(op.sendbuff);

@@ -13,7 +13,7 @@
 
 namespace hetccl {
 
-class Communicator;
+class HostGroup;
 struct Op;
 
 class Backend {
@@ -42,6 +42,6 @@ class Backend {
 };
 
 // hetccl's own algorithms over `domain` (a communicator of the domain's ranks).
-std::unique_ptr<Backend> makeNativeBackend(Communicator& domain);
+std::unique_ptr<Backend> makeNativeBackend(HostGroup& domain);
 
 }  // namespace hetccl

@@ -5,7 +5,7 @@
 
 #include "algorithms/op.h"
 #include "backend/backend.h"
-#include "comm/communicator.h"
+#include "algorithms/host_group.h"
 
 namespace hetccl {
 
@@ -13,7 +13,7 @@ namespace {
 
 class NativeBackend : public Backend {
  public:
-  explicit NativeBackend(Communicator& domain) : c_(domain) {}
+  explicit NativeBackend(HostGroup& domain) : c_(domain) {}
   const char* name() const override { return "hetccl-native"; }
   std::string version() const override { return "0.1.0"; }
   int rank() const override { return c_.rank; }
@@ -48,7 +48,7 @@ class NativeBackend : public Backend {
     std::vector<Op> mine;
     for (const Op* op : ops) {
       mine.push_back(*op);
-      mine.back().comm = &c_;
+      mine.back().comm = nullptr;  // the algorithms run on c_
     }
     std::vector<const Op*> pointers;
     for (const Op& op : mine) pointers.push_back(&op);
@@ -64,7 +64,6 @@ class NativeBackend : public Backend {
   ncclResult_t run(OpKind kind, const void* send, void* recv, size_t count, const Reduction& red, int root) {
     Op op;
     op.kind = kind;
-    op.comm = &c_;
     op.sendbuff = send;
     op.recvbuff = recv;
     op.count = count;
@@ -74,11 +73,11 @@ class NativeBackend : public Backend {
     return runCollective(c_, op);
   }
 
-  Communicator& c_;
+  HostGroup& c_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> makeNativeBackend(Communicator& domain) { return std::make_unique<NativeBackend>(domain); }
+std::unique_ptr<Backend> makeNativeBackend(HostGroup& domain) { return std::make_unique<NativeBackend>(domain); }
 
 }  // namespace hetccl

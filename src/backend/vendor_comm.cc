@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
-#include "comm/communicator.h"
+#include "common/comm_config.h"
 #include "common/error.h"
 #include "common/params.h"
 #include "runtime/runtime.h"

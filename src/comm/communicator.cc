@@ -264,11 +264,6 @@ ncclResult_t Communicator::waitReady() {
   return asyncError.load();
 }
 
-char* Communicator::scratch(size_t bytes) {
-  if (scratch_.size() < bytes) scratch_.resize(bytes);
-  return scratch_.data();
-}
-
 char* Communicator::staging(size_t bytes) {
   if (staging_.size() < bytes) staging_.resize(bytes);
   return staging_.data();

@@ -11,11 +11,13 @@
 #include <thread>
 #include <vector>
 
+#include "algorithms/host_group.h"
 #include "bootstrap/bootstrap.h"
 #include "backend/backend.h"
 #include "backend/vendor_comm.h"
 #include "bootstrap/rank_info.h"
 #include "comm/domains.h"
+#include "common/comm_config.h"
 #include "common/job_thread.h"
 #include "comm/fp8_bridge.h"
 #include "plan/host_staging/host_staging.h"
@@ -33,19 +35,6 @@ namespace hetccl {
 
 class Router;
 
-struct CommConfig {
-  bool blocking = true;
-  std::string name;
-  std::string note;  // what could not be honoured (a newer struct's fields)
-  // The application's ncclConfig_t in NCCL 2.28's layout (fields an older
-  // struct lacks stay undefined), for the vendor library's own init on
-  // pass-through: the performance knobs (CTAs, CGA cluster size, network,
-  // traffic class, CTA policy ...) reach it. given: a config was passed.
-  bool given = false;
-  ncclConfig_t fields = NCCL_CONFIG_INITIALIZER;
-  std::string netName;
-};
-
 // Reads an application's ncclConfig_t of any layout from NCCL 2.14 on.
 ncclResult_t readConfig(const ncclConfig_t* config, CommConfig* out);
 
@@ -57,57 +46,30 @@ struct PreMulSumOp {
   ncclRedOp_t vendorOp = ncclSum;  // the same op in the vendor's library (pass-through communicators)
 };
 
-// Request storage reused by every operation's algorithm (grows, never
-// shrinks), so collectives allocate nothing once warmed up.
-struct RequestPool {
-  std::vector<Request> requests;
-  std::vector<Request*> pending;
-  // n requests (their contents are reset when posted) and an empty list.
-  Request* take(size_t n) {
-    if (requests.size() < n) requests.resize(n);
-    pending.clear();
-    return requests.data();
-  }
-};
-
-class Communicator {
+// The ranks, connections, request storage and call counters the host
+// algorithms see are its HostGroup (src/algorithms/host_group.h).
+class Communicator : public HostGroup {
  public:
   Communicator() = default;
   ~Communicator();
 
-  int rank = 0;
-  int nranks = 1;
   int device = -1;
   uint64_t secret = 0;
-  Tunables tunables;  // rank 0's, adopted by all at init
   CommConfig config;
   std::vector<RankInfo> peers;
   // Picks the path of every call (src/route/router.h; routerOf makes it on
   // first use). Before the paths it holds: destroyed after them.
   std::shared_ptr<Router> router;
   std::once_flag routerOnce;
-  Listener listener;
-  Ring ring;
   int netPluginDevice = 0;      // the net plugin's device (NIC) this rank uses, when it asked for a plugin
-  std::unique_ptr<Net> net;     // the collectives' connections
-  std::unique_ptr<Net> p2pNet;  // send/recv's: apart, so a group runs both side by side
-  AbortFlag abort{false};
   std::atomic<ncclResult_t> asyncError{ncclSuccess};
   std::string asyncErrorText;  // read only once asyncError holds an error (see setFatal)
   std::mutex opMutex;            // one operation (or init step) at a time
   std::thread initThread;        // non-blocking init
   std::mutex initMutex;          // guards joining initThread
   uint64_t childCounter = 0;     // split/shrink calls made on this communicator
-  uint64_t collectiveSeq = 0;
-  // A domain's communicator, inside a cross-domain call: that call's tag,
-  // mixed into each of its collectives' tags (Backend::setCallContext).
-  std::atomic<uint64_t> callContext{0};
-  std::vector<uint64_t> sendSeq, recvSeq;  // per peer, for send/recv tags
   std::vector<std::optional<PreMulSumOp>> preMulSumOps;
   std::unique_ptr<JobThread> worker;  // a group spanning several communicators: this one's share
-  RequestPool requestPool;      // the collectives'
-  RequestPool p2pRequests;      // send/recv's
-  std::unique_ptr<JobThread> p2pWorker;  // a group's send/recv, beside its collectives (host plans)
   Partition partition;                        // the same on every rank
   // fp8 calls among ranks that read fp8 differently (made on first use).
   // Before the plans below: destroyed after them, once they released the streams.
@@ -133,9 +95,7 @@ class Communicator {
   int chooseNetPluginDevice() const;  // HETCCL_NET_PLUGIN_DEVICE, or the NIC nearest this rank's GPU
   // Waits for a non-blocking init to finish; returns its result.
   ncclResult_t waitReady();
-  // Buffers for temporaries: grow, never shrink, kept per comm. Scratch
-  // serves algorithms and plans; staging, the plans' exchange slots.
-  char* scratch(size_t bytes);
+  // The plans' exchange slots: grow, never shrink (scratch: HostGroup's).
   char* staging(size_t bytes);
   // Records a fatal error: later calls fail fast, peers are told.
   void setFatal(ncclResult_t error);
@@ -162,7 +122,7 @@ class Communicator {
   ncclResult_t createDomains();
   void startStaging(Runtime& rt);
   bool streamCollectivesFit() const;
-  std::vector<char> scratch_, staging_;
+  std::vector<char> staging_;
   std::mutex errorMutex_;  // setFatal's writers
   std::atomic<int64_t> lastLivenessCheck_{0};  // steady clock, ns
   std::atomic<void*> lastStream_{nullptr};
