@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "bootstrap/rank_info.h"
-#include "comm/domains.h"
+#include "bootstrap/domains.h"
 
 namespace {
 

@@ -57,17 +57,22 @@ class HostGroup {
   std::atomic<uint64_t> callContext{0};
   std::vector<uint64_t> sendSeq, recvSeq;  // per peer, for send/recv tags
 
-  // A buffer for temporaries: grows, never shrinks.
-  char* scratch(size_t bytes) {
-    if (scratch_.size() < bytes) scratch_.resize(bytes);
-    return scratch_.data();
-  }
+  std::atomic<unsigned long long> bytesStaged{0};  // copied through staging by the cross-domain plans
+
+  // Buffers for temporaries: grow, never shrink. Scratch serves the
+  // algorithms and plans; staging, the plans' exchange slots.
+  char* scratch(size_t bytes) { return grown(scratch_, bytes); }
+  char* staging(size_t bytes) { return grown(staging_, bytes); }
 
  protected:
   ~HostGroup() = default;
 
  private:
-  std::vector<char> scratch_;
+  static char* grown(std::vector<char>& buffer, size_t bytes) {
+    if (buffer.size() < bytes) buffer.resize(bytes);
+    return buffer.data();
+  }
+  std::vector<char> scratch_, staging_;
 };
 
 }  // namespace hetccl

@@ -264,11 +264,6 @@ ncclResult_t Communicator::waitReady() {
   return asyncError.load();
 }
 
-char* Communicator::staging(size_t bytes) {
-  if (staging_.size() < bytes) staging_.resize(bytes);
-  return staging_.data();
-}
-
 void Communicator::setFatal(ncclResult_t error) {
   {
     // The text is written before the error is published and never again,
@@ -376,7 +371,7 @@ void Communicator::printSummary() const {
     HETCCL_INFO("  fp8: %s; fp8 collectives convert, moving through half and reducing in float (docs/numerics.md)",
                 partition.fp8FormatsDiffer() ? "ranks differ (OCP and FNUZ)" : "FNUZ (AMD MI300)");
   if (!partition.single())
-    HETCCL_INFO("  between domains: %s, plans in src/plan (hetccl-perf --plan prints them)",
+    HETCCL_INFO("  between domains: %s, plans in src/plan/cross_domain (hetccl-perf --plan prints them)",
                 hosts > 1 ? "shm within a host, socket between hosts" : net->transportName(partition.domains[1].members[0]));
 }
 

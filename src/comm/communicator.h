@@ -16,7 +16,7 @@
 #include "backend/backend.h"
 #include "backend/vendor_comm.h"
 #include "bootstrap/rank_info.h"
-#include "comm/domains.h"
+#include "bootstrap/domains.h"
 #include "common/comm_config.h"
 #include "common/job_thread.h"
 #include "comm/fp8_bridge.h"
@@ -84,7 +84,6 @@ class Communicator : public HostGroup {
   bool nativeOnly = false;                    // a domain of a staged communicator: host algorithms
   Runtime* gpuInProcess = nullptr;            // host ranks: a GPU runtime the process uses (to refuse device buffers)
   PlanCache plans;                            // cross-domain plans by shape
-  std::atomic<unsigned long long> bytesStaged{0};  // copied through staging by cross-domain plans
   unsigned long long operations = 0;
   // A group's send/recv are queued from this stream (on my device), beside
   // its collectives (src/api/group.cc).
@@ -95,8 +94,6 @@ class Communicator : public HostGroup {
   int chooseNetPluginDevice() const;  // HETCCL_NET_PLUGIN_DEVICE, or the NIC nearest this rank's GPU
   // Waits for a non-blocking init to finish; returns its result.
   ncclResult_t waitReady();
-  // The plans' exchange slots: grow, never shrink (scratch: HostGroup's).
-  char* staging(size_t bytes);
   // Records a fatal error: later calls fail fast, peers are told.
   void setFatal(ncclResult_t error);
   // For ncclCommGetAsyncError (a vendor library waiting for a dead peer may
@@ -122,7 +119,6 @@ class Communicator : public HostGroup {
   ncclResult_t createDomains();
   void startStaging(Runtime& rt);
   bool streamCollectivesFit() const;
-  std::vector<char> staging_;
   std::mutex errorMutex_;  // setFatal's writers
   std::atomic<int64_t> lastLivenessCheck_{0};  // steady clock, ns
   std::atomic<void*> lastStream_{nullptr};

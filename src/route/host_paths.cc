@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "plan/cross_domain/cross_domain.h"
 #include "plan/cross_domain/plan.h"
+#include "proxy/proxy.h"
 #include "route/paths.h"
 
 namespace hetccl {
@@ -38,12 +39,14 @@ bool CrossDomainPath::serves(const Op& op) const {
 }
 
 ncclResult_t CrossDomainPath::enqueue(std::span<const Op* const> ops) {
-  for (const Op* op : ops) HETCCL_TRY(runAcrossDomains(c_, *op, nextCollectiveTag(c_, *op)));
+  if (!c_.backend || !c_.proxy) return fail(ncclInternalError, "cross-domain call on a communicator without its domain");
+  CrossDomainGroup group{c_, c_.partition, *c_.backend, *c_.proxy, c_.plans};
+  for (const Op* op : ops) HETCCL_TRY(runAcrossDomains(group, *op, nextCollectiveTag(c_, *op)));
   return ncclSuccess;
 }
 
 std::string CrossDomainPath::describe(const Op& op) const {
-  return describePlan(op.kind, derivePlan(c_, op.kind, op.count, op.type));
+  return describePlan(op.kind, derivePlan(c_.partition, c_.tunables, c_.nranks, op.kind, op.count, op.type));
 }
 
 }  // namespace hetccl

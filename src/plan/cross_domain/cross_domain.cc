@@ -1,16 +1,15 @@
 #include "plan/cross_domain/cross_domain.h"
 
-#include "comm/communicator.h"
 #include "common/error.h"
 #include "plan/cross_domain/plan_steps.h"
 
 namespace hetccl {
 
-ncclResult_t runAcrossDomains(Communicator& c, const Op& op, uint64_t tag) {
-  if (c.partition.domains.size() > static_cast<size_t>(kMaxDomains))
-    return fail(ncclInvalidUsage, "%zu domains: at most %d are supported", c.partition.domains.size(), kMaxDomains);
-  const Plan& plan = c.plans.get(c, op);
-  Ctx x(c, tag, plan);
+ncclResult_t runAcrossDomains(CrossDomainGroup& g, const Op& op, uint64_t tag) {
+  if (g.partition.domains.size() > static_cast<size_t>(kMaxDomains))
+    return fail(ncclInvalidUsage, "%zu domains: at most %d are supported", g.partition.domains.size(), kMaxDomains);
+  const Plan& plan = g.plans.get(g.partition, g.host.tunables, g.host.nranks, op);
+  Ctx x(g, tag, plan);
   // The domain's steps carry this call's tag: a member that disagrees
   // about the call (a broadcast's root) meets a mismatch inside its domain.
   struct Context {

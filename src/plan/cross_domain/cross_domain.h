@@ -6,13 +6,30 @@
 
 #include <cstdint>
 
+#include "algorithms/host_group.h"
 #include "algorithms/op.h"
+#include "bootstrap/domains.h"
+#include "plan/cross_domain/plan.h"
 
 namespace hetccl {
+
+class Backend;
+class Proxy;
+
+// What the plans see of a communicator of several domains: its host group
+// (ranks, connections, buffers), the partition, this rank's domain's
+// library, the progress thread and the plans by shape.
+struct CrossDomainGroup {
+  HostGroup& host;
+  const Partition& partition;
+  Backend& backend;
+  Proxy& proxy;
+  PlanCache& plans;
+};
 
 // Runs `op` across domains: all-reduce, reduce-scatter, all-gather,
 // broadcast and reduce have plans (the others run directly over the
 // transports: every byte crosses once either way).
-ncclResult_t runAcrossDomains(Communicator& c, const Op& op, uint64_t tag);
+ncclResult_t runAcrossDomains(CrossDomainGroup& g, const Op& op, uint64_t tag);
 
 }  // namespace hetccl

@@ -123,7 +123,7 @@ ncclResult_t broadcastSpread(Ctx& x, const Op& op) {
   if (x.mine == rootDomain) {
     const int localRoot = x.p.indexInDomain[op.root];
     return runPipelined(
-        *x.c.proxy, x.plan.pieces,
+        x.proxy, x.plan.pieces,
         [&](size_t k) {
           auto [b, len] = piece(k);
           return x.backend.broadcast(send + b, out + b, len, ncclInt8, localRoot);
@@ -150,7 +150,7 @@ ncclResult_t broadcastSpread(Ctx& x, const Op& op) {
   }
   const int sender = x.p.member(rootDomain, i % x.size(rootDomain));
   return runPipelined(
-      *x.c.proxy, x.plan.pieces, none,
+      x.proxy, x.plan.pieces, none,
       [&](size_t k) {
         auto [b, len] = piece(k);
         const size_t q = len / static_cast<size_t>(s), tail = q * static_cast<size_t>(s);
@@ -186,7 +186,7 @@ ncclResult_t allGatherPlan(Ctx& x, const Op& op) {
   char* slots = x.c.scratch(2 * slotBytes);
   auto pieceAt = [&](size_t k) { return GatherPiece(x, k, block, slots + (k % 2) * slotBytes); };
   HETCCL_TRY(runPipelined(
-      *x.c.proxy, x.plan.pieces,
+      x.proxy, x.plan.pieces,
       [&](size_t k) {
         const GatherPiece g = pieceAt(k);
         return x.backend.allGather(send + g.begin, g.mine, g.len, ncclInt8);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <numeric>
 
-#include "comm/communicator.h"
 
 namespace hetccl {
 
@@ -21,12 +20,12 @@ size_t piecesOf(size_t total, size_t piece) { return piece == 0 ? 0 : (total + p
 
 // Reductions over an even part: pieces of about four pipeline chunks, a
 // multiple of every domain size.
-Plan hierarchical(const Communicator& c, Strategy strategy, size_t count, size_t es) {
-  const size_t unit = domainSizesLcm(c.partition);
+Plan hierarchical(const Partition& partition, const Tunables& tunables, Strategy strategy, size_t count, size_t es) {
+  const size_t unit = domainSizesLcm(partition);
   Plan plan;
   plan.strategy = strategy;
   plan.evenCount = count - count % unit;
-  plan.piece = std::max(unit, (c.tunables.pipelineChunkBytes * 4 / es) / unit * unit);
+  plan.piece = std::max(unit, (tunables.pipelineChunkBytes * 4 / es) / unit * unit);
   plan.pieces = piecesOf(plan.evenCount, plan.piece);
   return plan;
 }
@@ -35,12 +34,12 @@ Plan hierarchical(const Communicator& c, Strategy strategy, size_t count, size_t
 // domain's blocks side by side; reduce-scatter's elements, all-gather's
 // bytes) in the same number of pieces, the largest region in pieces of
 // about four pipeline chunks.
-Plan toOwners(const Communicator& c, size_t recvcount, size_t es) {
+Plan toOwners(const Partition& partition, const Tunables& tunables, size_t recvcount, size_t es) {
   size_t largest = 0;
-  for (const Domain& d : c.partition.domains) largest = std::max(largest, d.members.size() * recvcount);
+  for (const Domain& d : partition.domains) largest = std::max(largest, d.members.size() * recvcount);
   Plan plan;
   plan.strategy = Strategy::ToOwners;
-  plan.piece = std::max<size_t>(1, c.tunables.pipelineChunkBytes * 4 / es);
+  plan.piece = std::max<size_t>(1, tunables.pipelineChunkBytes * 4 / es);
   plan.pieces = std::max<size_t>(1, piecesOf(largest, plan.piece));
   return plan;
 }
@@ -56,31 +55,32 @@ Plan spreadBytes(size_t bytes, size_t target) {
 
 }  // namespace
 
-Plan derivePlan(const Communicator& c, OpKind kind, size_t count, ncclDataType_t type) {
+Plan derivePlan(const Partition& partition, const Tunables& tunables, int nranks, OpKind kind, size_t count,
+                ncclDataType_t type) {
   Plan plan;
-  if (c.partition.single()) {
+  if (partition.single()) {
     plan.strategy = Strategy::SingleDomain;
     return plan;
   }
-  const size_t es = typeSize(type), bytes = count * es, small = c.tunables.smallAllReduceBytes;
-  const size_t piecePerRank = std::max<size_t>(1, c.tunables.pipelineChunkBytes * 4 / static_cast<size_t>(c.nranks));
+  const size_t es = typeSize(type), bytes = count * es, small = tunables.smallAllReduceBytes;
+  const size_t piecePerRank = std::max<size_t>(1, tunables.pipelineChunkBytes * 4 / static_cast<size_t>(nranks));
   switch (kind) {
     case OpKind::AllReduce:
       if (bytes <= small) break;
-      return hierarchical(c, Strategy::Hierarchical, count, es);
+      return hierarchical(partition, tunables, Strategy::Hierarchical, count, es);
     case OpKind::ReduceScatter:
-      if (bytes * static_cast<size_t>(c.nranks) <= small) break;
-      if (c.partition.consecutive()) return toOwners(c, count, es);
-      return hierarchical(c, Strategy::Hierarchical, count * static_cast<size_t>(c.nranks), es);
+      if (bytes * static_cast<size_t>(nranks) <= small) break;
+      if (partition.consecutive()) return toOwners(partition, tunables, count, es);
+      return hierarchical(partition, tunables, Strategy::Hierarchical, count * static_cast<size_t>(nranks), es);
     case OpKind::Reduce:
       if (bytes <= small) break;
-      return hierarchical(c, Strategy::Spread, count, es);
+      return hierarchical(partition, tunables, Strategy::Spread, count, es);
     case OpKind::AllGather:
-      if (c.partition.consecutive()) return toOwners(c, bytes, 1);
+      if (partition.consecutive()) return toOwners(partition, tunables, bytes, 1);
       return spreadBytes(bytes, piecePerRank);
     case OpKind::Broadcast:
       if (bytes <= small) break;
-      return spreadBytes(bytes, c.tunables.pipelineChunkBytes * 4);
+      return spreadBytes(bytes, tunables.pipelineChunkBytes * 4);
     default: plan.strategy = Strategy::Direct; return plan;
   }
   plan.strategy = Strategy::Leaders;
@@ -126,13 +126,13 @@ const char* describePlan(OpKind kind, const Plan& plan) {
   }
 }
 
-const Plan& PlanCache::get(const Communicator& c, const Op& op) {
+const Plan& PlanCache::get(const Partition& partition, const Tunables& tunables, int nranks, const Op& op) {
   const Key key{op.kind, op.type, op.count};
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   if (plans_.size() >= kCapacity) plans_.clear();
   ++derived_;
-  return plans_.emplace(key, derivePlan(c, op.kind, op.count, op.type)).first->second;
+  return plans_.emplace(key, derivePlan(partition, tunables, nranks, op.kind, op.count, op.type)).first->second;
 }
 
 }  // namespace hetccl

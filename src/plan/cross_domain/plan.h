@@ -10,6 +10,8 @@
 #include <unordered_map>
 
 #include "algorithms/op.h"
+#include "bootstrap/domains.h"
+#include "bootstrap/rank_info.h"
 
 namespace hetccl {
 
@@ -29,15 +31,17 @@ struct Plan {
   size_t pieces = 0;     // number of pieces
 };
 
-// The plan for `op` on `c` (pure; the same on every rank).
-Plan derivePlan(const Communicator& c, OpKind kind, size_t count, ncclDataType_t type);
+// The plan for a call on `nranks` ranks in `partition` with rank 0's
+// `tunables` (pure; the same on every rank).
+Plan derivePlan(const Partition& partition, const Tunables& tunables, int nranks, OpKind kind, size_t count,
+                ncclDataType_t type);
 // One line saying what the plan does (for logs, hetccl-perf --plan).
 const char* describePlan(OpKind kind, const Plan& plan);
 
 // Plans by shape (kind, count, type). Bounded: cleared when full.
 class PlanCache {
  public:
-  const Plan& get(const Communicator& c, const Op& op);
+  const Plan& get(const Partition& partition, const Tunables& tunables, int nranks, const Op& op);
   unsigned long long derived() const { return derived_.load(); }
 
  private:

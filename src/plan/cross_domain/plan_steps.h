@@ -7,7 +7,7 @@
 
 #include "algorithms/op.h"
 #include "backend/backend.h"
-#include "comm/communicator.h"
+#include "plan/cross_domain/cross_domain.h"
 #include "plan/cross_domain/plan.h"
 #include "proxy/proxy.h"
 
@@ -16,17 +16,19 @@ namespace hetccl {
 constexpr int kMaxDomains = 64;
 
 struct Ctx {
-  Communicator& c;
+  HostGroup& c;
   const Partition& p;
   const int domains;
   const int mine;          // my domain
   Backend& backend;        // my domain's library
+  Proxy& proxy;            // the progress thread
   const uint64_t tag;
   const Plan& plan;
 
-  Ctx(Communicator& comm, uint64_t t, const Plan& pl)
-      : c(comm), p(comm.partition), domains(static_cast<int>(comm.partition.domains.size())),
-        mine(comm.partition.domainOf[comm.rank]), backend(*comm.backend), tag(t), plan(pl) {}
+  Ctx(CrossDomainGroup& g, uint64_t t, const Plan& pl)
+      : c(g.host), p(g.partition), domains(static_cast<int>(g.partition.domains.size())),
+        mine(g.partition.domainOf[static_cast<size_t>(g.host.rank)]), backend(g.backend), proxy(g.proxy), tag(t),
+        plan(pl) {}
 
   int size(int d) const { return static_cast<int>(p.domains[d].members.size()); }
   int leader(int d) const { return p.member(static_cast<size_t>(d), 0); }

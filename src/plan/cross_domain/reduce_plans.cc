@@ -44,7 +44,7 @@ ncclResult_t reduceScatterPieces(Ctx& x, const Op& op, const char* send, char* b
   const Reduction intra = withoutAverage(op.red);
   auto block = [&](const PieceRange& r) { return blocks + r.start / s * es; };
   return runPipelined(
-      *x.c.proxy, x.plan.pieces,
+      x.proxy, x.plan.pieces,
       [&](size_t k) {
         const PieceRange r = pieceRange(x.plan, k);
         return x.backend.reduceScatter(send + r.start * es, block(r), r.len / s, intra);
@@ -70,7 +70,7 @@ ncclResult_t allReducePlan(Ctx& x, const Op& op) {
   const Reduction intra = withoutAverage(op.red);
   auto block = [&](const PieceRange& r) { return recv + (r.start + i * (r.len / s)) * es; };
   HETCCL_TRY(runPipelined(
-      *x.c.proxy, x.plan.pieces,
+      x.proxy, x.plan.pieces,
       [&](size_t k) {
         const PieceRange r = pieceRange(x.plan, k);
         return x.backend.reduceScatter(send + r.start * es, block(r), r.len / s, intra);
@@ -139,7 +139,7 @@ class ReduceToRootDomain {
 
   ncclResult_t run() {
     return runPipelined(
-        *x.c.proxy, x.plan.pieces,
+        x.proxy, x.plan.pieces,
         [&](size_t k) {
           const PieceRange r = pieceRange(x.plan, k);
           return x.backend.reduceScatter(send + r.start * es, myChunk(k), r.len / static_cast<size_t>(x.size(x.mine)), intra);

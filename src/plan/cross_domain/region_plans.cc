@@ -112,7 +112,7 @@ class ReduceScatterToOwners {
     // when the call is: out is then the input's own block).
     HETCCL_TRY(x.backend.reduceScatter(send + splits[x.mine].region.begin * es, out, rc, intra));
     HETCCL_TRY(runPipelined(
-        *x.c.proxy, x.plan.pieces, [&](size_t k) { return reducePiece(k); }, [&](size_t k) { return exchangePiece(k); },
+        x.proxy, x.plan.pieces, [&](size_t k) { return reducePiece(k); }, [&](size_t k) { return exchangePiece(k); },
         [](size_t) { return ncclSuccess; }));
     HETCCL_TRY(exchangeTails());
     if (staged != nullptr)  // in domain order, the same on every run
@@ -213,7 +213,7 @@ class AllGatherFromOwners {
   ncclResult_t run() {
     const size_t n = x.plan.pieces, ownAt = std::min<size_t>(1, n - 1);
     HETCCL_TRY(runPipelined(
-        *x.c.proxy, n,
+        x.proxy, n,
         // My domain's own region, in place, while piece 0 crosses.
         [&](size_t k) { return k == ownAt ? x.backend.allGather(send, out + splits[x.mine].region.begin, rb, ncclInt8) : ncclSuccess; },
         [&](size_t k) { return exchangePiece(k); }, [&](size_t k) { return gatherPiece(k); }));

@@ -1,4 +1,4 @@
-#include "comm/domains.h"
+#include "bootstrap/domains.h"
 
 namespace hetccl {
 
