@@ -72,7 +72,7 @@ ncclResult_t StreamCollectives::openGraphLane(bool* usable) {
   RelaxedCaptureMode relaxed(rt_);
   DeviceGuard onMyDevice(rt_, device_);
   HETCCL_TRY(onMyDevice.status());
-  auto lane = std::make_unique<GraphLane>(rt_, static_cast<size_t>(nranks_), 4 * partBytes_);
+  auto lane = std::make_unique<GraphLane>(static_cast<size_t>(nranks_), 4 * partBytes_);
   const ncclResult_t local = prepareGraphLane(*lane);
   if (local != ncclSuccess)
     HETCCL_WARN("rank %d: replayable stream collectives unavailable here (%s); captures stay host-staged", rank_,

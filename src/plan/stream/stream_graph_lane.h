@@ -37,7 +37,7 @@ struct StreamCollectives::GraphLane {
     HostRegistration registration;  // goes before the mapping
   };
 
-  GraphLane(Runtime& runtime, size_t ranks, size_t part) : rt(runtime), nranks(ranks), partBytes(part) {}
+  GraphLane(size_t ranks, size_t part) : nranks(ranks), partBytes(part) {}
   GraphLane(const GraphLane&) = delete;
   GraphLane& operator=(const GraphLane&) = delete;
 
@@ -69,7 +69,6 @@ struct StreamCollectives::GraphLane {
     return static_cast<char*>(incoming.get()) + (slot * nranks + static_cast<size_t>(peer)) * partBytes;
   }
 
-  Runtime& rt;
   const size_t nranks, partBytes;
   std::vector<std::unique_ptr<Segment>> segments;  // by rank: mine created, the peers' opened
   DeviceMemory incoming;                           // kSlots x nranks parts
