@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "bootstrap/rank_info.h"
-#include "bootstrap/domains.h"
+#include "core/domains.h"
 
 namespace {
 

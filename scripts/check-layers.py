@@ -21,14 +21,15 @@ import sys
 LAYERS = [
     ["common"],
     ["runtime"],
+    ["library"],
     ["kernels"],
     ["bootstrap"],
     ["transport"],
     ["proxy"],
+    ["core"],
     ["algorithms"],
     ["backend"],
     ["plan"],
-    ["comm"],
     ["route"],
     ["api"],
 ]

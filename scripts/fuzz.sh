@@ -15,7 +15,7 @@ out=build-fuzz
 mkdir -p "$out"
 # What the targets feed, and what it needs; compiled once, linked into each.
 sources="src/bootstrap/bootstrap.cc src/bootstrap/hello_gate.cc src/bootstrap/peer_process.cc src/bootstrap/rank_info.cc
-  src/bootstrap/socket.cc src/bootstrap/unique_id.cc src/bootstrap/domains.cc src/common/error.cc src/common/log.cc
+  src/bootstrap/socket.cc src/bootstrap/unique_id.cc src/core/domains.cc src/common/error.cc src/common/log.cc
   src/common/name_list.cc src/common/params.cc src/common/types.cc src/transport/socket/socket_connection.cc
   src/transport/peer_records.cc src/transport/transport.cc"
 flags="-std=c++20 -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -Isrc -Iinclude"

@@ -1,8 +1,9 @@
 #include <algorithm>
 
 #include "bootstrap/unique_id.h"
-#include "algorithms/host_group.h"
-#include "algorithms/op.h"
+#include "core/host_group.h"
+#include "algorithms/algorithms.h"
+#include "core/op.h"
 #include "common/error.h"
 
 namespace hetccl {

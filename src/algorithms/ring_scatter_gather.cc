@@ -1,10 +1,11 @@
 // Reduce-scatter and all-gather: rings, n-1 steps of one block each.
 #include <cstring>
 
-#include "algorithms/op.h"
+#include "algorithms/algorithms.h"
+#include "core/op.h"
 #include "common/error.h"
 #include "algorithms/reduce_sink.h"
-#include "algorithms/host_group.h"
+#include "core/host_group.h"
 #include "kernels/host_reduce.h"
 
 namespace hetccl {

@@ -4,10 +4,11 @@
 #include <cstring>
 #include <vector>
 
-#include "algorithms/op.h"
+#include "algorithms/algorithms.h"
+#include "core/op.h"
 #include "common/error.h"
 #include "algorithms/reduce_sink.h"
-#include "algorithms/host_group.h"
+#include "core/host_group.h"
 #include "kernels/host_reduce.h"
 
 namespace hetccl {

@@ -2,8 +2,9 @@
 // communicator handle checks.
 #pragma once
 
-#include "comm/communicator.h"
 #include "common/error.h"
+#include "core/communicator.h"
+#include "route/router.h"
 #include "hetccl.h"
 #include "nccl.h"
 
@@ -20,5 +21,7 @@ namespace hetccl {
 ncclResult_t liveComm(ncclComm_t comm, const char* caller, Communicator** out);
 // Like liveComm, but accepts a communicator in an error state.
 ncclResult_t handleComm(ncclComm_t comm, const char* caller, Communicator** out);
+// A pass-through communicator's vendor communicator, else nullptr.
+inline VendorCommunicator* vendorOf(const Communicator& c) { return c.router ? c.router->vendor() : nullptr; }
 
 }  // namespace hetccl

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "api/api_util.h"
+#include "backend/vendor_comm.h"
 #include "api/group.h"
 #include "route/router.h"
 #include "runtime/runtime.h"
@@ -137,7 +138,7 @@ ncclResult_t submit(const char* fn, Op op, ncclComm_t comm, ncclRedOp_t redop, b
   if (router.pathFor(op).id() == PathId::PassThrough) {  // the vendor's checks and reduction handles
     op.vendorOp = redop;
     if (reduces && (r = vendorReduction(c, redop, op.type, fn, &op.vendorOp)) != ncclSuccess) return bad(r);
-    if ((r = c->vendor->checkArguments(op, c->rank)) != ncclSuccess) return bad(r);
+    if ((r = vendorOf(*c)->checkArguments(op, c->rank)) != ncclSuccess) return bad(r);
     r = router.passThrough(op);
     return r == ncclSuccess ? r : bad(r);
   }

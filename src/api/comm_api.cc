@@ -8,11 +8,12 @@
 #include <vector>
 
 #include "api/api_util.h"
+#include "backend/vendor_comm.h"
 #include "api/single_nccl.h"
-#include "backend/vendor_library.h"
+#include "library/vendor_library.h"
 #include "api/group.h"
 #include "bootstrap/unique_id.h"
-#include "comm/init.h"
+#include "core/init.h"
 #include "transport/init_marker.h"
 #include "route/router.h"
 #include "common/log.h"
@@ -57,7 +58,8 @@ ncclResult_t startInit(ncclComm_t* out, const CommConfig& config, Body body, boo
   handle->impl = comm;
   *out = handle;
   auto run = [comm, body]() {
-    ncclResult_t r = body(comm);
+    ncclResult_t r = body(comm);  // the ranks connected (core/init.h) ...
+    if (r == ncclSuccess) r = buildPaths(*comm);  // ... and the paths of their layout
     if (r != ncclSuccess) comm->asyncErrorText = lastError();
     comm->asyncError.store(r);
     return r;
@@ -269,7 +271,7 @@ HETCCL_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm) {
   HETCCL_TRY(handleComm(comm, "ncclCommFinalize", &c));
   c->waitReady();
   std::lock_guard<std::mutex> lock(c->opMutex);  // operations are complete when they return
-  if (c->vendor) return c->vendor->finalize();
+  if (vendorOf(*c)) return vendorOf(*c)->finalize();
   return ncclSuccess;
 }
 HETCCL_WEAK_ALIAS(ncclCommFinalize)
@@ -298,9 +300,7 @@ ncclResult_t release(ncclComm_t comm, bool abort, const char* caller) {
   if (abort) dropGroupWork(comm);
   if (abort) {
     c->abort.store(true);  // wakes any operation blocked in another thread
-    if (c->vendor) c->vendor->markAborted();
-    if (c->streamCollectives) c->streamCollectives->release();  // no stream waits for a peer any longer
-    if (c->streamHierarchy) c->streamHierarchy->release();
+    if (c->router) c->router->release();  // no engine waits for a peer any longer
   }
   c->waitReady();
   {
@@ -344,10 +344,11 @@ HETCCL_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t*
   Communicator* c = nullptr;
   HETCCL_TRY(handleComm(comm, "ncclCommGetAsyncError", &c));
   *asyncError = c->asyncError.load();
-  if (*asyncError == ncclSuccess && c->vendor) HETCCL_TRY(c->vendor->asyncError(asyncError));
-  if (*asyncError == ncclSuccess && c->streamHierarchy && c->streamHierarchy->asyncError() != ncclSuccess) {
-    const ncclResult_t e = c->streamHierarchy->asyncError();  // a stall or dead peer in my cross group
-    fail(e, "%s", c->streamHierarchy->asyncErrorText().c_str());
+  if (*asyncError == ncclSuccess && vendorOf(*c)) HETCCL_TRY(vendorOf(*c)->asyncError(asyncError));
+  std::string engineError;  // e.g. a stall or dead peer in a cross group
+  const ncclResult_t e = *asyncError == ncclSuccess && c->router ? c->router->asyncError(&engineError) : ncclSuccess;
+  if (e != ncclSuccess) {
+    fail(e, "%s", engineError.c_str());
     c->setFatal(e);
     *asyncError = c->asyncError.load();
   }
@@ -397,8 +398,8 @@ HETCCL_EXPORT ncclResult_t hetcclCommGetStats(ncclComm_t comm, hetcclCommStats_t
   stats->bytesReceived = c->net->bytesReceived.load() + c->p2pNet->bytesReceived.load();
   stats->collectives = c->operations;
   stats->bytesStaged = c->bytesStaged.load();
-  stats->plansDerived = c->plans.derived();
   const Router& router = routerOf(*c);
+  stats->plansDerived = router.plansDerived();
   for (size_t i = 0; i < sizeof(stats->pathCalls) / sizeof(stats->pathCalls[0]); ++i)
     stats->pathCalls[i] = i < kPathCount ? router.calls(static_cast<PathId>(i)) : 0;
   return ncclSuccess;

@@ -8,7 +8,8 @@
 #include <string>
 
 #include "api/api_util.h"
-#include "comm/init.h"
+#include "backend/vendor_comm.h"
+#include "core/init.h"
 #include "runtime/runtime.h"
 
 using namespace hetccl;
@@ -28,8 +29,8 @@ std::string whyNoDeviceApi(const Communicator& c) {
 // entry point `has`; else an error that says why not.
 template <typename F>
 ncclResult_t vendorEntry(const Communicator& c, F VendorApi::*entry, const char* caller, VendorLibrary** out) {
-  if (!c.vendor) return fail(ncclInvalidUsage, "%s: %s", caller, whyNoDeviceApi(c).c_str());
-  VendorLibrary& lib = c.vendor->library();
+  if (!vendorOf(c)) return fail(ncclInvalidUsage, "%s: %s", caller, whyNoDeviceApi(c).c_str());
+  VendorLibrary& lib = vendorOf(c)->library();
   if (!(lib.api().*entry))
     return fail(ncclInvalidUsage, "%s: %s has no device API (NCCL 2.28 or later has it)", caller,
                 lib.describe().c_str());
@@ -66,30 +67,33 @@ HETCCL_EXPORT ncclResult_t pncclDevCommCreate(ncclComm_t comm, const ncclDevComm
                                               ncclDevComm* outDevComm) {
   Communicator* c = nullptr;
   HETCCL_TRY(liveComm(comm, "ncclDevCommCreate", &c));
+  VendorCommunicator* vendor = vendorOf(*c);
   if (!reqs) return fail(ncclInvalidArgument, "ncclDevCommCreate: requirements are NULL");
   if (!outDevComm) return fail(ncclInvalidArgument, "ncclDevCommCreate: outDevComm is NULL");
   VendorLibrary* lib = nullptr;
   HETCCL_TRY(vendorEntry(*c, &VendorApi::devCommCreate, "ncclDevCommCreate", &lib));
-  return lib->check(lib->api().devCommCreate(c->vendor->handle(), reqs, outDevComm), "ncclDevCommCreate",
-                    c->vendor->handle());
+  return lib->check(lib->api().devCommCreate(vendor->handle(), reqs, outDevComm), "ncclDevCommCreate",
+                    vendor->handle());
 }
 HETCCL_WEAK_ALIAS(ncclDevCommCreate)
 
 HETCCL_EXPORT ncclResult_t pncclDevCommDestroy(ncclComm_t comm, const ncclDevComm* devComm) {
   Communicator* c = nullptr;
   HETCCL_TRY(liveComm(comm, "ncclDevCommDestroy", &c));
+  VendorCommunicator* vendor = vendorOf(*c);
   if (!devComm) return fail(ncclInvalidArgument, "ncclDevCommDestroy: devComm is NULL");
   VendorLibrary* lib = nullptr;
   HETCCL_TRY(vendorEntry(*c, &VendorApi::devCommDestroy, "ncclDevCommDestroy", &lib));
-  return lib->check(lib->api().devCommDestroy(c->vendor->handle(), devComm), "ncclDevCommDestroy",
-                    c->vendor->handle());
+  return lib->check(lib->api().devCommDestroy(vendor->handle(), devComm), "ncclDevCommDestroy",
+                    vendor->handle());
 }
 HETCCL_WEAK_ALIAS(ncclDevCommDestroy)
 
 HETCCL_EXPORT ncclTeam_t pncclTeamWorld(ncclComm_t comm) {
   Communicator* c = teamComm(comm, "ncclTeamWorld");
   if (!c) return ncclTeam_t{0, 0, 0};
-  if (c->vendor && c->vendor->library().api().teamWorld) return c->vendor->library().api().teamWorld(c->vendor->handle());
+  VendorCommunicator* vendor = vendorOf(*c);
+  if (vendor && vendor->library().api().teamWorld) return vendor->library().api().teamWorld(vendor->handle());
   return ncclTeam_t{c->nranks, c->rank, 1};
 }
 HETCCL_WEAK_ALIAS(ncclTeamWorld)
@@ -97,7 +101,8 @@ HETCCL_WEAK_ALIAS(ncclTeamWorld)
 HETCCL_EXPORT ncclTeam_t pncclTeamLsa(ncclComm_t comm) {
   Communicator* c = teamComm(comm, "ncclTeamLsa");
   if (!c) return ncclTeam_t{0, 0, 0};
-  if (c->vendor && c->vendor->library().api().teamLsa) return c->vendor->library().api().teamLsa(c->vendor->handle());
+  VendorCommunicator* vendor = vendorOf(*c);
+  if (vendor && vendor->library().api().teamLsa) return vendor->library().api().teamLsa(vendor->handle());
   return ncclTeam_t{1, 0, 1};  // no load/store access to peers: the rank alone
 }
 HETCCL_WEAK_ALIAS(ncclTeamLsa)
@@ -105,7 +110,8 @@ HETCCL_WEAK_ALIAS(ncclTeamLsa)
 HETCCL_EXPORT ncclTeam_t pncclTeamRail(ncclComm_t comm) {
   Communicator* c = teamComm(comm, "ncclTeamRail");
   if (!c) return ncclTeam_t{0, 0, 0};
-  if (c->vendor && c->vendor->library().api().teamRail) return c->vendor->library().api().teamRail(c->vendor->handle());
+  VendorCommunicator* vendor = vendorOf(*c);
+  if (vendor && vendor->library().api().teamRail) return vendor->library().api().teamRail(vendor->handle());
   return ncclTeam_t{c->nranks, c->rank, 1};  // one rank per load/store team: the rail is the world
 }
 HETCCL_WEAK_ALIAS(ncclTeamRail)
@@ -113,8 +119,9 @@ HETCCL_WEAK_ALIAS(ncclTeamRail)
 HETCCL_EXPORT int pncclTeamRankToWorld(ncclComm_t comm, ncclTeam_t team, int rank) {
   Communicator* c = teamComm(comm, "ncclTeamRankToWorld");
   if (!c) return -1;
-  if (c->vendor && c->vendor->library().api().teamRankToWorld)
-    return c->vendor->library().api().teamRankToWorld(c->vendor->handle(), team, rank);
+  VendorCommunicator* vendor = vendorOf(*c);
+  if (vendor && vendor->library().api().teamRankToWorld)
+    return vendor->library().api().teamRankToWorld(vendor->handle(), team, rank);
   return c->rank + (rank - team.rank) * team.stride;
 }
 HETCCL_WEAK_ALIAS(ncclTeamRankToWorld)
@@ -122,8 +129,9 @@ HETCCL_WEAK_ALIAS(ncclTeamRankToWorld)
 HETCCL_EXPORT int pncclTeamRankToLsa(ncclComm_t comm, ncclTeam_t team, int rank) {
   Communicator* c = teamComm(comm, "ncclTeamRankToLsa");
   if (!c) return -1;
-  if (c->vendor && c->vendor->library().api().teamRankToLsa)
-    return c->vendor->library().api().teamRankToLsa(c->vendor->handle(), team, rank);
+  VendorCommunicator* vendor = vendorOf(*c);
+  if (vendor && vendor->library().api().teamRankToLsa)
+    return vendor->library().api().teamRankToLsa(vendor->handle(), team, rank);
   return (rank - team.rank) * team.stride;  // this rank is rank 0 of its load/store team
 }
 HETCCL_WEAK_ALIAS(ncclTeamRankToLsa)
@@ -160,11 +168,12 @@ HETCCL_EXPORT ncclResult_t pncclGinBarrierCreateRequirement(ncclComm_t comm, ncc
                                                             ncclDevResourceRequirements* outReq) {
   Communicator* c = nullptr;
   HETCCL_TRY(liveComm(comm, "ncclGinBarrierCreateRequirement", &c));
+  VendorCommunicator* vendor = vendorOf(*c);
   if (!outHandle || !outReq)
     return fail(ncclInvalidArgument, "ncclGinBarrierCreateRequirement: outHandle or outReq is NULL");
   VendorLibrary* lib = nullptr;
   HETCCL_TRY(vendorEntry(*c, &VendorApi::ginBarrierCreateRequirement, "ncclGinBarrierCreateRequirement", &lib));
-  return lib->check(lib->api().ginBarrierCreateRequirement(c->vendor->handle(), team, nBarriers, outHandle, outReq),
-                    "ncclGinBarrierCreateRequirement", c->vendor->handle());
+  return lib->check(lib->api().ginBarrierCreateRequirement(vendor->handle(), team, nBarriers, outHandle, outReq),
+                    "ncclGinBarrierCreateRequirement", vendor->handle());
 }
 HETCCL_WEAK_ALIAS(ncclGinBarrierCreateRequirement)

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "api/api_util.h"
-#include "backend/vendor_library.h"
-#include "comm/communicator.h"
+#include "library/vendor_library.h"
+#include "core/communicator.h"
 #include "route/router.h"
 
 using namespace hetccl;

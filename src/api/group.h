@@ -5,7 +5,7 @@
 // returns, the operation has completed.
 #pragma once
 
-#include "algorithms/op.h"
+#include "core/op.h"
 
 namespace hetccl {
 

@@ -14,7 +14,8 @@
 #include <string>
 
 #include "api/api_util.h"
-#include "comm/init.h"
+#include "backend/vendor_comm.h"
+#include "core/init.h"
 #include "runtime/runtime.h"
 
 using namespace hetccl;
@@ -94,13 +95,14 @@ HETCCL_WEAK_ALIAS(ncclMemFree)
 HETCCL_EXPORT ncclResult_t pncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
   Communicator* c = nullptr;
   HETCCL_TRY(liveComm(comm, "ncclCommRegister", &c));
+  VendorCommunicator* vendor = vendorOf(*c);
   if (!handle) return fail(ncclInvalidArgument, "ncclCommRegister: handle is NULL");
   if (!buff && size) return fail(ncclInvalidArgument, "ncclCommRegister: buffer is NULL");
   auto reg = std::make_unique<Registration>(Registration{c, buff, size, nullptr});
-  if (c->vendor && c->vendor->library().api().commRegister) {
-    VendorLibrary& lib = c->vendor->library();
-    HETCCL_TRY(lib.check(lib.api().commRegister(c->vendor->handle(), buff, size, &reg->vendorHandle),
-                         "ncclCommRegister", c->vendor->handle()));
+  if (vendor && vendor->library().api().commRegister) {
+    VendorLibrary& lib = vendor->library();
+    HETCCL_TRY(lib.check(lib.api().commRegister(vendor->handle(), buff, size, &reg->vendorHandle),
+                         "ncclCommRegister", vendor->handle()));
   }
   std::lock_guard<std::mutex> lock(gRegistryMutex);
   gRegistrations.insert(reg.get());
@@ -112,6 +114,7 @@ HETCCL_WEAK_ALIAS(ncclCommRegister)
 HETCCL_EXPORT ncclResult_t pncclCommDeregister(const ncclComm_t comm, void* handle) {
   Communicator* c = nullptr;
   HETCCL_TRY(liveComm(comm, "ncclCommDeregister", &c));
+  VendorCommunicator* vendor = vendorOf(*c);
   std::unique_ptr<Registration> reg;
   {
     std::lock_guard<std::mutex> lock(gRegistryMutex);
@@ -122,9 +125,9 @@ HETCCL_EXPORT ncclResult_t pncclCommDeregister(const ncclComm_t comm, void* hand
     reg.reset(static_cast<Registration*>(handle));
   }
   if (reg->vendorHandle) {
-    VendorLibrary& lib = c->vendor->library();
-    return lib.check(lib.api().commDeregister(c->vendor->handle(), reg->vendorHandle), "ncclCommDeregister",
-                     c->vendor->handle());
+    VendorLibrary& lib = vendor->library();
+    return lib.check(lib.api().commDeregister(vendor->handle(), reg->vendorHandle), "ncclCommDeregister",
+                     vendor->handle());
   }
   return ncclSuccess;
 }
@@ -134,15 +137,16 @@ HETCCL_EXPORT ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, 
                                                    int winFlags) {
   Communicator* c = nullptr;
   HETCCL_TRY(liveComm(comm, "ncclCommWindowRegister", &c));
+  VendorCommunicator* vendor = vendorOf(*c);
   if (!win) return fail(ncclInvalidArgument, "ncclCommWindowRegister: win is NULL");
   if (!buff && size) return fail(ncclInvalidArgument, "ncclCommWindowRegister: buffer is NULL");
   if (winFlags & ~NCCL_WIN_COLL_SYMMETRIC)
     return fail(ncclInvalidArgument, "ncclCommWindowRegister: unknown flags 0x%x", winFlags);
-  if (c->vendor && c->vendor->library().api().commWindowRegister) {
-    VendorLibrary& lib = c->vendor->library();
+  if (vendor && vendor->library().api().commWindowRegister) {
+    VendorLibrary& lib = vendor->library();
     ncclWindow_t vendorWindow = nullptr;
-    HETCCL_TRY(lib.check(lib.api().commWindowRegister(c->vendor->handle(), buff, size, &vendorWindow, winFlags),
-                         "ncclCommWindowRegister", c->vendor->handle()));
+    HETCCL_TRY(lib.check(lib.api().commWindowRegister(vendor->handle(), buff, size, &vendorWindow, winFlags),
+                         "ncclCommWindowRegister", vendor->handle()));
     std::lock_guard<std::mutex> lock(gRegistryMutex);
     gVendorWindows[vendorWindow] = c;
     *win = vendorWindow;
@@ -159,13 +163,14 @@ HETCCL_WEAK_ALIAS(ncclCommWindowRegister)
 HETCCL_EXPORT ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
   Communicator* c = nullptr;
   HETCCL_TRY(liveComm(comm, "ncclCommWindowDeregister", &c));
+  VendorCommunicator* vendor = vendorOf(*c);
   std::unique_lock<std::mutex> lock(gRegistryMutex);
   if (auto v = gVendorWindows.find(win); v != gVendorWindows.end() && v->second == c) {
     gVendorWindows.erase(v);
     lock.unlock();
-    VendorLibrary& lib = c->vendor->library();
-    return lib.check(lib.api().commWindowDeregister(c->vendor->handle(), win), "ncclCommWindowDeregister",
-                     c->vendor->handle());
+    VendorLibrary& lib = vendor->library();
+    return lib.check(lib.api().commWindowDeregister(vendor->handle(), win), "ncclCommWindowDeregister",
+                     vendor->handle());
   }
   auto it = gRegistrations.find(win);
   if (it == gRegistrations.end() || win->reg.comm != c)
@@ -180,6 +185,7 @@ HETCCL_EXPORT ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scal
                                                      ncclScalarResidence_t residence, ncclComm_t comm) {
   Communicator* c = nullptr;
   HETCCL_TRY(liveComm(comm, "ncclRedOpCreatePreMulSum", &c));
+  VendorCommunicator* vendor = vendorOf(*c);
   if (!op) return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: op is NULL");
   if (!scalar) return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: scalar is NULL");
   if (!validType(datatype)) return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: invalid data type %d", static_cast<int>(datatype));
@@ -187,9 +193,9 @@ HETCCL_EXPORT ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scal
     return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: invalid scalar residence %d", static_cast<int>(residence));
   PreMulSumOp pm{datatype, residence, 0, scalar};
   if (residence == ncclScalarHostImmediate) memcpy(&pm.hostScalar, scalar, typeSize(datatype));
-  if (c->vendor) {
-    VendorLibrary& lib = c->vendor->library();
-    HETCCL_TRY(lib.check(lib.api().redOpCreatePreMulSum(&pm.vendorOp, scalar, datatype, residence, c->vendor->handle()),
+  if (vendor) {
+    VendorLibrary& lib = vendor->library();
+    HETCCL_TRY(lib.check(lib.api().redOpCreatePreMulSum(&pm.vendorOp, scalar, datatype, residence, vendor->handle()),
                          "ncclRedOpCreatePreMulSum"));
   }
   std::lock_guard<std::mutex> lock(c->opMutex);
@@ -207,14 +213,15 @@ HETCCL_WEAK_ALIAS(ncclRedOpCreatePreMulSum)
 HETCCL_EXPORT ncclResult_t pncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
   Communicator* c = nullptr;
   HETCCL_TRY(liveComm(comm, "ncclRedOpDestroy", &c));
+  VendorCommunicator* vendor = vendorOf(*c);
   if (op < ncclNumOps) return fail(ncclInvalidArgument, "ncclRedOpDestroy: %s is a built-in op", opName(op));
   std::lock_guard<std::mutex> lock(c->opMutex);
   const size_t slot = static_cast<size_t>(op) - ncclNumOps;
   if (slot >= c->preMulSumOps.size() || !c->preMulSumOps[slot])
     return fail(ncclInvalidArgument, "ncclRedOpDestroy: op %d was not created on this communicator", static_cast<int>(op));
-  if (c->vendor) {
-    VendorLibrary& lib = c->vendor->library();
-    HETCCL_TRY(lib.check(lib.api().redOpDestroy(c->preMulSumOps[slot]->vendorOp, c->vendor->handle()), "ncclRedOpDestroy"));
+  if (vendor) {
+    VendorLibrary& lib = vendor->library();
+    HETCCL_TRY(lib.check(lib.api().redOpDestroy(c->preMulSumOps[slot]->vendorOp, vendor->handle()), "ncclRedOpDestroy"));
   }
   c->preMulSumOps[slot].reset();
   return ncclSuccess;

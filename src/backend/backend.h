@@ -1,7 +1,9 @@
 // A domain's collective library, behind one interface: NCCL-style
-// collectives over the domain's own ranks (roots are domain ranks). The
-// native backend runs hetccl's algorithms; NCCL and RCCL backends (loaded
-// at run time) are the GPU issue's.
+// operations over the domain's own ranks (roots and peers are domain
+// ranks). Two implement it: hetccl's native algorithms (native_backend.cc:
+// host memory, each call runs to completion) and a vendor library's
+// communicator (vendor_comm.h: device memory, each call queued on the
+// Op's stream with the Op's vendor reduction).
 #pragma once
 
 #include <cstddef>
@@ -9,12 +11,12 @@
 #include <span>
 #include <string>
 
+#include "core/op.h"
 #include "common/types.h"
 
 namespace hetccl {
 
 class HostGroup;
-struct Op;
 
 class Backend {
  public:
@@ -28,18 +30,34 @@ class Backend {
   // members of a domain that disagree about the whole call (its root, its
   // kind) find out at their first message. Vendor libraries ignore it.
   virtual void setCallContext(uint64_t tag) { (void)tag; }
-
-  virtual ncclResult_t allReduce(const void* send, void* recv, size_t count, const Reduction& red) = 0;
-  virtual ncclResult_t reduceScatter(const void* send, void* recv, size_t recvcount, const Reduction& red) = 0;
-  virtual ncclResult_t allGather(const void* send, void* recv, size_t sendcount, ncclDataType_t type) = 0;
-  virtual ncclResult_t broadcast(const void* send, void* recv, size_t count, ncclDataType_t type, int root) = 0;
-  virtual ncclResult_t reduce(const void* send, void* recv, size_t count, const Reduction& red, int root) = 0;
-  virtual ncclResult_t alltoAll(const void* send, void* recv, size_t count, ncclDataType_t type) = 0;
-  virtual ncclResult_t gather(const void* send, void* recv, size_t count, ncclDataType_t type, int root) = 0;
-  virtual ncclResult_t scatter(const void* send, void* recv, size_t count, ncclDataType_t type, int root) = 0;
-  // A group of sends and receives (Op::root: the peer, a domain rank).
+  // Whether it has the operation (an older vendor library may lack
+  // all-to-all, gather or scatter).
+  virtual bool has(OpKind kind) const {
+    (void)kind;
+    return true;
+  }
+  // One collective (Op::comm is not read).
+  virtual ncclResult_t run(const Op& op) = 0;
+  // A group of sends and receives (Op::root: the peer).
   virtual ncclResult_t pointToPoint(std::span<const Op* const> ops) = 0;
+  // After an abort: the destructor must not wait for the peers.
+  virtual void markAborted() {}
+
+  // Shorthands for the cross-domain plans' steps (host memory, no stream).
+  ncclResult_t allReduce(const void* send, void* recv, size_t count, const Reduction& red);
+  ncclResult_t reduceScatter(const void* send, void* recv, size_t recvcount, const Reduction& red);
+  ncclResult_t allGather(const void* send, void* recv, size_t sendcount, ncclDataType_t type);
+  ncclResult_t broadcast(const void* send, void* recv, size_t count, ncclDataType_t type, int root);
+  ncclResult_t reduce(const void* send, void* recv, size_t count, const Reduction& red, int root);
+
+ private:
+  ncclResult_t runStep(OpKind kind, const void* send, void* recv, size_t count, const Reduction& red, int root);
 };
+
+// The vendor libraries' op for a reduction they have built in (sum,
+// product, min, max); false for PreMulSum, which needs a handle made on the
+// vendor's communicator.
+bool builtinVendorOp(RedKind kind, ncclRedOp_t* out);
 
 // hetccl's own algorithms over `domain` (a communicator of the domain's ranks).
 std::unique_ptr<Backend> makeNativeBackend(HostGroup& domain);

@@ -2,10 +2,11 @@
 
 #include <cstddef>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
-#include "common/comm_config.h"
+#include "core/comm_config.h"
 #include "common/error.h"
 #include "common/params.h"
 #include "runtime/runtime.h"
@@ -49,7 +50,7 @@ ncclResult_t VendorCommunicator::create(VendorLibrary& lib, Ring& ring, int rank
   }
   int device = -1;
   HETCCL_TRY(processRuntime().currentDevice(&device));
-  out->reset(new VendorCommunicator(lib, comm, nranks, device));
+  out->reset(new VendorCommunicator(lib, comm, rank, nranks, device));
   return ncclSuccess;
 }
 
@@ -96,7 +97,8 @@ ncclResult_t VendorCommunicator::checkArguments(const Op& op, int rank) {
   return ncclSuccess;
 }
 
-ncclResult_t VendorCommunicator::alltoAllInPlace(const Op& op, cudaStream_t stream) {
+ncclResult_t VendorCommunicator::alltoAllInPlace(const Op& op) {
+  cudaStream_t stream = op.stream;
   Runtime& rt = processRuntime();
   const size_t bytes = op.count * typeSize(op.type);
   const size_t total = bytes * static_cast<size_t>(ranks_);
@@ -110,8 +112,35 @@ ncclResult_t VendorCommunicator::alltoAllInPlace(const Op& op, cudaStream_t stre
   return lib_.check(lib_.api().alltoAll(scratch_.get(), op.recvbuff, op.count, op.type, comm_, stream), "AlltoAll", comm_);
 }
 
-ncclResult_t VendorCommunicator::run(const Op& op, ncclRedOp_t vendorOp, cudaStream_t stream) {
+std::string VendorCommunicator::version() const {
+  const int v = lib_.version();
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
+bool VendorCommunicator::has(OpKind kind) const {
   const VendorApi& api = lib_.api();
+  switch (kind) {
+    case OpKind::AlltoAll: return api.alltoAll != nullptr;
+    case OpKind::Gather: return api.gather != nullptr;
+    case OpKind::Scatter: return api.scatter != nullptr;
+    default: return true;
+  }
+}
+
+ncclResult_t VendorCommunicator::pointToPoint(std::span<const Op* const> ops) {
+  const VendorApi& api = lib_.api();
+  HETCCL_TRY(lib_.check(api.groupStart(), "ncclGroupStart"));
+  ncclResult_t r = ncclSuccess;
+  for (const Op* op : ops)
+    if ((r = run(*op)) != ncclSuccess) break;
+  const ncclResult_t end = lib_.check(api.groupEnd(), "ncclGroupEnd");
+  return r != ncclSuccess ? r : end;
+}
+
+ncclResult_t VendorCommunicator::run(const Op& op) {
+  const VendorApi& api = lib_.api();
+  const ncclRedOp_t vendorOp = op.vendorOp;
+  cudaStream_t stream = op.stream;
   const char* name = opKindName(op.kind);
   switch (op.kind) {
     case OpKind::AllReduce:
@@ -128,7 +157,7 @@ ncclResult_t VendorCommunicator::run(const Op& op, ncclRedOp_t vendorOp, cudaStr
                         comm_);
     case OpKind::AlltoAll:
       if (!api.alltoAll) break;
-      if (op.sendbuff == op.recvbuff && op.count > 0) return alltoAllInPlace(op, stream);
+      if (op.sendbuff == op.recvbuff && op.count > 0) return alltoAllInPlace(op);
       return lib_.check(api.alltoAll(op.sendbuff, op.recvbuff, op.count, op.type, comm_, stream), name, comm_);
     case OpKind::Gather:
       if (!api.gather) break;

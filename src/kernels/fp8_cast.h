@@ -2,7 +2,7 @@
 // to float (exact: float holds every value of all four formats), from
 // float (rounded to nearest even, saturating: src/kernels/formats.h), and
 // from one format into the other, same type (the same rounding). The fp8
-// bridge (src/comm/fp8_bridge.h) uses them for calls among ranks whose
+// bridge (src/route/fp8_bridge.h) uses them for calls among ranks whose
 // formats differ.
 #pragma once
 

@@ -1,7 +1,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/communicator.h"
+#include "core/communicator.h"
 #include "common/error.h"
 #include "plan/hierarchy/stream_hierarchy.h"
 #include "route/paths.h"

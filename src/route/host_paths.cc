@@ -1,10 +1,10 @@
 #include <string>
 
-#include "comm/communicator.h"
+#include "algorithms/algorithms.h"
+#include "core/communicator.h"
 #include "common/error.h"
 #include "plan/cross_domain/cross_domain.h"
 #include "plan/cross_domain/plan.h"
-#include "proxy/proxy.h"
 #include "route/paths.h"
 
 namespace hetccl {
@@ -39,14 +39,13 @@ bool CrossDomainPath::serves(const Op& op) const {
 }
 
 ncclResult_t CrossDomainPath::enqueue(std::span<const Op* const> ops) {
-  if (!c_.backend || !c_.proxy) return fail(ncclInternalError, "cross-domain call on a communicator without its domain");
-  CrossDomainGroup group{c_, c_.partition, *c_.backend, *c_.proxy, c_.plans};
-  for (const Op* op : ops) HETCCL_TRY(runAcrossDomains(group, *op, nextCollectiveTag(c_, *op)));
+  for (const Op* op : ops) HETCCL_TRY(runAcrossDomains(group_, *op, nextCollectiveTag(group_.host, *op)));
   return ncclSuccess;
 }
 
 std::string CrossDomainPath::describe(const Op& op) const {
-  return describePlan(op.kind, derivePlan(c_.partition, c_.tunables, c_.nranks, op.kind, op.count, op.type));
+  const HostGroup& host = group_.host;
+  return describePlan(op.kind, derivePlan(group_.partition, host.tunables, host.nranks, op.kind, op.count, op.type));
 }
 
 }  // namespace hetccl

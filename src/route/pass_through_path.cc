@@ -1,14 +1,14 @@
 #include <string>
 
 #include "backend/vendor_comm.h"
-#include "backend/vendor_library.h"
+#include "library/vendor_library.h"
 #include "common/error.h"
 #include "route/paths.h"
 
 namespace hetccl {
 
 ncclResult_t PassThroughPath::enqueue(std::span<const Op* const> ops) {
-  for (const Op* op : ops) HETCCL_TRY(vendor_.run(*op, op->vendorOp, op->stream));
+  for (const Op* op : ops) HETCCL_TRY(vendor_.run(*op));
   return ncclSuccess;
 }
 

@@ -7,7 +7,7 @@
 #include <span>
 #include <string>
 
-#include "algorithms/op.h"
+#include "core/op.h"
 #include "nccl.h"
 
 namespace hetccl {

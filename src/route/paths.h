@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 
+#include "plan/cross_domain/cross_domain.h"
 #include "route/path.h"
 
 namespace hetccl {
@@ -53,14 +54,14 @@ class HostAlgorithmsPath final : public Path {
 // plans of domain steps and inter-domain steps (src/plan/, host_paths.cc).
 class CrossDomainPath final : public Path {
  public:
-  explicit CrossDomainPath(Communicator& c) : c_(c) {}
+  explicit CrossDomainPath(const CrossDomainGroup& group) : group_(group) {}
   PathId id() const override { return PathId::CrossDomain; }
   bool serves(const Op& op) const override;
   ncclResult_t enqueue(std::span<const Op* const> ops) override;  // collectives it serves only
   std::string describe(const Op& op) const override;
 
  private:
-  Communicator& c_;
+  CrossDomainGroup group_;
 };
 
 // GPU ranks whose calls no stream engine takes: the buffers through

@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/communicator.h"
+#include "core/communicator.h"
+#include "route/fp8_bridge.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "runtime/runtime.h"
@@ -25,13 +26,15 @@ const char* pathName(PathId id) {
   return "unknown";
 }
 
-Router::Router(Communicator& c) : c_(c) {
-  if (!c.partition.single()) crossDomain_ = std::make_unique<CrossDomainPath>(c);
+void Router::makePaths() {
+  Communicator& c = c_;
+  if (backend_ && proxy_)
+    crossDomain_ = std::make_unique<CrossDomainPath>(CrossDomainGroup{c, c.partition, *backend_, *proxy_, plans_});
   host_ = std::make_unique<HostAlgorithmsPath>(c, crossDomain_.get());
-  if (c.vendor) passThrough_ = std::make_unique<PassThroughPath>(*c.vendor);
-  if (c.hostStaging) staging_ = std::make_unique<HostStagingPath>(*c.hostStaging, *host_, crossDomain_.get());
-  if (c.streamCollectives) stream_ = std::make_unique<StreamPath>(*c.streamCollectives);
-  if (c.streamHierarchy) hierarchy_ = std::make_unique<StreamHierarchyPath>(c, *c.streamHierarchy, staging_.get());
+  if (vendor_) passThrough_ = std::make_unique<PassThroughPath>(*vendor_);
+  if (hostStaging_) staging_ = std::make_unique<HostStagingPath>(*hostStaging_, *host_, crossDomain_.get());
+  if (streamCollectives_) stream_ = std::make_unique<StreamPath>(*streamCollectives_);
+  if (streamHierarchy_) hierarchy_ = std::make_unique<StreamHierarchyPath>(c, *streamHierarchy_, staging_.get());
   if (c.rank == 0 && logEnabled(LogLevel::Info)) {
     Op op;
     op.count = 1 << 20;
@@ -84,10 +87,10 @@ ncclResult_t Router::run(std::span<const Op* const> ops) {
   if (state != ncclSuccess) return fail(state, "communicator is in an error state: %s", c_.asyncErrorText.c_str());
   c_.operations += ops.size();
   // fp8 among ranks that read it differently: converted around the paths.
-  if (std::none_of(ops.begin(), ops.end(), [this](const Op* op) { return Fp8Bridge::needed(c_, *op); }))
+  if (passThrough_ || std::none_of(ops.begin(), ops.end(), [this](const Op* op) { return Fp8Bridge::needed(c_, *op); }))
     return dispatch(ops);
-  if (!c_.fp8Bridge) c_.fp8Bridge = std::make_unique<Fp8Bridge>(processRuntime());
-  return c_.fp8Bridge->run(c_, ops, [this](std::span<const Op* const> converted) { return dispatch(converted); });
+  if (!fp8Bridge_) fp8Bridge_ = std::make_unique<Fp8Bridge>(processRuntime());
+  return fp8Bridge_->run(c_, ops, [this](std::span<const Op* const> converted) { return dispatch(converted); });
 }
 
 ncclResult_t Router::dispatch(std::span<const Op* const> ops) {
@@ -177,9 +180,6 @@ ncclResult_t Router::splitByKind(std::span<const Op* const> ops, bool selfAsCopi
   return ncclSuccess;
 }
 
-Router& routerOf(Communicator& c) {
-  std::call_once(c.routerOnce, [&c] { c.router = std::make_shared<Router>(c); });
-  return *c.router;
-}
+Router& routerOf(Communicator& c) { return *c.router; }
 
 }  // namespace hetccl

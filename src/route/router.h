@@ -12,15 +12,24 @@
 #include <span>
 #include <string>
 
+#include "plan/cross_domain/plan.h"
 #include "route/paths.h"
+#include "runtime/runtime.h"
 
 namespace hetccl {
 
+class Backend;
 class Communicator;
+class Fp8Bridge;
+class Proxy;
+
+// Builds the router of `c` (c.router): the engines its layout gets
+// (layout.cc) and their paths. Collective over c's ranks, once, after init.
+ncclResult_t buildPaths(Communicator& c);
 
 class Router {
  public:
-  explicit Router(Communicator& c);
+  ~Router();
   Router(const Router&) = delete;
   Router& operator=(const Router&) = delete;
 
@@ -37,14 +46,43 @@ class Router {
   // A pass-through call: straight to the vendor library, inside its group.
   ncclResult_t passThrough(const Op& op);
   unsigned long long calls(PathId id) const { return calls_[static_cast<size_t>(id)].load(); }
+  unsigned long long plansDerived() const { return plans_.derived(); }
+  // One vendor domain: its library's communicator (registrations, device API).
+  VendorCommunicator* vendor() const { return vendor_.get(); }
+  // An abort: no engine waits for a peer any longer.
+  void release();
+  // An error an engine met outside a call (a stall or a dead peer in the
+  // stream hierarchy's cross group), with its text.
+  ncclResult_t asyncError(std::string* text) const;
 
  private:
+  friend ncclResult_t buildPaths(Communicator& c);
+  explicit Router(Communicator& c);
+  // layout.cc: the engines of the layout; then the paths over them.
+  ncclResult_t buildEngines();
+  bool streamCollectivesFit() const;
+  ncclResult_t startStreamCollectives(Runtime& rt);
+  ncclResult_t startStreamHierarchy(Runtime& rt);
+  void startStaging(Runtime& rt);
+  void makePaths();
   ncclResult_t dispatch(std::span<const Op* const> ops);
   ncclResult_t splitByKind(std::span<const Op* const> ops, bool selfAsCopies);
   Path& groupPath(std::span<const Op* const> ops);
   void count(PathId id, size_t ops) { calls_[static_cast<size_t>(id)] += ops; }
 
   Communicator& c_;
+  // The engines (null where the layout has none). Declared before the
+  // paths that wrap them: destroyed after them. The fp8 bridge (made on
+  // first use) goes last, once the engines released the streams.
+  std::unique_ptr<Fp8Bridge> fp8Bridge_;
+  std::unique_ptr<Backend> backend_;  // my domain's, several domains: hetccl's algorithms over c_.domainComm
+  std::unique_ptr<Proxy> proxy_;      // the inter-domain steps' thread
+  PlanCache plans_;                   // cross-domain plans by shape
+  std::unique_ptr<VendorCommunicator> vendor_;  // one vendor domain: every call passes through to it
+  std::unique_ptr<HostStaging> hostStaging_;    // GPU ranks among several domains (the fallback path)
+  std::unique_ptr<StreamCollectives> streamCollectives_;  // one rank per domain, on the GPUs' streams
+  std::unique_ptr<Communicator> crossGroup_;     // the stream hierarchy's: rank i of every domain
+  std::unique_ptr<StreamHierarchy> streamHierarchy_;      // domains of several ranks, on the streams
   // The paths this layout set up (null where it has none).
   std::unique_ptr<CrossDomainPath> crossDomain_;
   std::unique_ptr<HostAlgorithmsPath> host_;
@@ -55,7 +93,7 @@ class Router {
   std::array<std::atomic<unsigned long long>, kPathCount> calls_{};
 };
 
-// The communicator's router, made on first use (once; thread-safe).
+// The communicator's router (built at init: buildPaths).
 Router& routerOf(Communicator& c);
 
 }  // namespace hetccl

@@ -1,7 +1,7 @@
 // Which fp8 a rank computes in. NCCL's fp8 types are OCP's on NVIDIA GPUs
 // and CPU ranks; RCCL's are FNUZ on AMD MI300 (gfx940-942) and OCP on later
 // AMD GPUs (gfx950, RDNA4). Ranks tell each other at init, and collectives
-// among ranks that differ convert (src/comm/fp8_bridge.h).
+// among ranks that differ convert (src/route/fp8_bridge.h).
 #pragma once
 
 #include <string>

@@ -2,7 +2,7 @@
 // formats (NVIDIA, CPUs) on some ranks, AMD MI300's FNUZ on others
 // (HETCCL_FP8_FORMAT=fnuz makes a CPU rank one). Every rank's input is in
 // its own format; every output must be the true value re-encoded in the
-// receiver's format (src/comm/fp8_bridge.h), checked byte for byte against
+// receiver's format (src/route/fp8_bridge.h), checked byte for byte against
 // an independent model of the formats (testing/minifloat_oracle.h), for
 // every collective, both fp8 types, every op, zero/one/odd/larger counts,
 // in and out of place, in one and in several domains.

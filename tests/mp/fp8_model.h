@@ -1,7 +1,7 @@
 // A model of fp8 collectives among ranks whose fp8 formats differ (OCP,
 // FNUZ): every rank's input in its own format, every output the true value
 // re-encoded in the receiver's format where the sender's differs
-// (src/comm/fp8_bridge.h), checked
+// (src/route/fp8_bridge.h), checked
 // byte for byte against an independent model of the formats
 // (testing/minifloat_oracle.h). Shared by the CPU-rank tests
 // (fp8_formats_test.cc) and the GPU ones (tests/gpu/gpu_comm_test.cc).

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/communicator.h"
+#include "core/communicator.h"
 #include "common/error.h"
 #include "common/name_list.h"
 

@@ -1,9 +1,9 @@
-// The vendor collective library's table (src/backend/vendor_library.h,
+// The vendor collective library's table (src/library/vendor_library.h,
 // bound by name in NCCL and RCCL) against hetccl's own nccl.h, whose
 // declarations the abi.* tests compare with NVIDIA's: each slot must be
 // callable exactly as the function it binds (the vendor's communicator as
 // void*). A compile-time check: this file does not build on a mismatch.
-#include "backend/vendor_library.h"
+#include "library/vendor_library.h"
 #include "nccl.h"
 #include "unit/vendor_signature_match.h"
 

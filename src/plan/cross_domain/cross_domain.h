@@ -6,9 +6,9 @@
 
 #include <cstdint>
 
-#include "algorithms/host_group.h"
-#include "algorithms/op.h"
-#include "bootstrap/domains.h"
+#include "core/host_group.h"
+#include "core/op.h"
+#include "core/domains.h"
 #include "plan/cross_domain/plan.h"
 
 namespace hetccl {

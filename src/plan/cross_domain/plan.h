@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <unordered_map>
 
-#include "algorithms/op.h"
-#include "bootstrap/domains.h"
+#include "core/op.h"
+#include "core/domains.h"
 #include "bootstrap/rank_info.h"
 
 namespace hetccl {

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "algorithms/op.h"
+#include "core/op.h"
 #include "backend/backend.h"
 #include "plan/cross_domain/cross_domain.h"
 #include "plan/cross_domain/plan.h"

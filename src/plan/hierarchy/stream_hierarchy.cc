@@ -8,32 +8,19 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/vendor_comm.h"
-#include "backend/vendor_library.h"
-#include "comm/communicator.h"
-#include "comm/init.h"
+#include "core/domains.h"
+#include "core/host_group.h"
+#include "plan/host_staging/host_staging.h"
+#include "plan/stream/stream_collectives.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/params.h"
 #include "kernels/reducer.h"
-#include "plan/host_staging/host_staging.h"
 #include "runtime/runtime.h"
 
 namespace hetccl {
 
 namespace {
-
-constexpr uint64_t kCrossSalt = 0x63726f7373ull;  // "cross"
-
-bool vendorReduces(RedKind kind, ncclRedOp_t* out) {
-  switch (kind) {
-    case RedKind::Sum: *out = ncclSum; return true;
-    case RedKind::Prod: *out = ncclProd; return true;
-    case RedKind::Min: *out = ncclMin; return true;
-    case RedKind::Max: *out = ncclMax; return true;
-    default: return false;
-  }
-}
 
 // Block copies for every domain d and position j: block to(d, j) of dst
 // (blocks of `bytes`) gets block from(d, j) of src.
@@ -60,26 +47,38 @@ auto byDomain(size_t k) {
 
 }  // namespace
 
-bool StreamHierarchy::fits(const Communicator& parent) {
-  const Partition& p = parent.partition;
-  if (!parent.tunables.streamHierarchy || !parent.tunables.streamCollectives || p.domains.size() < 2) return false;
+bool StreamHierarchy::fits(const HierarchyGroup& g) {
+  const Partition& p = g.partition;
+  const Tunables& t = g.host.tunables;
+  if (!t.streamHierarchy || !t.streamCollectives || p.domains.size() < 2) return false;
   size_t largest = 0;
   for (const Domain& d : p.domains) largest = std::max(largest, d.members.size());
   if (largest < 2) return false;  // one rank per domain: the flat stream collectives
-  for (const RankInfo& r : parent.peers) {
+  for (const RankInfo& r : g.peers) {
     const bool host = strcmp(r.runtime, "host") == 0;
     // GPU ranks need their vendor library (without it, "hetccl-native": host-staged)
-    if (host ? !parent.tunables.hostRanksStaged : (r.library[0] == 0 || strcmp(r.library, "hetccl-native") == 0)) return false;
+    if (host ? !t.hostRanksStaged : (r.library[0] == 0 || strcmp(r.library, "hetccl-native") == 0)) return false;
   }
   return true;
 }
 
-ncclResult_t StreamHierarchy::create(Communicator& parent, std::unique_ptr<StreamHierarchy>* out) {
+std::vector<int> StreamHierarchy::crossMembers(const Partition& p, int rank) {
+  size_t smallest = p.domains[0].members.size();
+  for (const Domain& d : p.domains) smallest = std::min(smallest, d.members.size());
+  const int index = p.indexInDomain[static_cast<size_t>(rank)];
+  std::vector<int> members;
+  if (static_cast<size_t>(index) < smallest)
+    for (size_t d = 0; d < p.domains.size(); ++d) members.push_back(p.member(d, index));
+  return members;
+}
+
+ncclResult_t StreamHierarchy::create(const HierarchyGroup& g, StreamCollectives* cross, std::unique_ptr<Backend> vendor,
+                                     Backend* native, std::unique_ptr<StreamHierarchy>* out) {
   out->reset();
-  if (!fits(parent) || !parent.domainComm) return ncclSuccess;
-  const Partition& p = parent.partition;
-  std::unique_ptr<StreamHierarchy> h(new StreamHierarchy(parent));
-  const int myDomain = p.domainOf[static_cast<size_t>(parent.rank)];
+  const Partition& p = g.partition;
+  HostGroup& host = g.host;
+  std::unique_ptr<StreamHierarchy> h(new StreamHierarchy(g));
+  const int myDomain = p.domainOf[static_cast<size_t>(host.rank)];
   size_t smallest = p.domains[0].members.size(), largest = 0;
   for (const Domain& d : p.domains) {
     smallest = std::min(smallest, d.members.size());
@@ -88,37 +87,21 @@ ncclResult_t StreamHierarchy::create(Communicator& parent, std::unique_ptr<Strea
   h->k_ = static_cast<int>(smallest);
   h->uneven_ = smallest != largest;
   h->domainSize_ = static_cast<int>(p.domains[static_cast<size_t>(myDomain)].members.size());
-  h->index_ = p.indexInDomain[static_cast<size_t>(parent.rank)];
-  ncclResult_t r = ncclSuccess;
-  if (h->index_ < h->k_) {  // collective over the group's members; the counter moves on every rank
-    std::vector<int> members;
-    for (size_t d = 0; d < p.domains.size(); ++d) members.push_back(p.member(d, h->index_));
-    h->cross_ = std::make_unique<Communicator>();
-    h->cross_->config = parent.config;
-    r = initChild(&parent, h->cross_.get(), members, myDomain, kCrossSalt + static_cast<uint64_t>(h->index_));
-  }
-  ++parent.childCounter;
-  HETCCL_TRY(r);
-  // The domain's steps: the vendor's library (GPU ranks), else hetccl's own.
+  h->index_ = p.indexInDomain[static_cast<size_t>(host.rank)];
+  h->cross_ = cross;
+  h->domainVendor_ = std::move(vendor);
+  h->domain_ = h->domainVendor_ ? h->domainVendor_.get() : native;
   Runtime& rt = processRuntime();
-  if (rt.hasDevices()) {
-    std::string why;
-    VendorLibrary* lib = vendorLibraryFor(rt, &why);
-    if (!lib) return fail(ncclSystemError, "stream hierarchy: no vendor library on this rank (%s)", why.c_str());
-    HETCCL_TRY(VendorCommunicator::create(*lib, parent.domainComm->ring, h->index_, h->domainSize_, &parent.abort,
-                                          parent.config, &h->domainVendor_));
-  } else {
-    h->domainNative_ = parent.backend.get();
-  }
   HETCCL_TRY(makeReducer(rt, &h->reducer_));
   // Every cross group must be on the streams, or none is used (bit 0);
   // send/recv too where every rank can (bit 1: HETCCL_STREAM_HIERARCHY_P2P,
   // rank 0's, and a cross group with send/recv on its streams).
-  std::vector<uint8_t> usable(static_cast<size_t>(parent.nranks), 0);
-  const bool streams = (!h->cross_ || h->cross_->streamCollectives) && (h->domainVendor_ || h->domainNative_);
-  const bool p2p = streams && !h->uneven_ && parent.tunables.hierarchyP2p && h->cross_->streamCollectives->p2pOnStreams();
-  usable[static_cast<size_t>(parent.rank)] = static_cast<uint8_t>((streams ? 1 : 0) | (p2p ? 2 : 0));
-  HETCCL_TRY(parent.ring.allGather(usable.data(), 1, Deadline(params().timeoutSeconds), &parent.abort));
+  std::vector<uint8_t> usable(static_cast<size_t>(host.nranks), 0);
+  const bool inCrossGroup = h->index_ < h->k_;
+  const bool streams = (!inCrossGroup || h->cross_) && h->domain_;
+  const bool p2p = streams && !h->uneven_ && host.tunables.hierarchyP2p && h->cross_->p2pOnStreams();
+  usable[static_cast<size_t>(host.rank)] = static_cast<uint8_t>((streams ? 1 : 0) | (p2p ? 2 : 0));
+  HETCCL_TRY(host.ring.allGather(usable.data(), 1, Deadline(params().timeoutSeconds), &host.abort));
   h->p2p_ = true;
   for (uint8_t u : usable) {
     if (!(u & 1)) {
@@ -127,15 +110,16 @@ ncclResult_t StreamHierarchy::create(Communicator& parent, std::unique_ptr<Strea
     }
     h->p2p_ = h->p2p_ && (u & 2);
   }
-  if (parent.rank == 0)
+  if (host.rank == 0)
     HETCCL_INFO("stream hierarchy: %zu domains of %s%d ranks, %d cross groups on the streams; domain steps in %s",
                 p.domains.size(), h->uneven_ ? "at least " : "", h->k_, h->k_,
-                h->domainVendor_ ? h->domainVendor_->library().name() : "hetccl's algorithms");
+                h->domainVendor_ ? h->domain_->name() : "hetccl's algorithms");
   *out = std::move(h);
   return ncclSuccess;
 }
 
-StreamHierarchy::StreamHierarchy(Communicator& parent) : parent_(parent), rt_(processRuntime()) {}
+StreamHierarchy::StreamHierarchy(const HierarchyGroup& g)
+    : host_(g.host), partition_(g.partition), device_(g.device), rt_(processRuntime()) {}
 
 Op StreamHierarchy::stepOf(const Op& op, const void* send, void* recv, size_t count, int root) {
   Op step = op;
@@ -150,18 +134,17 @@ StreamHierarchy::~StreamHierarchy() = default;
 
 bool StreamHierarchy::handles(const Op& op) const {
   ncclRedOp_t v;
-  const VendorApi* api = domainVendor_ ? &domainVendor_->library().api() : nullptr;
   if (uneven_ && op.kind == OpKind::AlltoAll) return false;  // host-staged in unequal domains
   if (uneven_ && (op.kind == OpKind::Gather || op.kind == OpKind::Scatter)) return true;  // on the all-reduce
   switch (op.kind) {
     case OpKind::AllGather:
     case OpKind::Broadcast: return true;
-    case OpKind::AlltoAll: return !api || api->alltoAll;  // the domain's step needs the library's own
-    case OpKind::Gather: return !api || api->gather;
-    case OpKind::Scatter: return !api || api->scatter;
+    case OpKind::AlltoAll:  // the domain's step needs the library's own
+    case OpKind::Gather:
+    case OpKind::Scatter: return domain_->has(op.kind);
     case OpKind::AllReduce:
     case OpKind::ReduceScatter:
-    case OpKind::Reduce: return op.red.kind == RedKind::PreMulSum || vendorReduces(op.red.kind, &v);
+    case OpKind::Reduce: return op.red.kind == RedKind::PreMulSum || builtinVendorOp(op.red.kind, &v);
     default: return false;
   }
 }
@@ -172,8 +155,8 @@ bool StreamHierarchy::handles(const Op& op) const {
 // group's streams, in that order; any other peer is left in `rest` (the
 // caller stages it, after these).
 ncclResult_t StreamHierarchy::enqueueP2p(std::span<const Op* const> ops, std::vector<const Op*>* rest) {
-  const Partition& p = parent_.partition;
-  const int myDomain = p.domainOf[static_cast<size_t>(parent_.rank)];
+  const Partition& p = partition_;
+  const int myDomain = p.domainOf[static_cast<size_t>(host_.rank)];
   std::vector<Op> inDomain, across;
   for (const Op* op : ops) {
     const size_t peer = static_cast<size_t>(op->root);
@@ -181,7 +164,6 @@ ncclResult_t StreamHierarchy::enqueueP2p(std::span<const Op* const> ops, std::ve
       inDomain.push_back(stepOf(*op, op->sendbuff, op->recvbuff, op->count, p.indexInDomain[peer]));
     } else if (p.indexInDomain[peer] == index_) {
       across.push_back(stepOf(*op, op->sendbuff, op->recvbuff, op->count, p.domainOf[peer]));
-      across.back().comm = cross_.get();
     } else {
       rest->push_back(op);
     }
@@ -189,12 +171,12 @@ ncclResult_t StreamHierarchy::enqueueP2p(std::span<const Op* const> ops, std::ve
   std::vector<const Op*> acrossOps;
   for (const Op& op : across) acrossOps.push_back(&op);
   std::optional<DeviceGuard> onDevice;
-  if (parent_.device >= 0) {
-    onDevice.emplace(rt_, parent_.device);
+  if (device_ >= 0) {
+    onDevice.emplace(rt_, device_);
     HETCCL_TRY(onDevice->status());
   }
   if (!inDomain.empty()) HETCCL_TRY(domainPointToPoint(inDomain));
-  return acrossOps.empty() ? ncclSuccess : cross_->streamCollectives->enqueueP2p(acrossOps);
+  return acrossOps.empty() ? ncclSuccess : cross_->enqueueP2p(acrossOps);
 }
 
 ncclResult_t StreamHierarchy::checkP2p(std::span<const Op* const> ops) {
@@ -203,22 +185,13 @@ ncclResult_t StreamHierarchy::checkP2p(std::span<const Op* const> ops) {
 }
 
 ncclResult_t StreamHierarchy::domainPointToPoint(const std::vector<Op>& ops) {
-  if (!domainVendor_) {
-    std::vector<const Op*> pointers;
-    for (const Op& op : ops) pointers.push_back(&op);
-    return domainNative_->pointToPoint(pointers);
-  }
-  const VendorLibrary& lib = domainVendor_->library();
-  HETCCL_TRY(lib.check(lib.api().groupStart(), "ncclGroupStart"));
-  ncclResult_t r = ncclSuccess;
-  for (const Op& op : ops)
-    if ((r = domainVendor_->run(op, ncclSum, op.stream)) != ncclSuccess) break;
-  const ncclResult_t end = lib.check(lib.api().groupEnd(), "ncclGroupEnd");
-  return r != ncclSuccess ? r : end;
+  std::vector<const Op*> pointers;
+  for (const Op& op : ops) pointers.push_back(&op);
+  return domain_->pointToPoint(pointers);
 }
 
 ncclResult_t StreamHierarchy::check(const Op& op) {
-  const Extents used = extentsOf(op, parent_.rank, parent_.nranks);  // e.g. a gather's recvbuff at the root only
+  const Extents used = extentsOf(op, host_.rank, host_.nranks);  // e.g. a gather's recvbuff at the root only
   if (used.sendBytes) HETCCL_TRY(checkDeviceBuffer(rt_, op.sendbuff, "sendbuff", op.kind));
   if (used.recvBytes) HETCCL_TRY(checkDeviceBuffer(rt_, op.recvbuff, "recvbuff", op.kind));
   return ncclSuccess;  // a capturing stream never gets here: dispatch sends captures to HostStaging::capture
@@ -235,38 +208,27 @@ ncclResult_t StreamHierarchy::scratch(int which, size_t bytes, char** out) {
   return ncclSuccess;
 }
 
+// The domain's library reduces with its built-in op: PreMulSum's inputs
+// were scaled before (summable), ncclAvg divides at the end (averaged).
 ncclResult_t StreamHierarchy::domainStep(const Op& step) {
   Op op = step;
   op.red.average = false;
-  if (domainVendor_) {
-    ncclRedOp_t v = ncclSum;
-    vendorReduces(op.red.kind, &v);
-    return domainVendor_->run(op, v, op.stream);
-  }
-  switch (op.kind) {
-    case OpKind::ReduceScatter: return domainNative_->reduceScatter(op.sendbuff, op.recvbuff, op.count, op.red);
-    case OpKind::AllGather: return domainNative_->allGather(op.sendbuff, op.recvbuff, op.count, op.type);
-    case OpKind::Broadcast: return domainNative_->broadcast(op.sendbuff, op.recvbuff, op.count, op.type, op.root);
-    case OpKind::Reduce: return domainNative_->reduce(op.sendbuff, op.recvbuff, op.count, op.red, op.root);
-    case OpKind::AlltoAll: return domainNative_->alltoAll(op.sendbuff, op.recvbuff, op.count, op.type);
-    case OpKind::Gather: return domainNative_->gather(op.sendbuff, op.recvbuff, op.count, op.type, op.root);
-    case OpKind::Scatter: return domainNative_->scatter(op.sendbuff, op.recvbuff, op.count, op.type, op.root);
-    default: return domainNative_->allReduce(op.sendbuff, op.recvbuff, op.count, op.red);
-  }
+  op.vendorOp = ncclSum;
+  builtinVendorOp(op.red.kind, &op.vendorOp);
+  return domain_->run(op);
 }
 
 ncclResult_t StreamHierarchy::crossStep(const Op& op) {
   Op x = op;
   x.red.average = false;
-  x.comm = cross_.get();
-  return cross_->streamCollectives->enqueue(x);
+  return cross_->enqueue(x);
 }
 
 ncclResult_t StreamHierarchy::enqueue(const Op& op) {
   if (op.count == 0) return ncclSuccess;  // nothing moves, on any rank
   std::optional<DeviceGuard> onDevice;
-  if (parent_.device >= 0) {
-    onDevice.emplace(rt_, parent_.device);
+  if (device_ >= 0) {
+    onDevice.emplace(rt_, device_);
     HETCCL_TRY(onDevice->status());
   }
   if (!done_) HETCCL_TRY(createEvent(rt_, &done_));
@@ -301,7 +263,7 @@ ncclResult_t StreamHierarchy::summable(const Op& op, Op* steps) {
   if (op.red.kind != RedKind::PreMulSum ||
       (op.kind != OpKind::AllReduce && op.kind != OpKind::ReduceScatter && op.kind != OpKind::Reduce))
     return ncclSuccess;
-  const size_t inputs = op.kind == OpKind::ReduceScatter ? op.count * static_cast<size_t>(parent_.nranks) : op.count;
+  const size_t inputs = op.kind == OpKind::ReduceScatter ? op.count * static_cast<size_t>(host_.nranks) : op.count;
   char* scaled = nullptr;
   HETCCL_TRY(scratch(2, inputs * typeSize(op.type), &scaled));
   HETCCL_TRY(reducer_->prepare(op.red, scaled, op.sendbuff, inputs, op.stream));
@@ -313,11 +275,11 @@ ncclResult_t StreamHierarchy::summable(const Op& op, Op* steps) {
 // ncclAvg: `count` summed elements at `data` divided by the number of ranks.
 ncclResult_t StreamHierarchy::averaged(const Op& op, void* data, size_t count) {
   if (!op.red.average || count == 0) return ncclSuccess;
-  return reducer_->average(op.red, data, count, parent_.nranks, op.stream);
+  return reducer_->average(op.red, data, count, host_.nranks, op.stream);
 }
 
 ncclResult_t StreamHierarchy::allGather(const Op& op) {
-  const Partition& p = parent_.partition;
+  const Partition& p = partition_;
   const size_t chunk = op.count * typeSize(op.type), domains = p.domains.size(), k = static_cast<size_t>(k_);
   char *fromDomains = nullptr, *all = nullptr;
   HETCCL_TRY(scratch(0, domains * chunk, &fromDomains));
@@ -331,7 +293,7 @@ ncclResult_t StreamHierarchy::allGather(const Op& op) {
 }
 
 ncclResult_t StreamHierarchy::reduceScatter(const Op& op) {
-  const Partition& p = parent_.partition;
+  const Partition& p = partition_;
   const size_t chunk = op.count * typeSize(op.type), domains = p.domains.size(), k = static_cast<size_t>(k_);
   char *ordered = nullptr, *mine = nullptr;
   HETCCL_TRY(scratch(0, k * domains * chunk, &ordered));
@@ -347,9 +309,9 @@ ncclResult_t StreamHierarchy::reduceScatter(const Op& op) {
 }
 
 ncclResult_t StreamHierarchy::broadcast(const Op& op) {
-  const Partition& p = parent_.partition;
+  const Partition& p = partition_;
   const int rootDomain = p.domainOf[static_cast<size_t>(op.root)];
-  const bool rootsDomain = p.domainOf[static_cast<size_t>(parent_.rank)] == rootDomain;
+  const bool rootsDomain = p.domainOf[static_cast<size_t>(host_.rank)] == rootDomain;
   const size_t es = typeSize(op.type), k = static_cast<size_t>(k_);
   const size_t shard = op.count / k, tail = op.count % k;
   char* recv = static_cast<char*>(op.recvbuff);
@@ -430,14 +392,14 @@ ncclResult_t StreamHierarchy::allReduce(const Op& op) {
 }
 
 ncclResult_t StreamHierarchy::reduce(const Op& op) {
-  const Partition& p = parent_.partition;
+  const Partition& p = partition_;
   const int rootDomain = p.domainOf[static_cast<size_t>(op.root)];
   char* all = nullptr;  // the vector, shard by shard (receive buffers exist at the root only)
   HETCCL_TRY(scratch(0, op.count * typeSize(op.type), &all));
   HETCCL_TRY(reduceAcross(op, all, OpKind::Reduce, rootDomain));
-  if (p.domainOf[static_cast<size_t>(parent_.rank)] != rootDomain) return ncclSuccess;
+  if (p.domainOf[static_cast<size_t>(host_.rank)] != rootDomain) return ncclSuccess;
   HETCCL_TRY(gatherShards(op, all));  // the root's domain; the root keeps the result
-  if (parent_.rank != op.root) return ncclSuccess;
+  if (host_.rank != op.root) return ncclSuccess;
   HETCCL_TRY(rt_.copyAsync(op.recvbuff, all, op.count * typeSize(op.type), op.stream));
   return averaged(op, op.recvbuff, op.count);
 }
@@ -452,7 +414,7 @@ ncclResult_t StreamHierarchy::reduce(const Op& op) {
 //      to (d, index_); from domain d what its ranks send me, (d, source s);
 //   5. each chunk to its source's place.
 ncclResult_t StreamHierarchy::alltoAll(const Op& op) {
-  const Partition& p = parent_.partition;
+  const Partition& p = partition_;
   const size_t chunk = op.count * typeSize(op.type), domains = p.domains.size(), k = static_cast<size_t>(k_);
   char *a = nullptr, *b = nullptr;
   HETCCL_TRY(scratch(0, k * domains * chunk, &a));
@@ -469,15 +431,15 @@ ncclResult_t StreamHierarchy::alltoAll(const Op& op) {
 // position in the root's domain (by domain), then that domain's gather of
 // those to the root (by position, domain), each chunk to its source's place.
 ncclResult_t StreamHierarchy::gather(const Op& op) {
-  const Partition& p = parent_.partition;
+  const Partition& p = partition_;
   const size_t chunk = op.count * typeSize(op.type), domains = p.domains.size(), k = static_cast<size_t>(k_);
   const int rootDomain = p.domainOf[static_cast<size_t>(op.root)];
   char *mine = nullptr, *all = nullptr;
   HETCCL_TRY(rootedScratch(op, &mine, &all));
   HETCCL_TRY(crossStep(stepOf(op, op.sendbuff, mine, op.count, rootDomain)));
-  if (p.domainOf[static_cast<size_t>(parent_.rank)] != rootDomain) return ncclSuccess;
+  if (p.domainOf[static_cast<size_t>(host_.rank)] != rootDomain) return ncclSuccess;
   HETCCL_TRY(domainStep(stepOf(op, mine, all, op.count * domains, p.indexInDomain[static_cast<size_t>(op.root)])));
-  if (parent_.rank != op.root) return ncclSuccess;
+  if (host_.rank != op.root) return ncclSuccess;
   return moveBlocks(rt_, domains, k, static_cast<char*>(op.recvbuff), all, chunk, globalOrder(p), byPosition(domains),
                     op.stream);
 }
@@ -486,13 +448,13 @@ ncclResult_t StreamHierarchy::gather(const Op& op) {
 // input by (position, domain), its domain scatters the positions' blocks,
 // each cross group scatters its block from the root's domain.
 ncclResult_t StreamHierarchy::scatter(const Op& op) {
-  const Partition& p = parent_.partition;
+  const Partition& p = partition_;
   const size_t chunk = op.count * typeSize(op.type), domains = p.domains.size(), k = static_cast<size_t>(k_);
   const int rootDomain = p.domainOf[static_cast<size_t>(op.root)];
   char *mine = nullptr, *all = nullptr;
   HETCCL_TRY(rootedScratch(op, &mine, &all));
-  if (p.domainOf[static_cast<size_t>(parent_.rank)] == rootDomain) {
-    if (parent_.rank == op.root)
+  if (p.domainOf[static_cast<size_t>(host_.rank)] == rootDomain) {
+    if (host_.rank == op.root)
       HETCCL_TRY(moveBlocks(rt_, domains, k, all, static_cast<const char*>(op.sendbuff), chunk, byPosition(domains),
                             globalOrder(p), op.stream));
     HETCCL_TRY(domainStep(stepOf(op, all, mine, op.count * domains, p.indexInDomain[static_cast<size_t>(op.root)])));
@@ -503,21 +465,15 @@ ncclResult_t StreamHierarchy::scatter(const Op& op) {
 // Gather's and scatter's scratch: my position's chunk from (or for) every
 // domain, and every position's of those.
 ncclResult_t StreamHierarchy::rootedScratch(const Op& op, char** mine, char** all) {
-  const size_t perDomain = parent_.partition.domains.size() * op.count * typeSize(op.type);
+  const size_t perDomain = partition_.domains.size() * op.count * typeSize(op.type);
   HETCCL_TRY(scratch(0, perDomain, mine));
   return scratch(1, static_cast<size_t>(k_) * perDomain, all);
 }
 
 void StreamHierarchy::release() {
-  if (cross_) {
-    cross_->abort.store(true);
-    if (cross_->streamCollectives) cross_->streamCollectives->release();
-  }
+  if (cross_) cross_->release();
   if (domainVendor_) domainVendor_->markAborted();
 }
-
-ncclResult_t StreamHierarchy::asyncError() const { return cross_ ? cross_->asyncError.load() : ncclSuccess; }
-std::string StreamHierarchy::asyncErrorText() const { return cross_ ? "cross group: " + cross_->asyncErrorText : ""; }
 
 const char* StreamHierarchy::describe() const {
   if (uneven_)

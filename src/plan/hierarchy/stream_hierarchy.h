@@ -53,23 +53,42 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/op.h"
+#include "bootstrap/rank_info.h"
+#include "core/op.h"
 #include "runtime/owned.h"
 #include "runtime/runtime.h"
 
 namespace hetccl {
 
-class Communicator;
 class Backend;
+class HostGroup;
 class Reducer;
-class VendorCommunicator;
+class StreamCollectives;
 struct Partition;
+
+// What the hierarchy sees of its communicator.
+struct HierarchyGroup {
+  HostGroup& host;  // ranks, bootstrap ring, abort flag, rank 0's tunables
+  const Partition& partition;
+  const std::vector<RankInfo>& peers;
+  int device;  // -1: host ranks
+};
 
 class StreamHierarchy {
  public:
-  // Collective over the parent's ranks (after its domain communicator and
-  // backend exist). *out stays empty where the layout does not fit.
-  static ncclResult_t create(Communicator& parent, std::unique_ptr<StreamHierarchy>* out);
+  // Whether the layout fits (every rank answers the same).
+  static bool fits(const HierarchyGroup& g);
+  // The communicator's ranks in `rank`'s cross group (rank i of every
+  // domain), or none at positions the smallest domain lacks.
+  static std::vector<int> crossMembers(const Partition& p, int rank);
+  // Collective over the communicator's ranks. `cross`: my cross group's
+  // stream collectives (null where I am in none, or where its layout did
+  // not get them); the domain's steps on `vendor` (GPU ranks: a vendor
+  // communicator of the domain, owned from here on) or `native` (host
+  // ranks: the communicator's native backend). *out stays empty where not
+  // every cross group is on the streams.
+  static ncclResult_t create(const HierarchyGroup& g, StreamCollectives* cross, std::unique_ptr<Backend> vendor,
+                             Backend* native, std::unique_ptr<StreamHierarchy>* out);
   ~StreamHierarchy();
 
   bool handles(const Op& op) const;
@@ -86,15 +105,10 @@ class StreamHierarchy {
   ncclResult_t enqueueP2p(std::span<const Op* const> ops, std::vector<const Op*>* rest);
   // Abort: no stream waits for a peer any longer.
   void release();
-  // The cross group's asynchronous error (a stall or dead peer seen by its
-  // watchdog), or ncclSuccess.
-  ncclResult_t asyncError() const;
-  std::string asyncErrorText() const;
   const char* describe() const;
 
  private:
-  explicit StreamHierarchy(Communicator& parent);
-  static bool fits(const Communicator& parent);
+  explicit StreamHierarchy(const HierarchyGroup& g);
   // A step of `op`: other buffers, count and root.
   static Op stepOf(const Op& op, const void* send, void* recv, size_t count, int root);
   ncclResult_t domainStep(const Op& op);
@@ -118,14 +132,16 @@ class StreamHierarchy {
   ncclResult_t averaged(const Op& op, void* data, size_t count);
   ncclResult_t scratch(int which, size_t bytes, char** out);
 
-  Communicator& parent_;
+  HostGroup& host_;
+  const Partition& partition_;
+  int device_;
   int k_ = 1;      // cross groups: ranks per domain (the smallest domain's when uneven_)
   int index_ = 0;  // mine within my domain (= my cross group, where below k_)
   int domainSize_ = 1;   // my domain's ranks
   bool uneven_ = false;  // domains of different sizes
-  std::unique_ptr<Communicator> cross_;  // null at positions k_ and up
-  std::unique_ptr<VendorCommunicator> domainVendor_;  // GPU ranks: the domain's library
-  Backend* domainNative_ = nullptr;                   // host ranks: hetccl's algorithms (the parent's backend)
+  StreamCollectives* cross_ = nullptr;     // my cross group's (its communicator is the router's); null at positions k_ and up
+  std::unique_ptr<Backend> domainVendor_;  // GPU ranks: the domain's vendor library
+  Backend* domain_ = nullptr;              // the domain's steps: domainVendor_, or (host ranks) the parent's native backend
   Runtime& rt_;
   std::unique_ptr<Reducer> reducer_;      // PreMulSum's scaling, ncclAvg's division
   DeviceMemory scratch_[3];                         // device memory (host memory on host ranks), grows;

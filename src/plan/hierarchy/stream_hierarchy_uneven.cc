@@ -9,7 +9,7 @@
 // its part. All-to-all stays host-staged.
 #include "plan/hierarchy/stream_hierarchy.h"
 
-#include "comm/communicator.h"
+#include "core/host_group.h"
 #include "common/error.h"
 
 namespace hetccl {
@@ -31,8 +31,8 @@ Op byteSum(const Op& op, void* data, size_t bytes) {
 }  // namespace
 
 ncclResult_t StreamHierarchy::unevenCollective(const Op& op) {
-  const size_t es = typeSize(op.type), bytes = op.count * es, n = static_cast<size_t>(parent_.nranks);
-  const size_t rank = static_cast<size_t>(parent_.rank);
+  const size_t es = typeSize(op.type), bytes = op.count * es, n = static_cast<size_t>(host_.nranks);
+  const size_t rank = static_cast<size_t>(host_.rank);
   char* recv = static_cast<char*>(op.recvbuff);
   switch (op.kind) {
     case OpKind::AllGather:

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/op.h"
+#include "core/op.h"
 #include "common/error.h"
 #include "runtime/owned.h"
 #include "runtime/runtime.h"

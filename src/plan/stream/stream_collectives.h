@@ -55,7 +55,7 @@
 #include <thread>
 #include <vector>
 
-#include "algorithms/op.h"
+#include "core/op.h"
 #include "common/deadline.h"
 #include "kernels/reducer.h"
 #include "transport/relay/relay_link.h"

@@ -1,8 +1,8 @@
-#include "comm/fp8_bridge.h"
+#include "route/fp8_bridge.h"
 
 #include <cstring>
 
-#include "comm/communicator.h"
+#include "core/communicator.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "plan/host_staging/host_staging.h"
@@ -22,7 +22,7 @@ Fp8Format formatOf(const Communicator& c) { return static_cast<Fp8Format>(c.peer
 Fp8Bridge::~Fp8Bridge() = default;
 
 bool Fp8Bridge::needed(const Communicator& c, const Op& op) {
-  if (c.vendor || !isFp8(op.type)) return false;
+  if (!isFp8(op.type)) return false;
   if (c.partition.fp8FormatsDiffer()) return true;
   return c.partition.anyFp8Fnuz() && reduces(op.kind);
 }

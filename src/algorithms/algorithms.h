@@ -1,41 +1,16 @@
-// One enqueued operation, as the API layer hands it to the algorithms.
+// hetccl's host algorithms: each collective as one file of src/algorithms/,
+// over a HostGroup (src/core/host_group.h), run to completion on host memory.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <span>
 
-#include "common/types.h"
+#include "core/op.h"
 
 namespace hetccl {
 
-class Communicator;
 class HostGroup;
-
-enum class OpKind : uint8_t { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AlltoAll, Gather, Scatter, Send, Recv };
-
-const char* opKindName(OpKind kind);
-
-struct Op {
-  OpKind kind = OpKind::AllReduce;
-  Communicator* comm = nullptr;
-  const void* sendbuff = nullptr;
-  void* recvbuff = nullptr;
-  size_t count = 0;  // per NCCL's convention for the collective
-  ncclDataType_t type = ncclFloat32;
-  Reduction red;
-  ncclRedOp_t vendorOp = ncclSum;  // pass-through: the vendor library's handle for the call's reduction
-  int root = 0;  // root, or peer for send/recv
-  cudaStream_t stream = nullptr;  // the caller's stream (GPU ranks)
-  bool isPointToPoint() const { return kind == OpKind::Send || kind == OpKind::Recv; }
-};
-
-// The bytes of its send and receive buffers an operation touches on `rank`.
-struct Extents {
-  size_t sendBytes = 0, recvBytes = 0;
-};
-Extents extentsOf(const Op& op, int rank, int nranks);
 
 // Runs one collective to completion on host memory (the router's choice of
 // algorithm or cross-domain plan; hetccl's algorithms where omitted).

@@ -21,4 +21,7 @@ struct CommConfig {
   std::string netName;
 };
 
+// Reads an application's ncclConfig_t of any layout from NCCL 2.14 on.
+ncclResult_t readConfig(const ncclConfig_t* config, CommConfig* out);
+
 }  // namespace hetccl

@@ -2,7 +2,7 @@
 // connections (the collectives' and send/recv's, apart so that a group runs
 // both side by side), request storage, scratch, rank 0's tunables, and the
 // counters that give every rank the same tags for the same call. The
-// Communicator is one (src/comm/communicator.h); the algorithms and the
+// Communicator is one (src/core/communicator.h); the algorithms and the
 // host paths need nothing else of it.
 #pragma once
 

@@ -1,11 +1,12 @@
 // Creating communicators: from a unique id, by splitting or shrinking a
-// parent. Each returns a ready communicator or an error.
+// parent. Each returns a communicator whose ranks are connected, or an
+// error; the router then builds its paths (buildPaths, src/route/router.h).
 #pragma once
 
 #include <memory>
 #include <vector>
 
-#include "comm/communicator.h"
+#include "core/communicator.h"
 #include "runtime/runtime.h"
 #include "transport/init_marker.h"
 
@@ -26,9 +27,6 @@ ncclResult_t splitMembers(Communicator* parent, int color, int key, std::vector<
 // The device a new rank reports: the current device of this process's
 // runtime (as NCCL takes it), -1 for host ranks.
 int currentDevice();
-// The collective library of a runtime's vendor (NCCL for CUDA, RCCL for
-// HIP), nullptr for the host or when it cannot be loaded (*why says why).
-VendorLibrary* vendorLibraryFor(const Runtime& rt, std::string* why);
 // What this rank tells the others: address, host, runtime, library, domain.
 RankInfo localRankInfo(const SocketAddress& listenAddress, int device);
 

@@ -1,4 +1,4 @@
-#include "backend/vendor_library.h"
+#include "library/vendor_library.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/params.h"
+#include "runtime/runtime.h"
 
 namespace hetccl {
 
@@ -340,6 +341,12 @@ ncclResult_t VendorLibrary::check(ncclResult_t r, const char* what, VendorComm c
   const char* detail = api_.getLastError ? api_.getLastError(comm) : "";
   return fail(r, "%s: %s failed: %s%s%s", name_, what, api_.getErrorString(r), detail && *detail ? ": " : "",
               detail ? detail : "");
+}
+
+VendorLibrary* vendorLibraryFor(const Runtime& rt, std::string* why) {
+  if (strcmp(rt.name(), "cuda") == 0) return VendorLibrary::nccl(why);
+  if (strcmp(rt.name(), "hip") == 0) return VendorLibrary::rccl(why);
+  return nullptr;
 }
 
 }  // namespace hetccl

@@ -19,7 +19,7 @@
 #include <span>
 #include <vector>
 
-#include "algorithms/op.h"
+#include "core/op.h"
 #include "kernels/reducer.h"
 #include "runtime/owned.h"
 #include "runtime/runtime.h"
@@ -35,7 +35,8 @@ class Fp8Bridge {
   Fp8Bridge(const Fp8Bridge&) = delete;
   Fp8Bridge& operator=(const Fp8Bridge&) = delete;
 
-  // Whether `op` on `c` needs converting.
+  // Whether `op` on `c` needs converting (never on pass-through: the
+  // vendor library reads its own format; the router asks only otherwise).
   static bool needed(const Communicator& c, const Op& op);
   using Dispatch = std::function<ncclResult_t(std::span<const Op* const>)>;
   // Runs `ops` (one communicator's share of a call or group, in order)

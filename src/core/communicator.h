@@ -1,5 +1,8 @@
-// A communicator: its ranks, bootstrap ring, data plane, reduction-op
-// handles and error state. One operation runs on it at a time.
+// A communicator: its ranks, bootstrap ring, connections, domains,
+// reduction-op handles and error state. One operation runs on it at a
+// time. Init (core/init.h) connects the ranks; the router
+// (src/route/router.h) then builds the paths its layout takes and owns
+// them and their engines.
 #pragma once
 
 #include <atomic>
@@ -11,32 +14,18 @@
 #include <thread>
 #include <vector>
 
-#include "algorithms/host_group.h"
-#include "bootstrap/bootstrap.h"
-#include "backend/backend.h"
-#include "backend/vendor_comm.h"
 #include "bootstrap/rank_info.h"
-#include "bootstrap/domains.h"
-#include "common/comm_config.h"
 #include "common/job_thread.h"
-#include "comm/fp8_bridge.h"
-#include "plan/host_staging/host_staging.h"
-#include "plan/stream/stream_collectives.h"
-#include "plan/hierarchy/stream_hierarchy.h"
+#include "core/comm_config.h"
+#include "core/domains.h"
+#include "core/host_group.h"
+#include "nccl.h"
 #include "runtime/owned.h"
 #include "runtime/runtime.h"
-#include "plan/cross_domain/plan.h"
-#include "proxy/proxy.h"
-#include "common/types.h"
-#include "nccl.h"
-#include "transport/net.h"
 
 namespace hetccl {
 
 class Router;
-
-// Reads an application's ncclConfig_t of any layout from NCCL 2.14 on.
-ncclResult_t readConfig(const ncclConfig_t* config, CommConfig* out);
 
 struct PreMulSumOp {
   ncclDataType_t type;
@@ -47,7 +36,7 @@ struct PreMulSumOp {
 };
 
 // The ranks, connections, request storage and call counters the host
-// algorithms see are its HostGroup (src/algorithms/host_group.h).
+// algorithms see are its HostGroup (src/core/host_group.h).
 class Communicator : public HostGroup {
  public:
   Communicator() = default;
@@ -57,10 +46,6 @@ class Communicator : public HostGroup {
   uint64_t secret = 0;
   CommConfig config;
   std::vector<RankInfo> peers;
-  // Picks the path of every call (src/route/router.h; routerOf makes it on
-  // first use). Before the paths it holds: destroyed after them.
-  std::shared_ptr<Router> router;
-  std::once_flag routerOnce;
   int netPluginDevice = 0;      // the net plugin's device (NIC) this rank uses, when it asked for a plugin
   std::atomic<ncclResult_t> asyncError{ncclSuccess};
   std::string asyncErrorText;  // read only once asyncError holds an error (see setFatal)
@@ -71,25 +56,19 @@ class Communicator : public HostGroup {
   std::vector<std::optional<PreMulSumOp>> preMulSumOps;
   std::unique_ptr<JobThread> worker;  // a group spanning several communicators: this one's share
   Partition partition;                        // the same on every rank
-  // fp8 calls among ranks that read fp8 differently (made on first use).
-  // Before the plans below: destroyed after them, once they released the streams.
-  std::unique_ptr<Fp8Bridge> fp8Bridge;
-  std::unique_ptr<Communicator> domainComm;   // my domain's ranks (several domains only)
-  std::unique_ptr<Backend> backend;           // my domain's library (several domains only)
-  std::unique_ptr<Proxy> proxy;               // inter-domain steps (several domains only)
-  std::unique_ptr<VendorCommunicator> vendor; // one vendor domain: every call passes through to it
-  std::unique_ptr<HostStaging> hostStaging;   // GPU ranks among several domains (the fallback path)
-  std::unique_ptr<StreamCollectives> streamCollectives;  // all-reduce on the GPUs' streams (one rank per domain, one host)
-  std::unique_ptr<StreamHierarchy> streamHierarchy;      // collectives on the streams, domains of several ranks
+  std::unique_ptr<Communicator> domainComm;   // my domain's ranks (several domains; made by the router)
+  // The paths of this layout and their engines (src/route/router.h; built
+  // after init by buildPaths). After domainComm: destroyed before it.
+  std::shared_ptr<Router> router;
   bool nativeOnly = false;                    // a domain of a staged communicator: host algorithms
   Runtime* gpuInProcess = nullptr;            // host ranks: a GPU runtime the process uses (to refuse device buffers)
-  PlanCache plans;                            // cross-domain plans by shape
   unsigned long long operations = 0;
   // A group's send/recv are queued from this stream (on my device), beside
   // its collectives (src/api/group.cc).
   LazyStream groupSideStream;
 
-  // Completes the connection setup once peers/listener/ring are in place.
+  // Completes the connection setup once peers/listener/ring are in place:
+  // transports and domains.
   ncclResult_t finishInit();
   int chooseNetPluginDevice() const;  // HETCCL_NET_PLUGIN_DEVICE, or the NIC nearest this rank's GPU
   // Waits for a non-blocking init to finish; returns its result.
@@ -116,9 +95,6 @@ class Communicator : public HostGroup {
   std::string describeTransports() const;
 
  private:
-  ncclResult_t createDomains();
-  void startStaging(Runtime& rt);
-  bool streamCollectivesFit() const;
   std::mutex errorMutex_;  // setFatal's writers
   std::atomic<int64_t> lastLivenessCheck_{0};  // steady clock, ns
   std::atomic<void*> lastStream_{nullptr};

@@ -1,4 +1,4 @@
-#include "bootstrap/domains.h"
+#include "core/domains.h"
 
 namespace hetccl {
 

@@ -1,4 +1,4 @@
-#include "comm/init.h"
+#include "core/init.h"
 
 #include <algorithm>
 #include <cstring>
@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/params.h"
+#include "library/vendor_library.h"
 #include "runtime/fp8_format.h"
 #include "runtime/runtime.h"
 #include "transport/network_choice.h"
@@ -19,12 +20,6 @@ int currentDevice() {
   int device = -1;
   if (rt.hasDevices() && rt.currentDevice(&device) != ncclSuccess) device = -1;
   return device;
-}
-
-VendorLibrary* vendorLibraryFor(const Runtime& rt, std::string* why) {
-  if (strcmp(rt.name(), "cuda") == 0) return VendorLibrary::nccl(why);
-  if (strcmp(rt.name(), "hip") == 0) return VendorLibrary::rccl(why);
-  return nullptr;
 }
 
 RankInfo localRankInfo(const SocketAddress& listenAddress, int device) {

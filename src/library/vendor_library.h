@@ -101,4 +101,10 @@ class VendorLibrary {
   VendorApi api_{};
 };
 
+class Runtime;
+
+// The collective library of a runtime's vendor (NCCL for CUDA, RCCL for
+// HIP), nullptr for the host or when it cannot be loaded (*why says why).
+VendorLibrary* vendorLibraryFor(const Runtime& rt, std::string* why);
+
 }  // namespace hetccl

@@ -1,4 +1,4 @@
-#include "algorithms/op.h"
+#include "core/op.h"
 
 namespace hetccl {
 

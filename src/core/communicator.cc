@@ -1,4 +1,4 @@
-#include "comm/communicator.h"
+#include "core/communicator.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,81 +8,11 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/params.h"
-#include "comm/init.h"
 #include "runtime/runtime.h"
 #include "transport/net_plugin/net_plugin.h"
 #include "transport/shm/shm_segment.h"
 
 namespace hetccl {
-
-namespace {
-
-// NCCL's own rules for the numeric fields (undefined is INT_MIN): counts
-// are not negative, switches are 0 or 1. The same answer on every rank
-// whatever library serves it.
-ncclResult_t checkConfigValues(const ncclConfig_t& c) {
-  const struct {
-    const char* name;
-    int value;
-    bool onOff;
-  } fields[] = {
-      {"cgaClusterSize", c.cgaClusterSize, false}, {"minCTAs", c.minCTAs, false},
-      {"maxCTAs", c.maxCTAs, false},               {"splitShare", c.splitShare, true},
-      {"trafficClass", c.trafficClass, false},     {"collnetEnable", c.collnetEnable, true},
-      {"shrinkShare", c.shrinkShare, true},        {"nvlsCTAs", c.nvlsCTAs, false},
-      {"nChannelsPerNetPeer", c.nChannelsPerNetPeer, false}, {"nvlinkCentricSched", c.nvlinkCentricSched, true},
-  };
-  for (const auto& f : fields) {
-    if (f.value == NCCL_CONFIG_UNDEF_INT) continue;
-    if (f.value < 0 || (f.onOff && f.value > 1))
-      return fail(ncclInvalidArgument, "ncclConfig_t.%s must be %s, not %d", f.name, f.onOff ? "0 or 1" : ">= 0",
-                  f.value);
-  }
-  return ncclSuccess;
-}
-
-}  // namespace
-
-ncclResult_t readConfig(const ncclConfig_t* config, CommConfig* out) {
-  *out = CommConfig{};
-  if (!config) return ncclSuccess;
-  if (config->magic != 0xcafebeef)
-    return fail(ncclInvalidArgument, "ncclConfig_t was not initialized with NCCL_CONFIG_INITIALIZER (bad magic)");
-  // Older layouts are prefixes of the current one: read only what the
-  // application's struct has, by its size field.
-  ncclConfig_t c = NCCL_CONFIG_INITIALIZER;
-  size_t n = config->size;
-  if (n < offsetof(ncclConfig_t, blocking) + sizeof(int) || n > 4096)
-    return fail(ncclInvalidArgument, "ncclConfig_t has an invalid size %zu", n);
-  memcpy(&c, config, n < sizeof(c) ? n : sizeof(c));
-  if (n > sizeof(c)) {
-    // A newer NCCL's struct (a newer PyTorch, say): the fields hetccl knows
-    // are read; the new ones cannot be honoured, and the user is told once.
-    char text[240];
-    snprintf(text, sizeof(text),
-             "ncclConfig_t of %zu bytes (version %u) is newer than the NCCL %d.%d.%d layout hetccl knows (%zu bytes): "
-             "its fields past byte %zu are ignored",
-             n, config->version, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH, sizeof(c), sizeof(c));
-    out->note = text;
-    static std::once_flag once;
-    std::call_once(once, [&] { HETCCL_WARN("%s", text); });
-  }
-  if (c.blocking != NCCL_CONFIG_UNDEF_INT) {
-    if (c.blocking != 0 && c.blocking != 1)
-      return fail(ncclInvalidArgument, "ncclConfig_t.blocking must be 0 or 1, not %d", c.blocking);
-    out->blocking = c.blocking == 1;
-  }
-  if (n >= offsetof(ncclConfig_t, commName) + sizeof(char*) && c.commName) out->name = c.commName;
-  HETCCL_TRY(checkConfigValues(c));
-  out->given = true;
-  out->fields = c;
-  out->fields.size = sizeof(ncclConfig_t);
-  out->fields.version = NCCL_VERSION_CODE;
-  if (c.netName) out->netName = c.netName;
-  out->fields.netName = NCCL_CONFIG_UNDEF_PTR;  // kept as strings above, set again for the vendor
-  out->fields.commName = NCCL_CONFIG_UNDEF_PTR;
-  return ncclSuccess;
-}
 
 Communicator::~Communicator() { waitReady(); }
 
@@ -136,12 +66,6 @@ ncclResult_t Communicator::finishInit() {
   p2pNet = std::make_unique<Net>(ctx);
   sendSeq.assign(static_cast<size_t>(nranks), 0);
   recvSeq.assign(static_cast<size_t>(nranks), 0);
-  HETCCL_TRY(createDomains());
-  if (rank == 0) printSummary();
-  return ncclSuccess;
-}
-
-ncclResult_t Communicator::createDomains() {
   partition = Partition::fromRanks(peers);
   for (const Domain& d : partition.domains)
     for (int m : d.members)
@@ -149,111 +73,9 @@ ncclResult_t Communicator::createDomains() {
         return fail(ncclInvalidUsage, "domain '%s' mixes rank %d (%s, %s) and rank %d (%s, %s): a domain needs one runtime and library",
                     d.name.c_str(), d.members[0], peers[d.members[0]].runtime, peers[d.members[0]].library, m,
                     peers[m].runtime, peers[m].library);
-  Runtime& rt = processRuntime();
-  if (!rt.hasDevices()) gpuInProcess = loadedGpuRuntime();
-  if (partition.single()) {
-    // The communicator is its own backend: the vendor's library, or
-    // hetccl's native algorithms for host ranks.
-    std::string why;
-    if (nativeOnly) return ncclSuccess;
-    VendorLibrary* lib = rt.hasDevices() ? vendorLibraryFor(rt, &why) : nullptr;
-    if (lib) return VendorCommunicator::create(*lib, ring, rank, nranks, &abort, config, &vendor);
-    if (rt.hasDevices()) {
-      // No vendor library: hetccl's native algorithms on host copies of the buffers.
-      HETCCL_INFO("%s ranks without a vendor library (%s): native algorithms on host-staged buffers", rt.name(),
-                  why.c_str());
-      startStaging(rt);
-    }
-    return ncclSuccess;
-  }
-  // GPU ranks (and host ranks where rank 0 set HETCCL_FORCE_STAGING) stage
-  // their buffers through host memory; their domains run hetccl's host
-  // algorithms on the staged copies.
-  const bool staged = rt.hasDevices() || tunables.hostRanksStaged;
-  if (staged) startStaging(rt);
-  const int d = partition.domainOf[rank];
-  domainComm = std::make_unique<Communicator>();
-  domainComm->config = config;
-  domainComm->nativeOnly = staged;
-  const uint64_t salt = std::hash<std::string>{}(partition.domains[d].name);
-  ncclResult_t r = initChild(this, domainComm.get(), partition.domains[d].members, partition.indexInDomain[rank], salt);
-  ++childCounter;
-  HETCCL_TRY(r);
-  backend = makeNativeBackend(*domainComm);
-  proxy = std::make_unique<Proxy>();
-  const bool hostRanks =
-      std::any_of(peers.begin(), peers.end(), [](const RankInfo& p) { return strcmp(p.runtime, "host") == 0; });
-  if (staged && streamCollectivesFit()) {
-    StreamSetup s;
-    s.runtime = &rt;
-    s.rank = rank;
-    s.nranks = nranks;
-    s.secret = secret;
-    for (const RankInfo& p : peers)  // 0: not comparable here (another pid namespace), not checked
-      s.pids.push_back(p.pidNamespace == peers[static_cast<size_t>(rank)].pidNamespace ? p.pid : 0);
-    s.ring = &ring;
-    const RankInfo& me = peers[static_cast<size_t>(rank)];
-    for (const RankInfo& p : peers) {  // the same test on both ends of every pair
-      s.sharesMemory.push_back(p.hostHash == me.hostHash && p.shmAllowed && me.shmAllowed);
-      const bool sameHost = p.hostHash == me.hostHash;
-      s.sameHost.push_back(sameHost);
-      s.relayLinks.push_back(wishesMeet(me.netPlugin, p.netPlugin, sameHost) ? RelayLinkKind::NetPlugin
-                             : wishesMeet(me.ucx, p.ucx, sameHost)          ? RelayLinkKind::Ucx
-                                                                            : RelayLinkKind::Socket);
-      s.addresses.push_back(p.listenAddress);
-    }
-    s.netPluginDevice = netPluginDevice;
-    s.listener = &listener;
-    s.abort = &abort;
-    s.partBytes = tunables.streamPartBytes;  // rank 0's, as every rank's
-    s.slots = static_cast<int>(tunables.streamSlots);
-    s.timeoutSeconds = params().timeoutSeconds;
-    s.onError = [this](ncclResult_t e) { setFatal(e); };
-    s.failSetupForTest = params().streamFailSetup;
-    s.p2p = tunables.streamP2p != 0;
-    s.graphs = static_cast<int>(tunables.streamGraphs);
-    s.everyRankOnDevice = !hostRanks;
-    HETCCL_TRY(StreamCollectives::create(s, &streamCollectives));
-  }
-  if (staged && !streamCollectives) HETCCL_TRY(StreamHierarchy::create(*this, &streamHierarchy));
-  // Host ranks on the streams never capture; a GPU rank's captured call
-  // would take host-staged graph nodes their calls do not meet.
-  if ((streamCollectives || streamHierarchy) && hostRanks && hostStaging)
-    hostStaging->refuseCaptures("CPU ranks take the GPU ranks' stream path here (HETCCL_FORCE_STAGING=1) and cannot "
-                                "meet a captured call; unset HETCCL_FORCE_STAGING to capture beside CPU ranks");
+  if (!processRuntime().hasDevices()) gpuInProcess = loadedGpuRuntime();
+  if (rank == 0) printSummary();
   return ncclSuccess;
-}
-
-// Every rank decides the same from the exchanged table (rank 0's
-// HETCCL_STREAM_* settings): all ranks staged, one per domain. Ranks on
-// other hosts (or refusing shared memory) are reached through the relay,
-// unless HETCCL_STREAM_RELAY=0.
-bool Communicator::streamCollectivesFit() const {
-  if (!tunables.streamCollectives || nranks < 2) return false;
-  for (const Domain& d : partition.domains)
-    if (d.members.size() != 1) return false;
-  for (const RankInfo& p : peers) {
-    if (strcmp(p.runtime, "host") == 0 && !tunables.hostRanksStaged) return false;
-    // HETCCL_STREAM_RELAY=0 (rank 0's): only when every rank maps every segment.
-    if (!tunables.streamRelay && (p.hostHash != peers[0].hostHash || !p.shmAllowed)) return false;
-  }
-  return true;
-}
-
-void Communicator::startStaging(Runtime& rt) {
-  hostStaging = std::make_unique<HostStaging>(rt, device, rank, nranks, [this](ncclResult_t r) { setFatal(r); });
-  // A replay's host node blocks until the peers' host nodes have run; the
-  // runtime may run one process's host nodes on one thread, so ranks of one
-  // process (ncclCommInitAll, -g) would wait for each other there.
-  const RankInfo& me = peers[rank];
-  for (int r = 0; r < nranks; ++r) {
-    const RankInfo& p = peers[r];
-    if (r == rank || p.hostHash != me.hostHash || p.pidNamespace != me.pidNamespace || p.pid != me.pid) continue;
-    hostStaging->refuseCaptures("rank " + std::to_string(r) +
-                                " is in this process too (their graph replays would wait for each other on the "
-                                "runtime's host-function thread); capture with one rank per process");
-    break;
-  }
 }
 
 ncclResult_t Communicator::waitReady() {
@@ -367,7 +189,7 @@ void Communicator::printSummary() const {
                 : partition.single() ? " (pass-through: every call goes straight to it)"
                                      : "");
   }
-  if (!vendor && partition.anyFp8Fnuz())
+  if (!partition.single() && partition.anyFp8Fnuz())
     HETCCL_INFO("  fp8: %s; fp8 collectives convert, moving through half and reducing in float (docs/numerics.md)",
                 partition.fp8FormatsDiffer() ? "ranks differ (OCP and FNUZ)" : "FNUZ (AMD MI300)");
   if (!partition.single())
