@@ -20,7 +20,7 @@ namespace hetccl {
 class Ring;
 struct CommConfig;
 
-class VendorCommunicator : public Backend {
+class VendorCommunicator final : public Backend {
  public:
   // Collective over `ring`'s ranks: rank 0 makes the vendor's unique id,
   // every rank then joins with the device current on the calling thread,

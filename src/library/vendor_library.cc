@@ -271,6 +271,10 @@ bool VendorLibrary::load(const std::string& configured, std::string* why) {
       clearLastError();
       return false;
     }
+    // The vendor keeps this refusal as its last error until another one
+    // replaces it: check() must not report it as the cause of a later
+    // failure that leaves no text of its own.
+    if (api_.getLastError && api_.getLastError(nullptr)) probeError_ = api_.getLastError(nullptr);
   }
   return true;
 }
@@ -339,6 +343,7 @@ std::string VendorLibrary::describe() const {
 ncclResult_t VendorLibrary::check(ncclResult_t r, const char* what, VendorComm comm) const {
   if (r == ncclSuccess || r == ncclInProgress) return r;
   const char* detail = api_.getLastError ? api_.getLastError(comm) : "";
+  if (detail && !probeError_.empty() && probeError_ == detail) detail = "";  // the load's probe, not this call
   return fail(r, "%s: %s failed: %s%s%s", name_, what, api_.getErrorString(r), detail && *detail ? ": " : "",
               detail ? detail : "");
 }

@@ -97,6 +97,7 @@ class VendorLibrary {
   std::string path_;
   bool privateCopy_ = false;
   std::string copyPath_;  // where the private copy lives (a cache file, or "memory")
+  std::string probeError_;  // the vendor's last error after the isolation probe at load
   int version_ = 0;
   VendorApi api_{};
 };
