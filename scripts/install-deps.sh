@@ -9,8 +9,9 @@ set -euo pipefail
 # UCX's header for the UCX transport (UCX itself is loaded at run time).
 # libibverbs-dev: rdma-core's header for the RDMA network (libibverbs is
 # loaded at run time; its runtime package comes along, with which a test
-# checks the error on a machine without an RDMA NIC).
-packages=(cmake g++ ninja-build libgtest-dev pkg-config libucx-dev libibverbs-dev hipcc libamdhip64-dev clang-22 lld-22 clang-tools-22 "$@")
+# checks the error on a machine without an RDMA NIC). python3-torch:
+# PyTorch 1.13 with Gloo, for the Python package's tests (python/).
+packages=(cmake g++ ninja-build libgtest-dev pkg-config libucx-dev libibverbs-dev hipcc libamdhip64-dev clang-22 lld-22 clang-tools-22 python3-torch "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -4,7 +4,8 @@
 # take input from other processes under AddressSanitizer and
 # UndefinedBehaviorSanitizer, and a short run of each fuzz target; every
 # source is compiled again with clang++-22 (syntax only, warnings as
-# errors). This is what CI runs.
+# errors); the Python package's tests run on CPU ranks with Gloo. This is
+# what CI runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/check-layers.py  # no include goes up a layer (docs/architecture.md)
@@ -13,5 +14,6 @@ scripts/install-deps.sh
 HETCCL_CMAKE_ARGS="-DHETCCL_REQUIRE_KERNELS=ON ${HETCCL_CMAKE_ARGS:-}" scripts/build.sh
 scripts/clang-check.py build  # the same sources warning-free under clang++-22 too
 (cd build && ctest --output-on-failure --timeout 600 "$@")
+scripts/python-check.sh
 scripts/sanitize-check.sh address quick
-scripts/fuzz.sh 6
+scripts/fuzz.sh 4

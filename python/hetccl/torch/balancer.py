@@ -1,0 +1,183 @@
+"""The Balancer: speeds measured as the job runs, shares of the global
+batch that follow them, gradients weighted by the shares.
+
+    balancer = hetccl.torch.Balancer(global_batch=512)
+    loader = DataLoader(dataset, batch_sampler=balancer.sampler(len(dataset)))
+    model = balancer.attach(DistributedDataParallel(model))
+
+Every rank decides the same: the speeds are gathered (one small
+collective every `interval` steps) and the shares derived from them on
+every rank alike (split_batch)."""
+import torch
+import torch.distributed as dist
+
+from .sampler import BalancedBatchSampler
+from .speed import StepTimer
+from .split import check_speeds, split_batch
+from .weights import weighted_allreduce_hook
+
+
+def _first_tensor(value):
+    if torch.is_tensor(value):
+        return value
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            found = _first_tensor(v)
+            if found is not None:
+                return found
+    return None
+
+
+def _collective_device(group):
+    """Where the group's collectives take their tensors: NCCL (hetccl
+    included) the current GPU, Gloo the host."""
+    if dist.get_backend(group) == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def _gather(values, group, device):
+    """Every rank's `values` (a list of floats), as a list per rank."""
+    mine = torch.tensor(values, dtype=torch.float64, device=device)
+    everyone = [torch.empty_like(mine) for _ in range(dist.get_world_size(group))]
+    dist.all_gather(everyone, mine, group=group)
+    return [t.tolist() for t in everyone]
+
+
+class Balancer:
+    """Shares of a fixed global batch proportional to the ranks' speeds.
+
+    global_batch: samples per step over all ranks (never changes).
+    interval: steps between two speed exchanges; warmup: steps before the
+    first (their times include compilation and caching).
+    threshold: a new split is taken when some rank's share moves by more
+    than this fraction of the global batch (and by at least one sample), so
+    that measurement noise does not move samples back and forth.
+    report: print one line per rank at each change of the split.
+    """
+
+    def __init__(self, global_batch, interval=10, warmup=3, threshold=0.01, group=None, report=False):
+        if not dist.is_available() or not dist.is_initialized():
+            raise RuntimeError("hetccl: Balancer needs torch.distributed initialised (init_process_group) first")
+        self.group = group
+        self.rank = dist.get_rank(group)
+        self.world_size = dist.get_world_size(group)
+        if not isinstance(global_batch, int) or isinstance(global_batch, bool) or global_batch < self.world_size:
+            raise ValueError(f"hetccl: rank {self.rank}: the global batch ({global_batch!r}) must be an integer of at "
+                             f"least the number of ranks ({self.world_size})")
+        self.global_batch = global_batch
+        self.interval = interval
+        self.warmup = warmup
+        self.threshold = threshold
+        self.print_report = report
+        self.device = _collective_device(group)
+        self.counts = split_batch(global_batch, [1.0] * self.world_size)
+        self.speeds = [0.0] * self.world_size
+        self.local_batch = self.counts[self.rank]
+        self.steps = 0
+        self.changes = 0
+        self._sampler = None
+        self._model = None
+        self._timer = StepTimer(self.device)
+        self._silent_rounds = 0
+
+    # -- setup ---------------------------------------------------------
+    def sampler(self, dataset_size, shuffle=True, seed=0):
+        """The batch sampler for this rank's DataLoader (batch_sampler=...)."""
+        self._sampler = BalancedBatchSampler(dataset_size, self.global_batch, self.rank, self.world_size,
+                                             shuffle=shuffle, seed=seed, counts=self.counts)
+        return self._sampler
+
+    def attach(self, ddp_model):
+        """Weights `ddp_model`'s gradient all-reduce by the shares and times
+        its steps; returns it. Checks that every rank passed the same
+        settings and holds the same parameters."""
+        mine = [float(self.global_batch), float(self.interval), float(self.warmup)]
+        mine += [float(v) for v in (self._sampler.settings() if self._sampler else [-1, -1, -1, -1])]
+        names = ["global batch", "interval", "warmup", "dataset size", "sampler global batch", "shuffle", "seed"]
+        for rank, theirs in enumerate(_gather(mine, self.group, self.device)):
+            for name, a, b in zip(names, mine, theirs):
+                if a != b:
+                    raise ValueError(f"hetccl: rank {rank} has {name} {b:g} but rank {self.rank} has {a:g}: "
+                                     "every rank must pass the same")
+        check_same_parameters(ddp_model, self.group)
+        ddp_model.register_comm_hook(self, _hook)
+        ddp_model.register_forward_pre_hook(self._before_forward)
+        self._model = ddp_model
+        return ddp_model
+
+    # -- each step -----------------------------------------------------
+    def _before_forward(self, module, inputs):
+        if module.training and torch.is_grad_enabled():
+            self._timer.end()  # a step whose backward never reached the hook (no gradients): not counted
+            self.steps += 1
+            if self.steps > self.warmup and (self.steps - self.warmup) % self.interval == 0:
+                self.rebalance()
+            first = _first_tensor(inputs)
+            self.local_batch = int(first.shape[0]) if first is not None and first.dim() > 0 else self.counts[self.rank]
+            self._timer.start(self.local_batch)
+
+    def _backward_done(self):
+        self._timer.end()
+
+    # -- rebalancing ---------------------------------------------------
+    def rebalance(self):
+        """Gathers every rank's measured speed and moves samples between the
+        ranks where the speeds call for it. Called every `interval` steps by
+        the forward hook; collective (every rank calls it at the same step)."""
+        speeds = [row[0] for row in _gather([self._timer.speed()], self.group, self.device)]
+        if any(s == 0.0 for s in speeds):  # a rank without a measured step yet
+            self._silent_rounds += 1
+            if self._silent_rounds >= 3:
+                rank = speeds.index(0.0)
+                raise RuntimeError(f"hetccl: rank {rank} has measured no step after {self.steps} steps "
+                                   "(its forward or backward never reached the Balancer's hooks)")
+            return False
+        self._silent_rounds = 0
+        check_speeds(speeds)
+        self.speeds = speeds
+        counts = split_batch(self.global_batch, speeds)
+        moved = max(abs(a - b) for a, b in zip(counts, self.counts))
+        if moved < max(1.0, self.threshold * self.global_batch):
+            return False
+        self.counts = counts
+        self.changes += 1
+        if self._sampler is not None:
+            self._sampler.set_counts(counts)
+        if self.print_report:
+            print(self.report(), flush=True)
+        return True
+
+    def report(self):
+        """One line for this rank: domain, device, share, samples/s."""
+        share = self.counts[self.rank] / self.global_batch
+        where = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
+        return (f"hetccl rank {self.rank}: {where}, share {self.counts[self.rank]}/{self.global_batch} "
+                f"({share:.1%}), {self.speeds[self.rank]:.1f} samples/s")
+
+
+def _hook(balancer, bucket):
+    if bucket.is_last():
+        balancer._backward_done()
+    return weighted_allreduce_hook(balancer, bucket)
+
+
+def check_same_parameters(model, group=None):
+    """Every rank's parameters must be those of rank 0 (a model initialised
+    differently on one rank would train silently wrong without DDP's
+    broadcast): compared through a float64 checksum of each tensor."""
+    params = list(model.named_parameters())
+    if not params:
+        return
+    sums = []
+    for _, p in params:
+        data = p.detach().to(torch.float64)
+        sums += [float(data.sum()), float((data * data).sum())]
+    everyone = _gather(sums, group, _collective_device(group))
+    for rank, theirs in enumerate(everyone):
+        for i, (a, b) in enumerate(zip(everyone[0], theirs)):
+            if a != b:
+                raise ValueError(f"hetccl: rank {rank}'s parameter '{params[i // 2][0]}' differs from rank 0's "
+                                 f"(checksum {b!r} against {a!r}): every rank must start from the same model")

@@ -1,0 +1,79 @@
+"""Measuring a rank's training speed in samples per second."""
+import statistics
+import time
+
+import torch
+
+
+class StepTimer:
+    """Times each step's compute on this rank: from the start of its forward
+    pass to the moment backward has produced its last gradient bucket, so
+    that waiting for slower ranks (in the gradient all-reduce, in the
+    optimizer step behind it) is not counted. On a GPU the two ends are
+    events on the compute stream, read once the GPU has passed them: the
+    host never waits for them."""
+
+    def __init__(self, device, keep=16):
+        self.cuda = device.type == "cuda"
+        self.keep = keep
+        self._open = None        # the step being timed: (samples, start)
+        self._pending = []       # GPU steps whose events have not completed yet
+        self.rates = []          # samples/s of the last `keep` steps
+
+    def start(self, samples):
+        if self.cuda:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            self._open = (samples, event)
+        else:
+            self._open = (samples, time.perf_counter())
+        self._collect()
+
+    def end(self):
+        if self._open is None:
+            return
+        samples, begin = self._open
+        self._open = None
+        if self.cuda:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            self._pending.append((samples, begin, event))
+        else:
+            self._add(samples, time.perf_counter() - begin)
+
+    def _collect(self):
+        while self._pending and self._pending[0][2].query():
+            samples, begin, end = self._pending.pop(0)
+            self._add(samples, begin.elapsed_time(end) / 1000.0)
+
+    def _add(self, samples, seconds):
+        if seconds > 0:
+            self.rates.append(samples / seconds)
+            del self.rates[: -self.keep]
+
+    def speed(self, last=None):
+        """Median samples/s of the last `last` steps measured (all kept by
+        default); 0.0 before any."""
+        self._collect()
+        rates = self.rates[-last:] if last else self.rates
+        return float(statistics.median(rates)) if rates else 0.0
+
+
+def measure_speed(step, samples, steps=5, warmup=2, device=None):
+    """Samples/s of the user's own step function `step()` (a forward and
+    backward of `samples` samples), median of `steps` timed calls after
+    `warmup` untimed ones. A probe to run before training; the Balancer
+    measures the running job by itself."""
+    cuda = device is not None and torch.device(device).type == "cuda"
+    rates = []
+    for i in range(warmup + steps):
+        if cuda:
+            torch.cuda.synchronize(device)
+        begin = time.perf_counter()
+        step()
+        if cuda:
+            torch.cuda.synchronize(device)
+        seconds = time.perf_counter() - begin
+        if i >= warmup and seconds > 0:
+            rates.append(samples / seconds)
+    return float(statistics.median(rates)) if rates else 0.0

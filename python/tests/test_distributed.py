@@ -1,0 +1,183 @@
+"""The Balancer, the weighted gradients and the checks across ranks: three
+CPU ranks with Gloo (more ranks than this machine's two cores), each test a
+fresh set of processes."""
+import os
+import socket
+import time
+import unittest
+
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import hetccl.torch as ht
+
+WORLD = 3
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(body, *args):
+    mp.spawn(_entry, args=(free_port(), body, args), nprocs=WORLD, join=True)
+
+
+def _entry(rank, port, body, args):
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD)
+    try:
+        body(rank, *args)
+    finally:
+        dist.destroy_process_group()
+
+
+def model_and_data(samples):
+    """The same float64 model and data on every rank."""
+    torch.manual_seed(11)
+    model = nn.Sequential(nn.Linear(5, 7), nn.Tanh(), nn.Linear(7, 3)).double()
+    x = torch.randn(samples, 5, dtype=torch.float64)
+    y = torch.randn(samples, 3, dtype=torch.float64)
+    return model, x, y
+
+
+def reference_grads(model, x, y):
+    """The full-batch gradient of the mean loss, in one process."""
+    model.zero_grad()
+    nn.functional.mse_loss(model(x), y).backward()
+    grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    return grads
+
+
+def weighted_update_body(rank):
+    counts = [5, 3, 1]  # uneven shares of a global batch of 9
+    model, x, y = model_and_data(sum(counts))
+    expect = reference_grads(model, x, y)
+    begin = sum(counts[:rank])
+    mine = slice(begin, begin + counts[rank])
+
+    # DDP with the Balancer's hook (its local batch read from the input)
+    balancer = ht.Balancer(global_batch=9, warmup=10**6)
+    ddp = balancer.attach(DDP(model))
+    nn.functional.mse_loss(ddp(x[mine]), y[mine]).backward()
+    for p, e in zip(ddp.module.parameters(), expect):
+        torch.testing.assert_close(p.grad, e, rtol=1e-12, atol=1e-14)
+    assert balancer.local_batch == counts[rank]
+
+    # the plain helper, for loops without DDP
+    plain, _, _ = model_and_data(9)
+    nn.functional.mse_loss(plain(x[mine]), y[mine]).backward()
+    ht.all_reduce_gradients(plain.parameters(), counts[rank], 9)
+    for p, e in zip(plain.parameters(), expect):
+        torch.testing.assert_close(p.grad, e, rtol=1e-12, atol=1e-14)
+
+    # the loss scale under an averaging all-reduce (plain DDP, FSDP)
+    plain.zero_grad()
+    ddp_plain = DDP(model_and_data(9)[0])
+    scale = ht.loss_scale(counts[rank], 9, WORLD)
+    (nn.functional.mse_loss(ddp_plain(x[mine]), y[mine]) * scale).backward()
+    for p, e in zip(ddp_plain.module.parameters(), expect):
+        torch.testing.assert_close(p.grad, e, rtol=1e-12, atol=1e-14)
+
+
+class SlowOnRank(nn.Module):
+    """A model whose forward costs `delay` seconds per sample on one rank."""
+
+    def __init__(self, rank, slow_rank, delay):
+        super().__init__()
+        self.layer = nn.Linear(4, 1)
+        self.delay = delay if rank == slow_rank else 0.0
+
+    def forward(self, x):
+        if self.delay:
+            time.sleep(self.delay * x.shape[0])
+        return self.layer(x)
+
+
+def rebalancing_body(rank):
+    torch.manual_seed(0)
+    data = torch.randn(600, 4)
+    balancer = ht.Balancer(global_batch=24, interval=4, warmup=2)
+    sampler = balancer.sampler(len(data), seed=5)
+    model = balancer.attach(DDP(SlowOnRank(rank, slow_rank=1, delay=0.004)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    seen, sizes = [], []
+    for indices in sampler:
+        batch = data[indices]
+        seen += indices
+        sizes.append(len(indices))
+        opt.zero_grad()
+        model(batch).pow(2).mean().backward()
+        opt.step()
+    # the global batch never changed, and the ranks always agreed on the split
+    everyone = [torch.zeros(len(sizes), dtype=torch.int64) for _ in range(WORLD)]
+    dist.all_gather(everyone, torch.tensor(sizes))
+    assert all(int(s) == 24 for s in sum(everyone)), sum(everyone)
+    # every sample of the epoch exactly once over the ranks
+    all_seen = [None] * WORLD
+    dist.all_gather_object(all_seen, seen)
+    flat = sorted(i for part in all_seen for i in part)
+    assert flat == list(range(600)), "samples lost or repeated"
+    # the slow rank ended with the smallest share
+    assert balancer.changes >= 1, "the split never moved"
+    counts = balancer.counts
+    assert counts[1] < counts[0] and counts[1] < counts[2], counts
+    assert counts[1] < 8, counts
+    line = balancer.report()
+    assert line.startswith(f"hetccl rank {rank}: cpu, share {counts[rank]}/24"), line
+
+
+def bad_input_body(rank):
+    # ranks that pass different global batches: every rank says which
+    balancer = ht.Balancer(global_batch=12 if rank != 2 else 15)
+    try:
+        balancer.attach(DDP(nn.Linear(2, 2)))
+    except ValueError as e:
+        assert "global batch" in str(e) and ("rank 2" in str(e) or rank == 2), str(e)
+    else:
+        raise AssertionError("different global batches were not refused")
+    # different sampler settings
+    balancer = ht.Balancer(global_batch=12)
+    balancer.sampler(100, seed=int(rank == 1))
+    try:
+        balancer.attach(DDP(nn.Linear(2, 2)))
+    except ValueError as e:
+        assert "seed" in str(e), str(e)
+    else:
+        raise AssertionError("different seeds were not refused")
+    # parameters that differ (no DDP to broadcast them)
+    torch.manual_seed(3 if rank == 2 else 4)
+    model = nn.Linear(2, 2)
+    try:
+        ht.check_same_parameters(model)
+    except ValueError as e:
+        assert "rank 2's parameter 'weight' differs" in str(e), str(e)
+    else:
+        raise AssertionError("different parameters were not found")
+    # a global batch smaller than the number of ranks
+    try:
+        ht.Balancer(global_batch=2)
+    except ValueError as e:
+        assert f"rank {rank}" in str(e) and "(2)" in str(e), str(e)
+    else:
+        raise AssertionError("a global batch of 2 for 3 ranks was taken")
+
+
+class Distributed(unittest.TestCase):
+    def test_weighted_update_is_the_full_batch_gradient(self):
+        run(weighted_update_body)
+
+    def test_shares_follow_a_slow_rank(self):
+        run(rebalancing_body)
+
+    def test_bad_input_is_refused_on_every_rank(self):
+        run(bad_input_body)
+
+
+if __name__ == "__main__":
+    unittest.main()
