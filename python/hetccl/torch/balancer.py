@@ -103,15 +103,15 @@ class Balancer:
                     raise ValueError(f"hetccl: rank {rank} has {name} {b:g} but rank {self.rank} has {a:g}: "
                                      "every rank must pass the same")
         check_same_parameters(ddp_model, self.group)
-        ddp_model.register_comm_hook(self, _hook)
+        ddp_model.register_comm_hook(self, weighted_allreduce_hook)
         ddp_model.register_forward_pre_hook(self._before_forward)
+        ddp_model.register_forward_hook(self._after_forward)
         self._model = ddp_model
         return ddp_model
 
     # -- each step -----------------------------------------------------
     def _before_forward(self, module, inputs):
         if module.training and torch.is_grad_enabled():
-            self._timer.end()  # a step whose backward never reached the hook (no gradients): not counted
             self.steps += 1
             if self.steps > self.warmup and (self.steps - self.warmup) % self.interval == 0:
                 self.rebalance()
@@ -119,7 +119,7 @@ class Balancer:
             self.local_batch = int(first.shape[0]) if first is not None and first.dim() > 0 else self.counts[self.rank]
             self._timer.start(self.local_batch)
 
-    def _backward_done(self):
+    def _after_forward(self, module, inputs, output):
         self._timer.end()
 
     # -- rebalancing ---------------------------------------------------
@@ -151,33 +151,38 @@ class Balancer:
         return True
 
     def report(self):
-        """One line for this rank: domain, device, share, samples/s."""
+        """One line for this rank: device, share, measured samples/s (of
+        the forward pass: see StepTimer)."""
         share = self.counts[self.rank] / self.global_batch
         where = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
         return (f"hetccl rank {self.rank}: {where}, share {self.counts[self.rank]}/{self.global_batch} "
                 f"({share:.1%}), {self.speeds[self.rank]:.1f} samples/s")
 
 
-def _hook(balancer, bucket):
-    if bucket.is_last():
-        balancer._backward_done()
-    return weighted_allreduce_hook(balancer, bucket)
+_SAME_WIDTH_INT = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 def check_same_parameters(model, group=None):
-    """Every rank's parameters must be those of rank 0 (a model initialised
-    differently on one rank would train silently wrong without DDP's
-    broadcast): compared through a float64 checksum of each tensor."""
+    """Every rank's parameters must be those of rank 0, bit for bit (a
+    model initialised differently on one rank would train silently wrong
+    without DDP's broadcast). Compared through an exact checksum of each
+    tensor: the sum of its elements' bit patterns as integers, which no
+    summation order changes (GPUs of different sizes sum in different
+    orders)."""
     params = list(model.named_parameters())
     if not params:
         return
     sums = []
     for _, p in params:
-        data = p.detach().to(torch.float64)
-        sums += [float(data.sum()), float((data * data).sum())]
-    everyone = _gather(sums, group, _collective_device(group))
+        bits = p.detach().contiguous().view(_SAME_WIDTH_INT[p.element_size()])
+        sums.append(int(bits.sum(dtype=torch.int64)))
+    device = _collective_device(group)
+    mine = torch.tensor(sums, dtype=torch.int64, device=device)
+    everyone = [torch.empty_like(mine) for _ in range(dist.get_world_size(group))]
+    dist.all_gather(everyone, mine, group=group)
+    first = everyone[0].tolist()
     for rank, theirs in enumerate(everyone):
-        for i, (a, b) in enumerate(zip(everyone[0], theirs)):
+        for i, (a, b) in enumerate(zip(first, theirs.tolist())):
             if a != b:
-                raise ValueError(f"hetccl: rank {rank}'s parameter '{params[i // 2][0]}' differs from rank 0's "
-                                 f"(checksum {b!r} against {a!r}): every rank must start from the same model")
+                raise ValueError(f"hetccl: rank {rank}'s parameter '{params[i][0]}' differs from rank 0's "
+                                 f"(checksum {b} against {a}): every rank must start from the same model")

@@ -6,12 +6,15 @@ import torch
 
 
 class StepTimer:
-    """Times each step's compute on this rank: from the start of its forward
-    pass to the moment backward has produced its last gradient bucket, so
-    that waiting for slower ranks (in the gradient all-reduce, in the
-    optimizer step behind it) is not counted. On a GPU the two ends are
-    events on the compute stream, read once the GPU has passed them: the
-    host never waits for them."""
+    """Times each step's forward pass on this rank. The forward pass holds
+    no collective, so no wait for a slower rank is counted (the backward
+    pass holds the gradient all-reduce, whose calls may hold the calling
+    thread until the peers join, and would make every rank look as slow
+    as the slowest); the backward pass costs the same multiple of the
+    forward on every rank of one model, so the forward's samples/s rank
+    the ranks as the whole step's would. On a GPU the two ends are events
+    on the compute stream, read once the GPU has passed them: the host
+    never waits for them."""
 
     def __init__(self, device, keep=16):
         self.cuda = device.type == "cuda"

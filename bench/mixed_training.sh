@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Mixed-speed training on one GPU: two domains (two processes) under CUDA
+# MPS, each limited to a share of the SMs, as two vendors' GPUs of
+# different speeds would be. For each SM split: solo (both train at once,
+# no communication: the ideal is the sum), equal batches, balanced batches
+# (hetccl.torch), REPEATS alternating runs; then efficiency = samples/s of
+# the job / sum of the solo samples/s (medians), and the losses of the
+# balanced run against one process over the same global batches.
+#
+#   bench/mixed_training.sh [build-dir]     # SPLITS="70:30 80:20 50:50" REPEATS=3 ARGS="--steps 40"
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=$(realpath "${1:-build-gpu}")
+out=${OUT:-$PWD/mixed-results}
+mkdir -p "$out"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH}
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mpslog
+mkdir -p /tmp/mps /tmp/mpslog
+nvidia-cuda-mps-control -d && trap 'echo quit | nvidia-cuda-mps-control' EXIT
+args=${ARGS:-}
+port=29611
+
+run() {  # run MODE SPLIT FILE: one job, a process per rank with its SM share
+  local mode=$1 split=$2 file=$3 rank=0 pids=() share
+  port=$((port + 1))
+  for share in ${split//:/ }; do
+    env LD_PRELOAD="$build/libhetccl.so" HETCCL_DOMAIN="d$rank" CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$share" \
+      MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RANK=$rank WORLD_SIZE=2 LOCAL_RANK=0 \
+      timeout 300 python3 examples/train_mixed.py --mode "$mode" --out "$file" $args > "$file.rank$rank.log" 2>&1 &
+    pids+=($!)
+    rank=$((rank + 1))
+  done
+  local rc=0
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  [ $rc -eq 0 ] || { echo "$mode $split failed:"; tail -n 5 "$file".rank*.log; }
+}
+
+for split in ${SPLITS:-70:30}; do
+  for i in $(seq "${REPEATS:-3}"); do
+    for mode in solo equal balanced; do
+      run $mode "$split" "$out/${split/:/-}_${mode}_$i.json"
+    done
+  done
+done
+LD_PRELOAD="$build/libhetccl.so" timeout 300 python3 examples/train_mixed.py --mode reference --out "$out/reference.json" $args \
+  > "$out/reference.log" 2>&1 || tail -5 "$out/reference.log"
+python3 - "$out" <<'PY' | tee "$out/results.md"
+import glob, json, os, statistics, sys
+out = sys.argv[1]
+def load(pattern):
+    return [json.load(open(f)) for f in sorted(glob.glob(os.path.join(out, pattern)))]
+ref = json.load(open(os.path.join(out, "reference.json")))["losses"] if os.path.exists(os.path.join(out, "reference.json")) else None
+print("| SM shares | solo sum (samples/s) | equal | balanced | balanced shares | loss vs reference |")
+print("| --- | ---: | ---: | ---: | --- | --- |")
+for split in sorted({os.path.basename(f).split("_")[0] for f in glob.glob(os.path.join(out, "*_solo_*.json"))}):
+    solo = statistics.median(r["sum_samples_per_s"] for r in load(f"{split}_solo_*.json"))
+    equal = statistics.median(r["samples_per_s"] for r in load(f"{split}_equal_*.json"))
+    runs = load(f"{split}_balanced_*.json")
+    balanced = statistics.median(r["samples_per_s"] for r in runs)
+    diff = "-"
+    if ref:
+        diff = f"max rel {max(abs(a - b) / abs(b) for a, b in zip(runs[0]['losses'], ref)):.1e}"
+    print(f"| {split.replace('-', '/')} | {solo:.0f} | {equal:.0f} ({equal / solo:.2f}) | {balanced:.0f} ({balanced / solo:.2f}) "
+          f"| {runs[0]['final_counts']} | {diff} |")
+PY
+# One file of logs and one of results, so that few files come back from the device.
+(cd "$out" && tail -n +1 -- *.log > logs.txt && python3 -c "
+import glob, json
+print(json.dumps({f: json.load(open(f)) for f in sorted(glob.glob('*_*.json') + glob.glob('reference.json'))}))" > runs.tmp \
+  && mv runs.tmp runs.json && rm -f -- *.log ./*_*.json reference.json)

@@ -1,0 +1,129 @@
+"""The small GPT of train_gpt.py trained across ranks of different speeds
+with hetccl.torch (python/): each rank's share of a fixed global batch
+follows its measured speed, the gradients are weighted by the shares.
+
+    # every rank a process of its own (MASTER_ADDR/PORT, RANK, WORLD_SIZE set),
+    # e.g. two domains on one GPU under MPS with different SM shares:
+    LD_PRELOAD=build/libhetccl.so HETCCL_DOMAIN=a CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=70 RANK=0 ... \\
+        python3 examples/train_mixed.py --mode balanced --out balanced.json
+
+--mode solo: every rank trains alone (no collective until the end) on
+global_batch / world samples per step: the throughputs whose sum is the
+ideal. equal: the global batch split evenly (plain DDP's case). balanced:
+split by speed, re-measured as the job runs. reference: one process over
+the same global batches (the losses must match the others').
+Rank 0 prints and writes (--out) the global samples/s after the warm-up
+steps, the loss of each step (the global batch's mean) and the shares.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
+
+import hetccl.torch as ht  # noqa: E402
+from train_gpt import TinyGPT  # noqa: E402
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--mode", choices=["solo", "equal", "balanced", "reference"], default="balanced")
+    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--warmup-steps", type=int, default=5, help="not timed")
+    p.add_argument("--global-batch", type=int, default=64)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--dim", type=int, default=512)
+    p.add_argument("--layers", type=int, default=6)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--vocab", type=int, default=4096)
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--interval", type=int, default=5, help="steps between speed exchanges (balanced)")
+    p.add_argument("--out", default="")
+    a = p.parse_args()
+
+    cuda = torch.cuda.is_available()
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)) % max(1, torch.cuda.device_count())) \
+        if cuda else torch.device("cpu")
+    if cuda:
+        torch.cuda.set_device(device)
+    if a.mode == "reference":
+        os.environ.update(RANK="0", WORLD_SIZE="1")
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29533")
+    dist.init_process_group("nccl" if cuda else "gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+
+    torch.manual_seed(a.seed)  # the same model on every rank
+    model = TinyGPT(a.vocab, a.dim, a.layers, a.heads, a.seq).to(device)
+    g = torch.Generator().manual_seed(a.seed + 1)  # the same dataset on every rank
+    samples = a.global_batch * (a.steps + 1)
+    tokens = torch.randint(0, a.vocab, (samples, a.seq + 1), generator=g).to(device)
+
+    counts_seen = []
+    if a.mode == "solo":
+        batch = a.global_batch // world
+        order = torch.randperm(samples, generator=torch.Generator().manual_seed(a.seed + 2 + rank))
+        batches = (order[i * batch:(i + 1) * batch].tolist() for i in range(a.steps))
+        balancer = None
+    else:
+        balancer = ht.Balancer(global_batch=a.global_batch, warmup=2,
+                               interval=a.interval if a.mode == "balanced" else 10**9, report=a.mode == "balanced")
+        batches = balancer.sampler(samples, seed=a.seed)
+        model = balancer.attach(DDP(model, device_ids=[device.index] if cuda else None))
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+
+    losses, start = [], None
+    for step, indices in enumerate(batches):
+        if step == a.steps:
+            break
+        if step == a.warmup_steps:
+            if cuda:
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+        x = tokens[indices]
+        logits = model(x[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, a.vocab).float(), x[:, 1:].reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        # the global batch's mean loss: each rank's weighted by its share (for the log only)
+        logged = loss.detach() * (len(indices) / a.global_batch)
+        if a.mode != "solo":
+            dist.all_reduce(logged)
+        losses.append(logged)
+        if balancer is not None:
+            counts_seen.append(list(balancer.counts))
+    if cuda:
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    timed = a.steps - a.warmup_steps
+    mine = (a.global_batch // world if a.mode == "solo" else a.global_batch) * timed / seconds
+    rates = [None] * world
+    dist.all_gather_object(rates, mine if a.mode == "solo" else (balancer.counts[rank], balancer.speeds[rank]))
+    if rank == 0:
+        result = {"mode": a.mode, "world": world, "global_batch": a.global_batch, "steps": a.steps,
+                  "losses": [float(v) for v in losses]}
+        if a.mode == "solo":
+            result["samples_per_s"] = rates
+            result["sum_samples_per_s"] = sum(rates)
+        else:
+            result["samples_per_s"] = mine
+            result["final_counts"] = [r[0] for r in rates]
+            result["measured_speeds"] = [r[1] for r in rates]
+            result["counts_by_step"] = counts_seen
+        print(json.dumps({k: v for k, v in result.items() if k not in ("losses", "counts_by_step")}), flush=True)
+        if a.out:
+            with open(a.out, "w") as f:
+                json.dump(result, f)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
