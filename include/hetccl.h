@@ -96,6 +96,12 @@ const char* hetcclCommDescribePlan(ncclComm_t comm, const char* collective, size
 /* The communicator's domains, e.g. "d0{0,2} d1{1,3}". */
 const char* hetcclCommDescribeDomains(ncclComm_t comm);
 
+/* What this process reports at init, without a communicator (for tools
+ * and Python's per-rank reports): "domain <name>, <runtime> device <n>,
+ * <library>", e.g. "domain nvidia, cuda device 0, nccl 2.28.9" or
+ * "domain host, host, hetccl-native". */
+const char* hetcclDescribeLocalRank(void);
+
 /* How this rank reaches each rank of `comm` (host-staged messages and CPU
  * ranks), e.g. "0:self 1:shm 2:rdma 3:rdma": shm, socket, ucx, net-plugin
  * or rdma. */

@@ -9,5 +9,6 @@ target=$(mktemp -d)
 trap 'rm -rf "$target"' EXIT
 PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore \
   "$python" -m pip install --quiet --target "$target" ./python
+export HETCCL_LIB=${HETCCL_LIB:-$PWD/build/libhetccl.so}  # the build test.sh made
 cd python/tests  # not python/: the tests must import the installed copy
 PYTHONPATH=$target "$python" -m unittest discover -s . -t . "$@"

@@ -2,7 +2,7 @@
 CPU ranks with Gloo (more ranks than this machine's two cores), each test a
 fresh set of processes."""
 import os
-import socket
+import tempfile
 import time
 import unittest
 
@@ -18,18 +18,14 @@ import hetccl.torch as ht
 WORLD = 3
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def run(body, *args):
-    mp.spawn(_entry, args=(free_port(), body, args), nprocs=WORLD, join=True)
+    # A file store: no port to race for with other jobs on the machine.
+    with tempfile.TemporaryDirectory() as folder:
+        mp.spawn(_entry, args=(os.path.join(folder, "store"), body, args), nprocs=WORLD, join=True)
 
 
-def _entry(rank, port, body, args):
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD)
+def _entry(rank, store, body, args):
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=WORLD)
     try:
         body(rank, *args)
     finally:

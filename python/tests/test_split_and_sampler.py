@@ -88,5 +88,21 @@ class Sampler(unittest.TestCase):
             s.set_counts([8, 0])
 
 
+class Native(unittest.TestCase):
+    def test_hetccls_line_for_this_process(self):
+        """Through the library CI builds (HETCCL_LIB), LD_PRELOADed as a user would."""
+        import subprocess
+        import sys
+        library = os.environ.get("HETCCL_LIB", "")
+        code = "import hetccl.torch.native as n; print(n.describe_local_rank())"
+        plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        self.assertEqual(plain.stdout.strip(), "None")  # no hetccl in the process
+        if not library:
+            self.skipTest("HETCCL_LIB not set (scripts/python-check.sh sets it)")
+        env = dict(os.environ, LD_PRELOAD=library, HETCCL_DOMAIN="left")
+        loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+        self.assertEqual(loaded.stdout.strip(), "domain left, host, hetccl-native")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -435,6 +435,16 @@ HETCCL_EXPORT const char* hetcclCommDescribePlan(ncclComm_t comm, const char* co
   return nullptr;
 }
 
+HETCCL_EXPORT const char* hetcclDescribeLocalRank(void) {
+  thread_local std::string text;
+  Runtime& rt = processRuntime();
+  std::string why;
+  text = "domain " + localDomain() + ", " + rt.name();
+  if (rt.hasDevices()) text += " device " + std::to_string(currentDevice());
+  text += ", " + localLibrary(&why);
+  return text.c_str();
+}
+
 HETCCL_EXPORT const char* hetcclCommDescribeDomains(ncclComm_t comm) {
   Communicator* c = nullptr;
   if (liveComm(comm, "hetcclCommDescribeDomains", &c) != ncclSuccess) return nullptr;

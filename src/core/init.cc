@@ -22,17 +22,30 @@ int currentDevice() {
   return device;
 }
 
+std::string localDomain() {
+  Runtime& rt = processRuntime();
+  return !params().domain.empty() ? params().domain : rt.hasDevices() ? rt.vendor() : "host";
+}
+
+std::string localLibrary(std::string* why) {
+  Runtime& rt = processRuntime();
+  VendorLibrary* lib = rt.hasDevices() ? vendorLibraryFor(rt, why) : nullptr;
+  if (!lib) return "hetccl-native";
+  const int v = lib->version();
+  return std::string(lib->name()) + " " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
+         std::to_string(v % 100);
+}
+
 RankInfo localRankInfo(const SocketAddress& listenAddress, int device) {
   RankInfo info = RankInfo::local(listenAddress, device);
   Runtime& rt = processRuntime();
   snprintf(info.runtime, sizeof(info.runtime), "%s", rt.name());
+  snprintf(info.domain, sizeof(info.domain), "%s", localDomain().c_str());
   if (rt.hasDevices()) {
     std::string why;
-    VendorLibrary* lib = vendorLibraryFor(rt, &why);
-    if (lib) snprintf(info.library, sizeof(info.library), "%s %d.%d.%d", lib->name(), lib->version() / 10000,
-                      lib->version() / 100 % 100, lib->version() % 100);
-    else HETCCL_INFO("no vendor library for %s ranks (%s): hetccl's native algorithms serve them", rt.name(), why.c_str());
-    if (params().domain.empty()) snprintf(info.domain, sizeof(info.domain), "%s", rt.vendor());
+    snprintf(info.library, sizeof(info.library), "%s", localLibrary(&why).c_str());
+    if (!why.empty())
+      HETCCL_INFO("no vendor library for %s ranks (%s): hetccl's native algorithms serve them", rt.name(), why.c_str());
   }
   std::string why;
   const TransportChoice choice = transportInEffect();  // `auto` resolved (network_choice.h)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/communicator.h"
@@ -27,6 +28,11 @@ ncclResult_t splitMembers(Communicator* parent, int color, int key, std::vector<
 // The device a new rank reports: the current device of this process's
 // runtime (as NCCL takes it), -1 for host ranks.
 int currentDevice();
+// This process's domain (HETCCL_DOMAIN, else its GPUs' vendor, else "host")
+// and collective library ("nccl 2.28.9"; "hetccl-native" without one, *why
+// says why where a GPU rank has none).
+std::string localDomain();
+std::string localLibrary(std::string* why);
 // What this rank tells the others: address, host, runtime, library, domain.
 RankInfo localRankInfo(const SocketAddress& listenAddress, int device);
 

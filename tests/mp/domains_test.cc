@@ -67,6 +67,7 @@ TEST(Domains, PassThroughAndPlans) {
     RANK_NCCL(hetcclCommGetStats(comm, &stats));
     RANK_EXPECT(stats.bytesStaged == 0, "single domain staged %llu bytes", stats.bytesStaged);
     RANK_EXPECT(std::string(hetcclCommDescribeDomains(comm)) == "host{0,1,2,3}", "%s", hetcclCommDescribeDomains(comm));
+    RANK_EXPECT(std::string(hetcclDescribeLocalRank()) == "domain host, host, hetccl-native", "%s", hetcclDescribeLocalRank());
     RANK_EXPECT(std::string(hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32)).find("host algorithms: ") == 0,
                 "%s", hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32));
     RANK_NCCL(ncclCommDestroy(comm));
@@ -76,6 +77,8 @@ TEST(Domains, PassThroughAndPlans) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
     RANK_EXPECT(std::string(hetcclCommDescribeDomains(comm)) == "a{0,2} b{1,3}", "%s", hetcclCommDescribeDomains(comm));
+    const std::string local = std::string("domain ") + (rank % 2 ? "b" : "a") + ", host, hetccl-native";
+    RANK_EXPECT(hetcclDescribeLocalRank() == local, "%s (expected %s)", hetcclDescribeLocalRank(), local.c_str());
     RANK_EXPECT(std::string(hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32)).find("cross-domain: hierarchical") == 0,
                 "%s", hetcclCommDescribePlan(comm, "all_reduce", 1 << 20, ncclFloat32));
     RANK_EXPECT(std::string(hetcclCommDescribePlan(comm, "all_reduce", 16, ncclFloat32)).find("cross-domain: leaders") == 0,

@@ -11,6 +11,7 @@ every rank alike (split_batch)."""
 import torch
 import torch.distributed as dist
 
+from .native import describe_local_rank
 from .sampler import BalancedBatchSampler
 from .speed import StepTimer
 from .split import check_speeds, split_batch
@@ -151,10 +152,14 @@ class Balancer:
         return True
 
     def report(self):
-        """One line for this rank: device, share, measured samples/s (of
-        the forward pass: see StepTimer)."""
+        """One line for this rank: where it runs (hetccl's domain, runtime,
+        device and library where hetccl is loaded), its share, its measured
+        samples/s (of the forward pass: see StepTimer)."""
         share = self.counts[self.rank] / self.global_batch
         where = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
+        known = describe_local_rank()
+        if known:
+            where = f"{known} ({where})"
         return (f"hetccl rank {self.rank}: {where}, share {self.counts[self.rank]}/{self.global_batch} "
                 f"({share:.1%}), {self.speeds[self.rank]:.1f} samples/s")
 
