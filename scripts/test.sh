@@ -8,12 +8,18 @@
 # what CI runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/check-layers.py  # no include goes up a layer (docs/architecture.md)
-scripts/install-deps.sh
+phase() {  # phase NAME COMMAND...: runs it, then says how long it took (the suite's budget is 15 minutes)
+  local name=$1 start=$SECONDS
+  shift
+  "$@"
+  echo "test.sh: $name took $((SECONDS - start)) s ($SECONDS s so far)"
+}
+phase layers scripts/check-layers.py  # no include goes up a layer (docs/architecture.md)
+phase install-deps scripts/install-deps.sh
 # CI builds the NVIDIA and AMD kernel images too (nvcc, hipcc).
-HETCCL_CMAKE_ARGS="-DHETCCL_REQUIRE_KERNELS=ON ${HETCCL_CMAKE_ARGS:-}" scripts/build.sh
-scripts/clang-check.py build  # the same sources warning-free under clang++-22 too
-(cd build && ctest --output-on-failure --timeout 600 "$@")
-scripts/python-check.sh
-scripts/sanitize-check.sh address quick
-scripts/fuzz.sh 4
+phase build env HETCCL_CMAKE_ARGS="-DHETCCL_REQUIRE_KERNELS=ON ${HETCCL_CMAKE_ARGS:-}" scripts/build.sh
+phase clang-check scripts/clang-check.py build  # the same sources warning-free under clang++-22 too
+phase ctest bash -c 'cd build && ctest --output-on-failure --timeout 600 "$@"' ctest "$@"
+phase python scripts/python-check.sh
+phase asan scripts/sanitize-check.sh address quick
+phase fuzz scripts/fuzz.sh 4
