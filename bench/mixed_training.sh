@@ -6,8 +6,11 @@
 # (hetccl.torch), REPEATS alternating runs; then efficiency = samples/s of
 # the job / sum of the solo samples/s (medians), and the losses of the
 # balanced run against one process over the same global batches.
+# SLOWDOWN=STEP:RANK:FACTOR adds, on the first split, equal and balanced
+# runs in which a rank turns FACTOR times slower at STEP (traced step by
+# step: shares.png plots the shares and the samples/s against the step).
 #
-#   bench/mixed_training.sh [build-dir]     # SPLITS="70:30 80:20 50:50" REPEATS=3 ARGS="--steps 40"
+#   bench/mixed_training.sh [build-dir]     # SPLITS="70:30 80:20 50:50" REPEATS=3 ARGS="--steps 40" SLOWDOWN=30:0:3
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=$(realpath "${1:-build-gpu}")
@@ -21,13 +24,14 @@ nvidia-cuda-mps-control -d && trap 'echo quit | nvidia-cuda-mps-control' EXIT
 args=${ARGS:-}
 port=29611
 
-run() {  # run MODE SPLIT FILE: one job, a process per rank with its SM share
+run() {  # run MODE SPLIT FILE [ARGS...]: one job, a process per rank with its SM share
   local mode=$1 split=$2 file=$3 rank=0 pids=() share
+  shift 3
   port=$((port + 1))
   for share in ${split//:/ }; do
     env LD_PRELOAD="$build/libhetccl.so" HETCCL_DOMAIN="d$rank" CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$share" \
       MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RANK=$rank WORLD_SIZE=2 LOCAL_RANK=0 \
-      timeout 300 python3 examples/train_mixed.py --mode "$mode" --out "$file" $args > "$file.rank$rank.log" 2>&1 &
+      timeout 300 python3 examples/train_mixed.py --mode "$mode" --out "$file" $args "$@" > "$file.rank$rank.log" 2>&1 &
     pids+=($!)
     rank=$((rank + 1))
   done
@@ -43,6 +47,12 @@ for split in ${SPLITS:-70:30}; do
     done
   done
 done
+if [ -n "${SLOWDOWN:-}" ]; then
+  split=${SPLITS%% *}
+  for mode in equal balanced; do
+    run $mode "$split" "$out/slowdown_${mode}.json" --slowdown "$SLOWDOWN" --trace
+  done
+fi
 LD_PRELOAD="$build/libhetccl.so" timeout 300 python3 examples/train_mixed.py --mode reference --out "$out/reference.json" $args \
   > "$out/reference.log" 2>&1 || tail -5 "$out/reference.log"
 python3 - "$out" <<'PY' | tee "$out/results.md"
@@ -51,8 +61,8 @@ out = sys.argv[1]
 def load(pattern):
     return [json.load(open(f)) for f in sorted(glob.glob(os.path.join(out, pattern)))]
 ref = json.load(open(os.path.join(out, "reference.json")))["losses"] if os.path.exists(os.path.join(out, "reference.json")) else None
-print("| SM shares | solo sum (samples/s) | equal | balanced | balanced shares | loss vs reference |")
-print("| --- | ---: | ---: | ---: | --- | --- |")
+print("| SM shares | solo sum (samples/s) | equal | balanced | balanced shares | all-reduce calls (ms/step) | loss vs reference |")
+print("| --- | ---: | ---: | ---: | --- | --- | --- |")
 for split in sorted({os.path.basename(f).split("_")[0] for f in glob.glob(os.path.join(out, "*_solo_*.json"))}):
     solo = statistics.median(r["sum_samples_per_s"] for r in load(f"{split}_solo_*.json"))
     equal = statistics.median(r["samples_per_s"] for r in load(f"{split}_equal_*.json"))
@@ -61,8 +71,37 @@ for split in sorted({os.path.basename(f).split("_")[0] for f in glob.glob(os.pat
     diff = "-"
     if ref:
         diff = f"max rel {max(abs(a - b) / abs(b) for a, b in zip(runs[0]['losses'], ref)):.1e}"
+    calls = "/".join(f"{v:.2f}" for v in runs[0].get("allreduce_call_ms_per_step", []))
     print(f"| {split.replace('-', '/')} | {solo:.0f} | {equal:.0f} ({equal / solo:.2f}) | {balanced:.0f} ({balanced / solo:.2f}) "
-          f"| {runs[0]['final_counts']} | {diff} |")
+          f"| {runs[0]['final_counts']} | {calls} | {diff} |")
+slow = {m: os.path.join(out, f"slowdown_{m}.json") for m in ("equal", "balanced")}
+if all(os.path.exists(f) for f in slow.values()):
+    runs = {m: json.load(open(f)) for m, f in slow.items()}
+    print("\n| slowdown run | samples/s (after warm-up) | final shares |")
+    print("| --- | ---: | --- |")
+    for m, r in runs.items():
+        print(f"| {m} | {r['samples_per_s']:.0f} | {r['final_counts']} |")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(no matplotlib here: no plot)")
+    else:
+        fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(7, 6))
+        for m, r in runs.items():
+            ends = r["step_ends"]
+            rate = [r["global_batch"] / (b - a) for a, b in zip(ends, ends[1:])]
+            bottom.plot(range(1, len(ends)), rate, label=m)
+        counts = runs["balanced"]["counts_by_step"]
+        for rank in range(len(counts[0])):
+            top.plot([c[rank] for c in counts], label=f"rank {rank}")
+        top.set_ylabel("share of the global batch (balanced)")
+        bottom.set_ylabel("samples/s")
+        bottom.set_xlabel("step")
+        top.legend()
+        bottom.legend()
+        fig.savefig(os.path.join(out, "shares.png"), dpi=100)
 PY
 # One file of logs and one of results, so that few files come back from the device.
 (cd "$out" && tail -n +1 -- *.log > logs.txt && python3 -c "

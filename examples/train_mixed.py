@@ -14,6 +14,11 @@ split by speed, re-measured as the job runs. reference: one process over
 the same global batches (the losses must match the others').
 Rank 0 prints and writes (--out) the global samples/s after the warm-up
 steps, the loss of each step (the global batch's mean) and the shares.
+--wrap fsdp2 shards the model with FSDP2 (fully_shard, PyTorch 2.6 or
+later) instead of DDP. --slowdown STEP:RANK:FACTOR makes a rank FACTOR
+times slower from STEP on, as another job on its GPU would (its forward
+runs FACTOR times, all but the last without gradients; its backward is
+unchanged); --trace records each step's end (the GPU synchronized).
 """
 import argparse
 import json
@@ -32,6 +37,18 @@ import hetccl.torch as ht  # noqa: E402
 from train_gpt import TinyGPT  # noqa: E402
 
 
+def wrap(model, how, device, cuda):
+    """DDP, or FSDP2 with each transformer block sharded on its own."""
+    if how == "ddp":
+        return DDP(model, device_ids=[device.index] if cuda else None)
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    mesh = init_device_mesh(device.type, (dist.get_world_size(),))
+    for block in model.blocks:
+        fully_shard(block, mesh=mesh)
+    return fully_shard(model, mesh=mesh)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--mode", choices=["solo", "equal", "balanced", "reference"], default="balanced")
@@ -45,8 +62,13 @@ def main():
     p.add_argument("--vocab", type=int, default=4096)
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--interval", type=int, default=5, help="steps between speed exchanges (balanced)")
+    p.add_argument("--wrap", choices=["ddp", "fsdp2"], default="ddp")
+    p.add_argument("--slowdown", default="", help="STEP:RANK:FACTOR")
+    p.add_argument("--trace", action="store_true")
     p.add_argument("--out", default="")
     a = p.parse_args()
+    if a.slowdown and (a.wrap != "ddp" or a.mode not in ("equal", "balanced")):
+        p.error("--slowdown needs --wrap ddp and --mode equal or balanced (the slowed rank's extra forward is local)")
 
     cuda = torch.cuda.is_available()
     device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)) % max(1, torch.cuda.device_count())) \
@@ -76,10 +98,21 @@ def main():
         balancer = ht.Balancer(global_batch=a.global_batch, warmup=2,
                                interval=a.interval if a.mode == "balanced" else 10**9, report=a.mode == "balanced")
         batches = balancer.sampler(samples, seed=a.seed)
-        model = balancer.attach(DDP(model, device_ids=[device.index] if cuda else None))
+        model = balancer.attach(wrap(model, a.wrap, device, cuda))
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    now = {"step": 0}
+    if a.slowdown:
+        slow_step, slow_rank, slow_factor = (int(v) for v in a.slowdown.split(":"))
+        if rank == slow_rank:
+            # inside the timed forward (DDP calls its module's hooks within its own forward)
+            def slower(module, inputs):
+                if now["step"] >= slow_step and torch.is_grad_enabled():
+                    with torch.no_grad():
+                        for _ in range(slow_factor - 1):
+                            module.forward(*inputs)
+            model.module.register_forward_pre_hook(slower)
 
-    losses, start = [], None
+    losses, start, ends = [], None, []
     for step, indices in enumerate(batches):
         if step == a.steps:
             break
@@ -87,6 +120,7 @@ def main():
             if cuda:
                 torch.cuda.synchronize()
             start = time.perf_counter()
+        now["step"] = step
         x = tokens[indices]
         logits = model(x[:, :-1])
         loss = F.cross_entropy(logits.reshape(-1, a.vocab).float(), x[:, 1:].reshape(-1))
@@ -100,13 +134,18 @@ def main():
         losses.append(logged)
         if balancer is not None:
             counts_seen.append(list(balancer.counts))
+        if a.trace:
+            if cuda:
+                torch.cuda.synchronize()
+            ends.append(time.perf_counter())
     if cuda:
         torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     timed = a.steps - a.warmup_steps
     mine = (a.global_batch // world if a.mode == "solo" else a.global_batch) * timed / seconds
     rates = [None] * world
-    dist.all_gather_object(rates, mine if a.mode == "solo" else (balancer.counts[rank], balancer.speeds[rank]))
+    issue_ms = 1e3 * balancer.issue_seconds / a.steps if balancer is not None else 0.0
+    dist.all_gather_object(rates, mine if a.mode == "solo" else (balancer.counts[rank], balancer.speeds[rank], issue_ms))
     if rank == 0:
         result = {"mode": a.mode, "world": world, "global_batch": a.global_batch, "steps": a.steps,
                   "losses": [float(v) for v in losses]}
@@ -117,8 +156,12 @@ def main():
             result["samples_per_s"] = mine
             result["final_counts"] = [r[0] for r in rates]
             result["measured_speeds"] = [r[1] for r in rates]
+            result["allreduce_call_ms_per_step"] = [r[2] for r in rates]
             result["counts_by_step"] = counts_seen
-        print(json.dumps({k: v for k, v in result.items() if k not in ("losses", "counts_by_step")}), flush=True)
+            if a.trace:
+                result["step_ends"] = [t - ends[0] for t in ends]
+        print(json.dumps({k: v for k, v in result.items() if k not in ("losses", "counts_by_step", "step_ends")}),
+              flush=True)
         if a.out:
             with open(a.out, "w") as f:
                 json.dump(result, f)

@@ -55,6 +55,28 @@ HETCCL_DECLARE(ncclResult_t, ncclGinBarrierCreateRequirement,
                (ncclComm_t comm, ncclTeam_t team, int nBarriers, struct ncclGinBarrierHandle* outHandle,
                 struct ncclDevResourceRequirements* outReq));
 
+/* Collectives of uneven blocks, run as one group of sends and receives
+ * on every path (a block of zero elements is not sent). Counts and
+ * displacements are in elements of `datatype`; every rank passes the same
+ * counts for the same block.
+ *
+ * All-gather of uneven blocks: rank r's `sendcount` elements (equal to
+ * recvcounts[r]) land at recvbuff + displs[r] on every rank. In place
+ * when sendbuff == recvbuff + displs[rank]; any other overlap of the two
+ * buffers is refused. */
+ncclResult_t hetcclAllGatherV(const void* sendbuff, size_t sendcount, void* recvbuff, const size_t recvcounts[],
+                              const size_t displs[], ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+/* RCCL's all-to-all of uneven blocks, with RCCL's signature: the
+ * sendcounts[p] elements at sendbuff + sdispls[p] go to rank p, which
+ * receives them at recvbuff + rdispls[this rank], recvcounts[this rank]
+ * elements (so sendcounts[p] on this rank equals recvcounts[this rank] on
+ * rank p). Out of place only: overlapping buffers are refused, as in
+ * RCCL. */
+HETCCL_DECLARE(ncclResult_t, ncclAllToAllv,
+               (const void* sendbuff, const size_t sendcounts[], const size_t sdispls[], void* recvbuff,
+                const size_t recvcounts[], const size_t rdispls[], ncclDataType_t datatype, ncclComm_t comm,
+                cudaStream_t stream));
+
 /* hetccl's own version string, e.g. "hetccl 0.1.0 (NCCL API 2.28.9)". */
 const char* hetcclVersionString(void);
 
@@ -86,9 +108,10 @@ typedef struct {
 ncclResult_t hetcclCommGetStats(ncclComm_t comm, hetcclCommStats_t* stats);
 
 /* The plan hetccl runs for `collective` ("all_reduce", "broadcast", ...,
- * nccl-tests' names, "sendrecv") with `count` elements of `datatype` on
- * `comm`, in one line that starts with the path's name and a colon; NULL
- * for an unknown collective. The same on every rank. Outside a graph
+ * nccl-tests' names, "sendrecv"; "all_gather_v" and "alltoallv" as the
+ * sends and receives they are made of) with `count` elements of
+ * `datatype` on `comm`, in one line that starts with the path's name and a
+ * colon; NULL for an unknown collective. The same on every rank. Outside a graph
  * capture: a captured call may take the stream path's graph lane or host
  * staging's graph nodes instead. */
 const char* hetcclCommDescribePlan(ncclComm_t comm, const char* collective, size_t count, ncclDataType_t datatype);

@@ -96,7 +96,7 @@ full_step() {  # full_step NAME COMMAND...: a step of FULL=1 runs only
 if [ ! -x "$build/hetccl-perf" ]; then
   step build bash -c "cmake -S . -B '$build' -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build '$build'"
 fi
-all=all_reduce,broadcast,reduce,all_gather,reduce_scatter,alltoall,gather,scatter,sendrecv
+all=all_reduce,broadcast,reduce,all_gather,reduce_scatter,alltoall,gather,scatter,sendrecv,all_gather_v,alltoallv
 some_types=int8,uint8,int32,int64,half,float,double,bfloat16,f8e4m3,f8e5m2  # every size and kind of type
 
 # 1. Runtime and kernels, every type and op against the host; GPU

@@ -5,10 +5,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "common/types.h"
 #include "kernels/formats.h"
 #include "minifloat_oracle.h"
+#include "uneven.h"
 
 namespace hetccl::testing {
 
@@ -156,12 +158,14 @@ const char* collectiveName(Collective c) {
     case Collective::Gather: return "gather";
     case Collective::Scatter: return "scatter";
     case Collective::SendRecv: return "sendrecv";
+    case Collective::AllGatherV: return "all_gather_v";
+    case Collective::AlltoAllv: return "alltoallv";
   }
   return "?";
 }
 
 bool parseCollective(const std::string& name, Collective* out) {
-  for (int i = 0; i <= static_cast<int>(Collective::SendRecv); ++i) {
+  for (int i = 0; i < kNumCollectives; ++i) {
     auto c = static_cast<Collective>(i);
     if (name == collectiveName(c)) {
       *out = c;
@@ -213,6 +217,7 @@ bool isIntegerType(ncclDataType_t t) { return t <= ncclUint64; }
 size_t sendElements(Collective c, size_t count, int n) {
   switch (c) {
     case Collective::ReduceScatter: case Collective::AlltoAll: case Collective::Scatter: return count * n;
+    case Collective::AlltoAllv: return (count + 1) * n;  // blocks of at most count, a gap after each
     default: return count;
   }
 }
@@ -220,6 +225,7 @@ size_t sendElements(Collective c, size_t count, int n) {
 size_t recvElements(Collective c, size_t count, int n) {
   switch (c) {
     case Collective::AllGather: case Collective::AlltoAll: case Collective::Gather: return count * n;
+    case Collective::AllGatherV: case Collective::AlltoAllv: return (count + 1) * n;
     default: return count;
   }
 }
@@ -273,7 +279,9 @@ void writeScalar(ncclDataType_t t, double v, void* out) { store(t, out, 0, v); }
 double readScalar(ncclDataType_t t, const void* buffer, size_t i) { return load(t, buffer, i); }
 
 void fillInput(const Case& k, int rank, void* buffer) {
-  const size_t n = sendElements(k.coll, k.count, k.nranks);
+  // (an uneven all-gather's input is its block alone: in place, the rest is others' blocks and gaps)
+  const size_t n = k.coll == Collective::AllGatherV ? unevenLayout(k, rank).sendCounts[0]
+                                                    : sendElements(k.coll, k.count, k.nranks);
   for (size_t i = 0; i < n; ++i) store(k.type, buffer, i, inputValue(k, rank, i));
 }
 
@@ -332,6 +340,24 @@ size_t countWrong(const Case& k, int rank, const void* out, std::string* firstEr
       // Each rank sends to rank+shift and receives from rank-shift.
       const int from = ((rank - k.shift) % n + n) % n;
       for (size_t i = 0; i < count; ++i) check(i, inputValue(k, from, i), 0);
+      break;
+    }
+    case Collective::AllGatherV: case Collective::AlltoAllv: {
+      // Every block from its sender's input; the gaps still poison.
+      const UnevenLayout mine = unevenLayout(k, rank);
+      std::vector<bool> block(unevenRecvSpan(k, rank), false);
+      for (int p = 0; p < n; ++p) {
+        const size_t from = k.coll == Collective::AllGatherV ? 0 : unevenLayout(k, p).sendDispls[rank];
+        for (size_t i = 0; i < mine.recvCounts[p]; ++i) {
+          check(mine.recvDispls[p] + i, inputValue(k, p, from + i), 0);
+          block[mine.recvDispls[p] + i] = true;
+        }
+      }
+      unsigned char poisoned[8];
+      poison(k.type, poisoned, 1);
+      const double untouched = load(k.type, poisoned, 0);
+      for (size_t i = 0; i < block.size(); ++i)
+        if (!block[i]) check(i, untouched, 0);
       break;
     }
   }

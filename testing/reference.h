@@ -13,7 +13,12 @@
 
 namespace hetccl::testing {
 
-enum class Collective { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AlltoAll, Gather, Scatter, SendRecv };
+// The last two are the uneven collectives (hetcclAllGatherV, ncclAllToAllv:
+// testing/uneven.h).
+enum class Collective {
+  AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AlltoAll, Gather, Scatter, SendRecv, AllGatherV, AlltoAllv
+};
+constexpr int kNumCollectives = static_cast<int>(Collective::AlltoAllv) + 1;
 
 const char* collectiveName(Collective c);
 bool parseCollective(const std::string& name, Collective* out);
@@ -29,7 +34,8 @@ bool isIntegerType(ncclDataType_t t);
 constexpr int kPreMulSum = 100;  // test-side name for "a PreMulSum op"
 
 // Element counts of each rank's send and receive buffers for `count`
-// (NCCL's per-collective count argument).
+// (NCCL's per-collective count argument; the uneven collectives: the most
+// any rank's layout spans).
 size_t sendElements(Collective c, size_t count, int nranks);
 size_t recvElements(Collective c, size_t count, int nranks);
 

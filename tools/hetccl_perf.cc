@@ -26,6 +26,7 @@
 #include "nccl.h"
 #include "perf_buffers.h"
 #include "reference.h"
+#include "uneven.h"
 
 using namespace hetccl::testing;
 
@@ -69,6 +70,7 @@ size_t parseSize(const char* s) {
   fprintf(stderr,
           "usage: hetccl-perf <collective>[,<collective>...] [options]\n"
           "  collectives: all_reduce broadcast reduce all_gather reduce_scatter alltoall gather scatter sendrecv\n"
+          "               all_gather_v alltoallv (uneven blocks of 0 to the even size: about half the bytes shown)\n"
           "  -b <min bytes> -e <max bytes> -f <factor> -i <step bytes> -n <iters> -w <warmup iters>\n"
           "  -c <0|1> check results   -o <sum|prod|max|min|avg|mulsum|all>[,...]   -d <type|all>[,...]   -r <root>\n"
           "  -N <ranks> start this many local ranks (else mpirun/torchrun variables, else 1 rank)\n"
@@ -191,7 +193,7 @@ double busFactor(Collective c, int n) {
   switch (c) {
     case Collective::AllReduce: return 2.0 * (n - 1) / n;
     case Collective::AllGather: case Collective::ReduceScatter: case Collective::AlltoAll:
-    case Collective::Gather: case Collective::Scatter:
+    case Collective::Gather: case Collective::Scatter: case Collective::AllGatherV: case Collective::AlltoAllv:
       return static_cast<double>(n - 1) / n;
     default: return 1.0;
   }
@@ -201,7 +203,7 @@ double busFactor(Collective c, int n) {
 size_t countFor(Collective c, size_t bytes, size_t typeSize, int n) {
   switch (c) {
     case Collective::AllGather: case Collective::ReduceScatter: case Collective::AlltoAll:
-    case Collective::Gather: case Collective::Scatter:
+    case Collective::Gather: case Collective::Scatter: case Collective::AllGatherV: case Collective::AlltoAllv:
       return bytes / typeSize / static_cast<size_t>(n);
     default: return bytes / typeSize;
   }
@@ -259,6 +261,8 @@ struct Runner {
         ncclRecv(r, k.count, k.type, ((rank - k.shift) % n + n) % n, comm, stream);
         return ncclGroupEnd();
       }
+      case Collective::AllGatherV: case Collective::AlltoAllv:
+        return launchUneven(comm, k, rank, send, recv, inPlace, stream);
     }
     return ncclInternalError;
   }
@@ -268,6 +272,7 @@ struct Runner {
   char* inputOf(const Case& k, bool inPlace) const {
     if (inPlace && (k.coll == Collective::AllGather || k.coll == Collective::Gather))
       return send + rank * k.count * typeBytes(k.type);
+    if (inPlace && k.coll == Collective::AllGatherV) return send + unevenInPlaceOffset(k, rank) * typeBytes(k.type);
     return send;
   }
 
@@ -433,7 +438,7 @@ int runRanks(const Options& o, int first, int perProcess, int n, int localBase, 
           double times[2] = {0, 0}, hostTimes[2] = {0, 0};
           uint64_t wrong[2] = {0, 0};
           for (int inPlace = 0; inPlace < 2; ++inPlace) {
-            if (inPlace && coll == Collective::SendRecv) continue;
+            if (inPlace && (coll == Collective::SendRecv || coll == Collective::AlltoAllv)) continue;
             k.seed = seed + bytes * 2 + inPlace;
             for (LocalRank& r : ranks) {
               fillInput(k, r.rank, r.buf.mirrorOf(r.run.inputOf(k, inPlace)));
@@ -486,6 +491,8 @@ int runRanks(const Options& o, int first, int perProcess, int n, int localBase, 
             if (o.check) {
               // Fresh inputs, one more call, compare with the reference.
               for (LocalRank& r : ranks) {
+                if (inPlace && isUneven(coll))  // the gaps between the blocks must stay poison
+                  poison(type, r.buf.mirrorOf(r.run.send), recvElements(coll, k.count, n));
                 fillInput(k, r.rank, r.buf.mirrorOf(r.run.inputOf(k, inPlace)));
                 if (!inPlace) poison(type, r.buf.hostRecv(), recvElements(coll, k.count, n));
                 r.buf.upload();
@@ -512,7 +519,7 @@ int runRanks(const Options& o, int first, int perProcess, int n, int localBase, 
             printf("  %10zu %12zu %8s %6s %6d %9.1f %8.2f %8.2f %6s", totalBytes, totalBytes / typeBytes(type),
                    typeLabel(type), collectiveReduces(coll) ? opLabel(k.op) : "none", k.root, times[0], algbw(times[0]),
                    algbw(times[0]) * factor, o.check ? std::to_string(wrong[0]).c_str() : "N/A");
-            if (coll == Collective::SendRecv)
+            if (coll == Collective::SendRecv || coll == Collective::AlltoAllv)
               printf(" %9s %8s %8s %6s\n", "N/A", "N/A", "N/A", "N/A");
             else
               printf(" %9.1f %8.2f %8.2f %6s\n", times[1], algbw(times[1]), algbw(times[1]) * factor,

@@ -2,6 +2,7 @@
 CPU ranks with Gloo (more ranks than this machine's two cores), each test a
 fresh set of processes."""
 import os
+import random
 import tempfile
 import time
 import unittest
@@ -32,9 +33,24 @@ def _entry(rank, store, body, args):
         dist.destroy_process_group()
 
 
-def model_and_data(samples):
+def fresh_seed():
+    """HETCCL_TEST_SEED if set, else a fresh one; printed so that a failure
+    can be replayed."""
+    seed = int(os.environ.get("HETCCL_TEST_SEED") or random.SystemRandom().randrange(2**31))
+    print(f"seed {seed} (HETCCL_TEST_SEED replays it)", flush=True)
+    return seed
+
+
+def uneven_counts(seed):
+    """Random shares of 1 to 9 samples each, no two alike (equal shares
+    would make the weighted update the plain average); their sum is the
+    global batch."""
+    return random.Random(seed).sample(range(1, 10), WORLD)
+
+
+def model_and_data(samples, seed=11):
     """The same float64 model and data on every rank."""
-    torch.manual_seed(11)
+    torch.manual_seed(seed)
     model = nn.Sequential(nn.Linear(5, 7), nn.Tanh(), nn.Linear(7, 3)).double()
     x = torch.randn(samples, 5, dtype=torch.float64)
     y = torch.randn(samples, 3, dtype=torch.float64)
@@ -50,15 +66,21 @@ def reference_grads(model, x, y):
     return grads
 
 
-def weighted_update_body(rank):
-    counts = [5, 3, 1]  # uneven shares of a global batch of 9
-    model, x, y = model_and_data(sum(counts))
-    expect = reference_grads(model, x, y)
+def uneven_problem(rank, seed):
+    """The shares, the model, the data, the full-batch gradient and this
+    rank's slice of the global batch."""
+    counts = uneven_counts(seed)
+    total = sum(counts)
+    model, x, y = model_and_data(total, seed)
     begin = sum(counts[:rank])
-    mine = slice(begin, begin + counts[rank])
+    return counts, total, model, x, y, reference_grads(model, x, y), slice(begin, begin + counts[rank])
+
+
+def weighted_update_body(rank, seed):
+    counts, total, model, x, y, expect, mine = uneven_problem(rank, seed)
 
     # DDP with the Balancer's hook (its local batch read from the input)
-    balancer = ht.Balancer(global_batch=9, warmup=10**6)
+    balancer = ht.Balancer(global_batch=total, warmup=10**6)
     ddp = balancer.attach(DDP(model))
     nn.functional.mse_loss(ddp(x[mine]), y[mine]).backward()
     for p, e in zip(ddp.module.parameters(), expect):
@@ -66,19 +88,44 @@ def weighted_update_body(rank):
     assert balancer.local_batch == counts[rank]
 
     # the plain helper, for loops without DDP
-    plain, _, _ = model_and_data(9)
+    plain, _, _ = model_and_data(total, seed)
     nn.functional.mse_loss(plain(x[mine]), y[mine]).backward()
-    ht.all_reduce_gradients(plain.parameters(), counts[rank], 9)
+    ht.all_reduce_gradients(plain.parameters(), counts[rank], total)
     for p, e in zip(plain.parameters(), expect):
         torch.testing.assert_close(p.grad, e, rtol=1e-12, atol=1e-14)
 
     # the loss scale under an averaging all-reduce (plain DDP, FSDP)
     plain.zero_grad()
-    ddp_plain = DDP(model_and_data(9)[0])
-    scale = ht.loss_scale(counts[rank], 9, WORLD)
+    ddp_plain = DDP(model_and_data(total, seed)[0])
+    scale = ht.loss_scale(counts[rank], total, WORLD)
     (nn.functional.mse_loss(ddp_plain(x[mine]), y[mine]) * scale).backward()
     for p, e in zip(ddp_plain.module.parameters(), expect):
         torch.testing.assert_close(p.grad, e, rtol=1e-12, atol=1e-14)
+
+
+def fsdp_body(rank, seed):
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    counts, total, model, x, y, expect, mine = uneven_problem(rank, seed)
+    mesh = init_device_mesh("cpu", (WORLD,))
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    balancer = ht.Balancer(global_batch=total, warmup=10**6)
+    model = balancer.attach(model)
+    nn.functional.mse_loss(model(x[mine]), y[mine]).backward()
+    for p, e in zip(model.parameters(), expect):
+        torch.testing.assert_close(p.grad.full_tensor(), e, rtol=1e-12, atol=1e-14)
+    assert balancer.local_batch == counts[rank]
+
+
+def has_fsdp2():
+    try:
+        from torch.distributed.fsdp import fully_shard  # noqa: F401  (PyTorch 2.6 and later)
+        return True
+    except Exception:  # noqa: BLE001 (PyTorch 1.13's fsdp fails to import on Python 3.11)
+        return False
 
 
 class SlowOnRank(nn.Module):
@@ -155,6 +202,13 @@ def bad_input_body(rank):
         assert "rank 2's parameter 'weight' differs" in str(e), str(e)
     else:
         raise AssertionError("different parameters were not found")
+    # a model with no wrapper to weight
+    try:
+        ht.Balancer(global_batch=12).attach(nn.Linear(2, 2))
+    except TypeError as e:
+        assert f"rank {rank}" in str(e) and "plain Linear" in str(e), str(e)
+    else:
+        raise AssertionError("an unwrapped model was taken")
     # a global batch smaller than the number of ranks
     try:
         ht.Balancer(global_batch=2)
@@ -166,7 +220,11 @@ def bad_input_body(rank):
 
 class Distributed(unittest.TestCase):
     def test_weighted_update_is_the_full_batch_gradient(self):
-        run(weighted_update_body)
+        run(weighted_update_body, fresh_seed())
+
+    @unittest.skipUnless(has_fsdp2(), f"FSDP2 (fully_shard) needs PyTorch 2.6 or later, this is {torch.__version__}")
+    def test_fsdp2_weighted_update_is_the_full_batch_gradient(self):
+        run(fsdp_body, fresh_seed())
 
     def test_shares_follow_a_slow_rank(self):
         run(rebalancing_body)

@@ -413,13 +413,14 @@ HETCCL_EXPORT const char* hetcclCommDescribePlan(ncclComm_t comm, const char* co
                                                   ncclDataType_t datatype) {
   Communicator* c = nullptr;
   if (liveComm(comm, "hetcclCommDescribePlan", &c) != ncclSuccess || !collective || !validType(datatype)) return nullptr;
+  // The uneven collectives are groups of sends and receives (uneven_api.cc).
   static const struct {
     const char* name;
     OpKind kind;
   } kinds[] = {{"all_reduce", OpKind::AllReduce},   {"broadcast", OpKind::Broadcast}, {"reduce", OpKind::Reduce},
                {"all_gather", OpKind::AllGather},   {"reduce_scatter", OpKind::ReduceScatter},
                {"alltoall", OpKind::AlltoAll},      {"gather", OpKind::Gather},       {"scatter", OpKind::Scatter},
-               {"sendrecv", OpKind::Send}};
+               {"sendrecv", OpKind::Send},          {"all_gather_v", OpKind::Send},   {"alltoallv", OpKind::Send}};
   for (const auto& k : kinds) {
     if (strcmp(k.name, collective) != 0) continue;
     Op op;

@@ -26,10 +26,6 @@ ncclResult_t Backend::runStep(OpKind kind, const void* send, void* recv, size_t 
   return run(op);
 }
 
-ncclResult_t Backend::allReduce(const void* send, void* recv, size_t count, const Reduction& red) {
-  return runStep(OpKind::AllReduce, send, recv, count, red, 0);
-}
-
 ncclResult_t Backend::reduceScatter(const void* send, void* recv, size_t recvcount, const Reduction& red) {
   return runStep(OpKind::ReduceScatter, send, recv, recvcount, red, 0);
 }

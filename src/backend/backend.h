@@ -44,7 +44,6 @@ class Backend {
   virtual void markAborted() {}
 
   // Shorthands for the cross-domain plans' steps (host memory, no stream).
-  ncclResult_t allReduce(const void* send, void* recv, size_t count, const Reduction& red);
   ncclResult_t reduceScatter(const void* send, void* recv, size_t recvcount, const Reduction& red);
   ncclResult_t allGather(const void* send, void* recv, size_t sendcount, ncclDataType_t type);
   ncclResult_t broadcast(const void* send, void* recv, size_t count, ncclDataType_t type, int root);

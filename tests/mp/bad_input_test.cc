@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "hetccl.h"
 #include "mp_util.h"
 
 namespace {
@@ -75,6 +76,47 @@ TEST(BadInput, ArgumentsAreChecked) {
   });
 }
 
+TEST(BadInput, ArgumentsOfUnevenCollectivesAreChecked) {
+  EXPECT_RANKS_PASS(2, {}, 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<float> send(16, static_cast<float>(rank + 1)), recv(16, 0.0f);
+    float *s = send.data(), *r = recv.data();
+    const size_t counts[] = {3, 3}, displs[] = {0, 4}, zeros[] = {0, 0};
+    const auto f32 = ncclFloat32;
+    EXPECT_ERROR(hetcclAllGatherV(s, 3, r, nullptr, displs, f32, comm, nullptr), ncclInvalidArgument, "recvcounts");
+    EXPECT_ERROR(hetcclAllGatherV(s, 3, r, counts, nullptr, f32, comm, nullptr), ncclInvalidArgument, "displs");
+    EXPECT_ERROR(hetcclAllGatherV(s, 2, r, counts, displs, f32, comm, nullptr), ncclInvalidArgument, "sendcount 2");
+    EXPECT_ERROR(hetcclAllGatherV(nullptr, 3, r, counts, displs, f32, comm, nullptr), ncclInvalidArgument, "sendbuff");
+    EXPECT_ERROR(hetcclAllGatherV(s, 3, nullptr, counts, displs, f32, comm, nullptr), ncclInvalidArgument, "recvbuff");
+    EXPECT_ERROR(hetcclAllGatherV(s, 3, r, counts, displs, static_cast<ncclDataType_t>(99), comm, nullptr),
+                 ncclInvalidArgument, "data type");
+    EXPECT_ERROR(hetcclAllGatherV(r + 1, 3, r, counts, displs, f32, comm, nullptr), ncclInvalidArgument, "overlaps");
+    const size_t huge[] = {SIZE_MAX / 2, SIZE_MAX / 2};
+    EXPECT_ERROR(hetcclAllGatherV(s, SIZE_MAX / 2, r, huge, displs, f32, comm, nullptr), ncclInvalidArgument, "overflows");
+    EXPECT_ERROR(hetcclAllGatherV(s, 3, r, counts, displs, f32, nullptr, nullptr), ncclInvalidArgument, "NULL");
+    EXPECT_ERROR(ncclAllToAllv(s, counts, displs, r, counts, nullptr, f32, comm, nullptr), ncclInvalidArgument, "rdispls");
+    EXPECT_ERROR(ncclAllToAllv(s, nullptr, displs, r, counts, displs, f32, comm, nullptr), ncclInvalidArgument, "sendcounts");
+    EXPECT_ERROR(ncclAllToAllv(s, counts, displs, s + 2, counts, displs, f32, comm, nullptr), ncclInvalidArgument, "overlap");
+    EXPECT_ERROR(ncclAllToAllv(nullptr, counts, displs, r, counts, displs, f32, comm, nullptr), ncclInvalidArgument, "sendbuff");
+    const size_t far[] = {0, SIZE_MAX - 1};
+    EXPECT_ERROR(ncclAllToAllv(s, counts, far, r, counts, displs, f32, comm, nullptr), ncclInvalidArgument, "send block 1");
+    // Inside a group a refused call fails the group.
+    RANK_NCCL(ncclGroupStart());
+    ncclAllToAllv(s, counts, displs, r, counts, nullptr, f32, comm, nullptr);
+    EXPECT_ERROR(ncclGroupEnd(), ncclInvalidArgument, "rdispls");
+    // Nothing to move: null buffers are fine, and so is the same buffer.
+    RANK_NCCL(ncclAllToAllv(nullptr, zeros, zeros, nullptr, zeros, zeros, f32, comm, nullptr));
+    RANK_NCCL(hetcclAllGatherV(s, 0, s, zeros, zeros, f32, comm, nullptr));
+    // The communicator still works: both blocks of 3 land at 0 and 4.
+    RANK_NCCL(hetcclAllGatherV(s, 3, r, counts, displs, f32, comm, nullptr));
+    RANK_EXPECT(r[0] == 1.0f && r[2] == 1.0f && r[3] == 0.0f && r[4] == 2.0f && r[6] == 2.0f && r[7] == 0.0f,
+                "all-gather of 3 + 3: %g %g %g %g %g %g", r[0], r[2], r[3], r[4], r[6], r[7]);
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
 TEST(BadInput, GarbageUniqueIdIsRefused) {
   EXPECT_RANKS_PASS(1, {}, 30, [](int, int, const ncclUniqueId&) {
     ncclUniqueId garbage;
@@ -108,7 +150,7 @@ void mismatchedCountsAndCollectives(const mp::Env& env) {
   EXPECT_RANKS_PASS(2, env, 60, [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t base;
     RANK_NCCL(ncclCommInitRank(&base, n, id, rank));
-    for (int variant = 0; variant < 3; ++variant) {
+    for (int variant = 0; variant < 4; ++variant) {
       ncclComm_t comm;  // a fresh communicator for each variant
       RANK_NCCL(ncclCommSplit(base, 0, rank, &comm, nullptr));
       std::vector<float> buf(1 << 20, 1.0f);
@@ -118,9 +160,13 @@ void mismatchedCountsAndCollectives(const mp::Env& env) {
         first = ncclAllReduce(buf.data(), buf.data(), rank ? 100 : 200, ncclFloat32, ncclSum, comm, nullptr);
       } else if (variant == 1) {  // different counts, large (ring)
         first = ncclAllReduce(buf.data(), buf.data(), rank ? 1 << 19 : 1 << 20, ncclFloat32, ncclSum, comm, nullptr);
-      } else {  // different collectives
+      } else if (variant == 2) {  // different collectives
         first = rank ? ncclBroadcast(buf.data(), buf.data(), 1000, ncclFloat32, 1, comm, nullptr)
                      : ncclAllReduce(buf.data(), buf.data(), 1000, ncclFloat32, ncclSum, comm, nullptr);
+      } else {  // uneven blocks whose sizes the two sides disagree on (rank 0 sends 5, rank 1 expects 7)
+        const size_t sends[] = {1, 5}, recvs[] = {1, 7}, displs[] = {0, 100};
+        first = ncclAllToAllv(buf.data(), rank ? recvs : sends, displs, buf.data() + 1000, rank ? recvs : sends, displs,
+                              ncclFloat32, comm, nullptr);
       }
       // A rank that only sent may not notice at once; its next call fails.
       second = ncclAllReduce(buf.data(), buf.data(), 10, ncclFloat32, ncclSum, comm, nullptr);

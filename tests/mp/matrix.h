@@ -10,6 +10,7 @@
 #include "hetccl.h"
 #include "mp_util.h"
 #include "reference.h"
+#include "uneven.h"
 
 namespace mp {
 
@@ -35,6 +36,8 @@ inline ncclResult_t launch(ncclComm_t comm, const Case& k, ncclRedOp_t op, int r
       ncclRecv(recv, k.count, k.type, (rank - 1 + n) % n, comm, stream);
       ncclSend(send, k.count, k.type, (rank + 1) % n, comm, stream);
       return ncclGroupEnd();
+    case Collective::AllGatherV: case Collective::AlltoAllv:
+      return launchUneven(comm, k, rank, send, recv, inPlace, stream);
   }
   return ncclInternalError;
 }
@@ -52,6 +55,8 @@ inline Case matrixCase(Collective coll, ncclDataType_t type, int op, size_t coun
   return k;
 }
 
+inline bool hasInPlace(Collective c) { return c != Collective::SendRecv && c != Collective::AlltoAllv; }
+
 // Which part of the matrix a test runs.
 //   Everything: every collective, type and op.
 //   EachWidth: every collective, on one type of each width (1, 2, 4 and 8
@@ -62,11 +67,14 @@ inline Case matrixCase(Collective coll, ncclDataType_t type, int op, size_t coun
 enum class Scope { Everything, EachWidth, SendRecvOnly };
 
 inline bool inScope(Scope scope, Collective coll, ncclDataType_t type, int op) {
+  const bool eachWidth = (type == ncclInt8 || type == ncclFloat16 || type == ncclFloat32 || type == ncclFloat64) &&
+                         (op == ncclSum || op == ncclMin);
+  // The uneven collectives only move bytes (grouped send/recv): one type
+  // of each width everywhere.
+  if (isUneven(coll) && !eachWidth) return false;
   switch (scope) {
     case Scope::Everything: return true;
-    case Scope::EachWidth:
-      return (type == ncclInt8 || type == ncclFloat16 || type == ncclFloat32 || type == ncclFloat64) &&
-             (op == ncclSum || op == ncclMin);
+    case Scope::EachWidth: return eachWidth;
     case Scope::SendRecvOnly: return coll == Collective::SendRecv;
   }
   return true;
@@ -103,7 +111,7 @@ inline int runMatrix(int rank, int n, const ncclUniqueId& id, uint64_t seed, siz
   const size_t counts[] = {0, 1, 1027, large};
   std::vector<char> send, recv;
   uint64_t call = 0;
-  for (int c = 0; c <= static_cast<int>(Collective::SendRecv); ++c) {
+  for (int c = 0; c < kNumCollectives; ++c) {
     const auto coll = static_cast<Collective>(c);
     for (int t = 0; t < ncclNumTypes; ++t) {
       const auto type = static_cast<ncclDataType_t>(t);
@@ -112,7 +120,7 @@ inline int runMatrix(int rank, int n, const ncclUniqueId& id, uint64_t seed, siz
       for (int opv : ops) {
         if (!inScope(scope, coll, type, opv)) continue;
         for (size_t count : counts) {
-          for (int inPlace = 0; inPlace < (coll == Collective::SendRecv ? 1 : 2); ++inPlace) {
+          for (int inPlace = 0; inPlace < (hasInPlace(coll) ? 2 : 1); ++inPlace) {
             ++call;
             const Case k = matrixCase(coll, type, opv, count, n, call, seed);
             const size_t es = typeBytes(type);
@@ -120,6 +128,10 @@ inline int runMatrix(int rank, int n, const ncclUniqueId& id, uint64_t seed, siz
             recv.assign(std::max<size_t>(1, recvElements(coll, count, n) * es), 0);
             char* input = send.data();
             if (inPlace && (coll == Collective::AllGather || coll == Collective::Gather)) input += rank * count * es;
+            if (inPlace && coll == Collective::AllGatherV) {  // the receive buffer's gaps must stay poison
+              poison(type, send.data(), recvElements(coll, count, n));
+              input += unevenInPlaceOffset(k, rank) * es;
+            }
             fillInput(k, rank, input);
             poison(type, recv.data(), recvElements(coll, count, n));
             ncclRedOp_t op = static_cast<ncclRedOp_t>(opv);
@@ -140,8 +152,9 @@ inline int runMatrix(int rank, int n, const ncclUniqueId& id, uint64_t seed, siz
                         count, ncclGetLastError(comm));
             if (r != ncclSuccess) return 1;
             RANK_NCCL(hetcclCommGetStats(comm, &after));
+            // (the uneven collectives are groups of sends and receives, one per non-empty block)
             const unsigned long long ops = coll == Collective::SendRecv ? 2 : 1;
-            RANK_EXPECT(path >= 0 && after.pathCalls[path] - before.pathCalls[path] == ops,
+            RANK_EXPECT(isUneven(coll) || (path >= 0 && after.pathCalls[path] - before.pathCalls[path] == ops),
                         "%s %s count %zu: described as %s, but that path took %llu of its %llu operations",
                         collectiveName(coll), typeLabel(type), count, hetcclCommDescribePlan(comm, collectiveName(coll), count, type),
                         path >= 0 ? after.pathCalls[path] - before.pathCalls[path] : 0ull, ops);

@@ -8,6 +8,8 @@ batch that follow them, gradients weighted by the shares.
 Every rank decides the same: the speeds are gathered (one small
 collective every `interval` steps) and the shares derived from them on
 every rank alike (split_batch)."""
+import time
+
 import torch
 import torch.distributed as dist
 
@@ -15,7 +17,7 @@ from .native import describe_local_rank
 from .sampler import BalancedBatchSampler
 from .speed import StepTimer
 from .split import check_speeds, split_batch
-from .weights import weighted_allreduce_hook
+from .weights import has_premul_sum, scale_output_gradients, weighted_allreduce_hook
 
 
 def _first_tensor(value):
@@ -39,9 +41,9 @@ def _collective_device(group):
     return torch.device("cpu")
 
 
-def _gather(values, group, device):
-    """Every rank's `values` (a list of floats), as a list per rank."""
-    mine = torch.tensor(values, dtype=torch.float64, device=device)
+def _gather(values, group, device, dtype=torch.float64):
+    """Every rank's `values` (a list of numbers), as a list per rank."""
+    mine = torch.tensor(values, dtype=dtype, device=device)
     everyone = [torch.empty_like(mine) for _ in range(dist.get_world_size(group))]
     dist.all_gather(everyone, mine, group=group)
     return [t.tolist() for t in everyone]
@@ -83,6 +85,9 @@ class Balancer:
         self._model = None
         self._timer = StepTimer(self.device)
         self._silent_rounds = 0
+        self._scale_outputs = False
+        self.premul = None
+        self.issue_seconds = 0.0  # time the gradient all-reduce calls held this thread (DDP), all steps
 
     # -- setup ---------------------------------------------------------
     def sampler(self, dataset_size, shuffle=True, seed=0):
@@ -91,10 +96,20 @@ class Balancer:
                                              shuffle=shuffle, seed=seed, counts=self.counts)
         return self._sampler
 
-    def attach(self, ddp_model):
-        """Weights `ddp_model`'s gradient all-reduce by the shares and times
-        its steps; returns it. Checks that every rank passed the same
-        settings and holds the same parameters."""
+    def attach(self, model):
+        """Weights `model`'s gradient reduction by the shares and times its
+        steps; returns it. `model` is wrapped by DistributedDataParallel
+        (its all-reduce gets a weighting hook: PreMulSum where the backend
+        has it) or sharded by FSDP (fully_shard, FullyShardedDataParallel)
+        with FSDP's default averaging (the gradient at the model's outputs
+        is scaled by b_i * N / B, so that the average is the full-batch
+        gradient). Checks that every rank passed the same settings and, for
+        DDP, holds the same parameters."""
+        kind = _wrapper_kind(model)
+        if kind is None:
+            raise TypeError(f"hetccl: rank {self.rank}: attach takes a model wrapped by DistributedDataParallel or "
+                            f"sharded by FSDP, not a plain {type(model).__name__}; for hand-written loops use "
+                            "all_reduce_gradients")
         mine = [float(self.global_batch), float(self.interval), float(self.warmup)]
         mine += [float(v) for v in (self._sampler.settings() if self._sampler else [-1, -1, -1, -1])]
         names = ["global batch", "interval", "warmup", "dataset size", "sampler global batch", "shuffle", "seed"]
@@ -103,12 +118,15 @@ class Balancer:
                 if a != b:
                     raise ValueError(f"hetccl: rank {rank} has {name} {b:g} but rank {self.rank} has {a:g}: "
                                      "every rank must pass the same")
-        check_same_parameters(ddp_model, self.group)
-        ddp_model.register_comm_hook(self, weighted_allreduce_hook)
-        ddp_model.register_forward_pre_hook(self._before_forward)
-        ddp_model.register_forward_hook(self._after_forward)
-        self._model = ddp_model
-        return ddp_model
+        if kind == "ddp":
+            check_same_parameters(model, self.group)
+            self.premul = has_premul_sum(self.group)  # decided once, read by every bucket's hook
+            model.register_comm_hook(self, _timed_hook)
+        self._scale_outputs = kind == "fsdp"
+        model.register_forward_pre_hook(self._before_forward)
+        model.register_forward_hook(self._after_forward)
+        self._model = model
+        return model
 
     # -- each step -----------------------------------------------------
     def _before_forward(self, module, inputs):
@@ -121,6 +139,8 @@ class Balancer:
             self._timer.start(self.local_batch)
 
     def _after_forward(self, module, inputs, output):
+        if self._scale_outputs and module.training and torch.is_grad_enabled():
+            scale_output_gradients(output, self.local_batch * self.world_size / self.global_batch)
         self._timer.end()
 
     # -- rebalancing ---------------------------------------------------
@@ -128,7 +148,8 @@ class Balancer:
         """Gathers every rank's measured speed and moves samples between the
         ranks where the speeds call for it. Called every `interval` steps by
         the forward hook; collective (every rank calls it at the same step)."""
-        speeds = [row[0] for row in _gather([self._timer.speed()], self.group, self.device)]
+        # (the median of the last interval's steps: a change of speed shows within about half an interval)
+        speeds = [row[0] for row in _gather([self._timer.speed(last=max(3, self.interval))], self.group, self.device)]
         if any(s == 0.0 for s in speeds):  # a rank without a measured step yet
             self._silent_rounds += 1
             if self._silent_rounds >= 3:
@@ -160,8 +181,41 @@ class Balancer:
         known = describe_local_rank()
         if known:
             where = f"{known} ({where})"
+        issue = ""
+        if self.steps and self.premul is not None:  # DDP: how long its all-reduce calls held this thread
+            issue = f", all-reduce calls {1e3 * self.issue_seconds / self.steps:.2f} ms/step"
         return (f"hetccl rank {self.rank}: {where}, share {self.counts[self.rank]}/{self.global_batch} "
-                f"({share:.1%}), {self.speeds[self.rank]:.1f} samples/s")
+                f"({share:.1%}), {self.speeds[self.rank]:.1f} samples/s{issue}")
+
+
+def _timed_hook(balancer, bucket):
+    """weighted_allreduce_hook, timing how long the call holds the thread
+    (it should only queue the all-reduce: the backward pass goes on
+    meanwhile)."""
+    begin = time.perf_counter()
+    future = weighted_allreduce_hook(balancer, bucket)
+    balancer.issue_seconds += time.perf_counter() - begin
+    return future
+
+
+def _wrapper_kind(model):
+    """"ddp", "fsdp" (FSDP2's fully_shard anywhere in the model, or FSDP1)
+    or None."""
+    from torch.nn.parallel import DistributedDataParallel
+    if isinstance(model, DistributedDataParallel):
+        return "ddp"
+    kinds = []
+    try:  # (PyTorch 1.13's FSDP does not import on Python 3.11: then no model is FSDP's)
+        import torch.distributed.fsdp as fsdp
+        kinds += [getattr(fsdp, "FSDPModule", None), getattr(fsdp, "FullyShardedDataParallel", None)]
+        from torch.distributed._composable.fsdp import FSDPModule  # FSDP2 before PyTorch 2.6
+        kinds.append(FSDPModule)
+    except Exception:  # noqa: BLE001 (any import failure means: not this kind)
+        pass
+    kinds = tuple(k for k in kinds if k is not None)
+    if kinds and any(isinstance(m, kinds) for m in model.modules()):
+        return "fsdp"
+    return None
 
 
 _SAME_WIDTH_INT = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
@@ -181,13 +235,10 @@ def check_same_parameters(model, group=None):
     for _, p in params:
         bits = p.detach().contiguous().view(_SAME_WIDTH_INT[p.element_size()])
         sums.append(int(bits.sum(dtype=torch.int64)))
-    device = _collective_device(group)
-    mine = torch.tensor(sums, dtype=torch.int64, device=device)
-    everyone = [torch.empty_like(mine) for _ in range(dist.get_world_size(group))]
-    dist.all_gather(everyone, mine, group=group)
-    first = everyone[0].tolist()
+    everyone = _gather(sums, group, _collective_device(group), dtype=torch.int64)
+    first = everyone[0]
     for rank, theirs in enumerate(everyone):
-        for i, (a, b) in enumerate(zip(first, theirs.tolist())):
+        for i, (a, b) in enumerate(zip(first, theirs)):
             if a != b:
                 raise ValueError(f"hetccl: rank {rank}'s parameter '{params[i][0]}' differs from rank 0's "
                                  f"(checksum {b} against {a}): every rank must start from the same model")
