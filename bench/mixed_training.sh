@@ -10,6 +10,8 @@
 # runs in which a rank turns FACTOR times slower at STEP (traced step by
 # step: shares.png plots the shares and the samples/s against the step).
 #
+# MODES="" runs only that (and the reference).
+#
 #   bench/mixed_training.sh [build-dir]     # SPLITS="70:30 80:20 50:50" REPEATS=3 ARGS="--steps 40" SLOWDOWN=30:0:3
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -42,7 +44,7 @@ run() {  # run MODE SPLIT FILE [ARGS...]: one job, a process per rank with its S
 
 for split in ${SPLITS:-70:30}; do
   for i in $(seq "${REPEATS:-3}"); do
-    for mode in solo equal balanced; do
+    for mode in ${MODES-solo equal balanced}; do
       run $mode "$split" "$out/${split/:/-}_${mode}_$i.json"
     done
   done

@@ -17,8 +17,9 @@ steps, the loss of each step (the global batch's mean) and the shares.
 --wrap fsdp2 shards the model with FSDP2 (fully_shard, PyTorch 2.6 or
 later) instead of DDP. --slowdown STEP:RANK:FACTOR makes a rank FACTOR
 times slower from STEP on, as another job on its GPU would (its forward
-runs FACTOR times, all but the last without gradients; its backward is
-unchanged); --trace records each step's end (the GPU synchronized).
+and backward run FACTOR times, the extra passes weighted by zero: the
+losses stay the same); --trace records each step's end (the GPU
+synchronized).
 """
 import argparse
 import json
@@ -104,13 +105,16 @@ def main():
     if a.slowdown:
         slow_step, slow_rank, slow_factor = (int(v) for v in a.slowdown.split(":"))
         if rank == slow_rank:
-            # inside the timed forward (DDP calls its module's hooks within its own forward)
-            def slower(module, inputs):
-                if now["step"] >= slow_step and torch.is_grad_enabled():
-                    with torch.no_grad():
-                        for _ in range(slow_factor - 1):
-                            module.forward(*inputs)
-            model.module.register_forward_pre_hook(slower)
+            # FACTOR - 1 more forward passes whose outputs join the real one times
+            # zero: the backward runs through them too (the whole step slows
+            # down alike), the loss and the gradients stay exactly the same.
+            # Inside the timed forward: DDP calls its module's hooks within its own.
+            def slower(module, inputs, output):
+                if now["step"] < slow_step or not torch.is_grad_enabled():
+                    return output
+                extra = sum(module.forward(*inputs) for _ in range(slow_factor - 1))
+                return output + 0.0 * extra
+            model.module.register_forward_hook(slower)
 
     losses, start, ends = [], None, []
     for step, indices in enumerate(batches):

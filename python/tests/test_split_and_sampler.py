@@ -99,7 +99,7 @@ class Native(unittest.TestCase):
         self.assertEqual(plain.stdout.strip(), "None")  # no hetccl in the process
         if not library:
             self.skipTest("HETCCL_LIB not set (scripts/python-check.sh sets it)")
-        env = dict(os.environ, LD_PRELOAD=library, HETCCL_DOMAIN="left")
+        env = dict(os.environ, LD_PRELOAD=library, HETCCL_DOMAIN="left", HETCCL_DEVICE="host")  # a CPU rank, GPU or not
         loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
         self.assertEqual(loaded.stdout.strip(), "domain left, host, hetccl-native")
 

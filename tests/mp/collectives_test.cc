@@ -10,11 +10,16 @@ using namespace hetccl::testing;
 
 namespace {
 
+// Variants of the transport under the same algorithms move the same bytes
+// with the same arithmetic: they run one type of each width and two ops
+// (mp::Scope::EachWidth; tiny slots and chunks: every op too); the
+// variants of the rank count run everything (but 8 ranks).
 struct Variant {
   const char* name;
   int nranks;
   mp::Env env;
   size_t large;
+  mp::Scope scope = mp::Scope::Everything;
 };
 
 void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
@@ -26,7 +31,7 @@ TEST_P(Collectives, EveryCollectiveTypeOpCountAndPlacement) {
   const uint64_t seed = runSeed();
   fprintf(stderr, "seed %llu (HETCCL_TEST_SEED)\n", static_cast<unsigned long long>(seed));
   EXPECT_RANKS_PASS(v.nranks, v.env, 500, [&](int rank, int n, const ncclUniqueId& id) {
-    return mp::runMatrix(rank, n, id, seed, v.large);
+    return mp::runMatrix(rank, n, id, seed, v.large, nullptr, nullptr, nullptr, v.scope);
   });
 }
 
@@ -96,40 +101,44 @@ TEST(CollectivesMixedTransports, RdmaConnectionsTakeTheirSendersQueuePairSetting
   };
   EXPECT_RANKS_PASS_EACH(3, envFor, 500, [&](int rank, int n, const ncclUniqueId& id) {
     const char* expected[] = {"0:self 1:rdma 2:rdma", "0:rdma 1:self 2:rdma", "0:rdma 1:rdma 2:self"};
-    return mp::runMatrix(rank, n, id, seed, 70001, nullptr, expected[rank]);
+    return mp::runMatrix(rank, n, id, seed, 70001, nullptr, expected[rank], nullptr, mp::Scope::EachWidth);
   });
 }
+
+constexpr mp::Scope kWidths = mp::Scope::EachWidth;
 
 // "large" crosses the small-message threshold (64 KiB) for every type, so
 // both all-reduce algorithms, multi-slot and rendezvous transfers run.
 INSTANTIATE_TEST_SUITE_P(
     HostRanks, Collectives,
     ::testing::Values(Variant{"1_rank", 1, {}, 70001}, Variant{"2_ranks", 2, {}, 70001}, Variant{"3_ranks", 3, {}, 70001},
-                      Variant{"4_ranks", 4, {}, 70001}, Variant{"8_ranks", 8, {}, 70001},
-                      Variant{"4_ranks_sockets", 4, {{"HETCCL_TRANSPORT", "socket"}}, 70001},
-                      Variant{"3_ranks_ucx", 3, {{"HETCCL_TRANSPORT", "ucx-all"}}, 70001},
-                      Variant{"3_ranks_ucx_tcp", 3, {{"HETCCL_TRANSPORT", "ucx-all"}, {"UCX_TLS", "tcp"}}, 70001},
+                      // 8 ranks (four per core here): the algorithms' bytes on one type per width;
+                      // 3, 4 and 5 ranks check every type and op with more ranks than cores.
+                      Variant{"4_ranks", 4, {}, 70001}, Variant{"8_ranks", 8, {}, 70001, kWidths},
+                      Variant{"4_ranks_sockets", 4, {{"HETCCL_TRANSPORT", "socket"}}, 70001, kWidths},
+                      Variant{"3_ranks_ucx", 3, {{"HETCCL_TRANSPORT", "ucx-all"}}, 70001, kWidths},
+                      Variant{"3_ranks_ucx_tcp", 3, {{"HETCCL_TRANSPORT", "ucx-all"}, {"UCX_TLS", "tcp"}}, 70001, kWidths},
                       Variant{"3_ranks_net_plugin_v8", 3,
                               {{"HETCCL_TRANSPORT", "net-plugin-all"}, {"HETCCL_NET_PLUGIN", HETCCL_TEST_NET_PLUGIN(8)}},
-                              70001},
+                              70001, kWidths},
                       // Version 11, with slots capped by the plugin's maxP2pBytes and a
                       // plugin that takes two requests at a time.
                       Variant{"3_ranks_net_plugin_v11_tight", 3,
                               {{"HETCCL_TRANSPORT", "net-plugin-all"}, {"HETCCL_NET_PLUGIN", HETCCL_TEST_NET_PLUGIN(11)},
                                {"TEST_NET_MAX_P2P_BYTES", "5000"}, {"TEST_NET_MAX_REQUESTS", "2"}},
-                              70001},
+                              70001, kWidths},
                       // Two NICs: the local ranks spread over them.
                       Variant{"4_ranks_net_plugin_v10_two_devices", 4,
                               {{"HETCCL_TRANSPORT", "net-plugin-all"}, {"HETCCL_NET_PLUGIN", HETCCL_TEST_NET_PLUGIN(10)},
                                {"TEST_NET_DEVICES", "2"}},
-                              4099},
+                              4099, kWidths},
                       // hetccl's RDMA network over the stand-in verbs library.
                       Variant{"3_ranks_rdma", 3,
-                              {{"HETCCL_TRANSPORT", "rdma-all"}, {"HETCCL_IB_LIB", HETCCL_TEST_FAKE_IBVERBS}}, 70001},
-                      Variant{"3_ranks_shm_copy_only", 3, {{"HETCCL_CMA", "0"}}, 70001},
+                              {{"HETCCL_TRANSPORT", "rdma-all"}, {"HETCCL_IB_LIB", HETCCL_TEST_FAKE_IBVERBS}}, 70001, kWidths},
+                      Variant{"3_ranks_shm_copy_only", 3, {{"HETCCL_CMA", "0"}}, 70001, kWidths},
                       Variant{"5_ranks_tiny_slots_and_chunks", 5,
                               {{"HETCCL_SHM_SLOT_BYTES", "4096"}, {"HETCCL_SHM_SLOTS", "2"}, {"HETCCL_CHUNK_BYTES", "8192"}},
-                              70001}),
+                              70001, mp::Scope::EachWidthEveryOp}),
     [](const ::testing::TestParamInfo<Variant>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -15,10 +15,14 @@
 
 namespace {
 
+// The first layouts run the whole matrix; the others, whose plans differ
+// in structure (pieces, unequal and many domains) but reduce with the same
+// per-type code, one type of each width with every op.
 struct Layout {
   const char* name;
   std::vector<std::string> domains;  // per rank
   mp::Env extra;
+  mp::Scope scope = mp::Scope::EachWidthEveryOp;
 };
 
 void PrintTo(const Layout& l, std::ostream* os) { *os << l.name; }
@@ -30,13 +34,15 @@ TEST_P(DomainLayouts, EveryCollectiveTypeOpCountAndPlacement) {
   const uint64_t seed = hetccl::testing::runSeed();
   fprintf(stderr, "seed %llu (HETCCL_TEST_SEED)\n", static_cast<unsigned long long>(seed));
   EXPECT_RANKS_PASS_EACH(static_cast<int>(l.domains.size()), mp::domainLayout(l.domains, l.extra), 500,
-                    [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
+                    [&](int rank, int n, const ncclUniqueId& id) {
+                      return mp::runMatrix(rank, n, id, seed, 70001, nullptr, nullptr, nullptr, l.scope);
+                    });
 }
 
 INSTANTIATE_TEST_SUITE_P(
     HostRanks, DomainLayouts,
-    ::testing::Values(Layout{"two_of_two", {"a", "a", "b", "b"}},
-                      Layout{"interleaved_three_and_three", {"a", "b", "a", "b", "a", "b"}},
+    ::testing::Values(Layout{"two_of_two", {"a", "a", "b", "b"}, {}, mp::Scope::Everything},
+                      Layout{"interleaved_three_and_three", {"a", "b", "a", "b", "a", "b"}, {}, mp::Scope::Everything},
                       Layout{"one_and_three", {"a", "b", "b", "b"}},
                       Layout{"two_five_one", {"a", "b", "a", "b", "b", "b", "b", "c"}},
                       Layout{"four_of_one", {"a", "b", "c", "d"}},
@@ -51,7 +57,7 @@ INSTANTIATE_TEST_SUITE_P(
                       // host ranks; without the stream hierarchy, which would take these layouts'
                       // all-reduce (stream_hierarchy_test.cc checks that).
                       Layout{"staged_like_gpu_ranks", {"a", "b", "a", "b", "b"},
-                             {{"HETCCL_FORCE_STAGING", "1"}, {"HETCCL_STREAM_HIERARCHY", "0"}}}),
+                             {{"HETCCL_FORCE_STAGING", "1"}, {"HETCCL_STREAM_HIERARCHY", "0"}}, mp::Scope::Everything}),
     [](const ::testing::TestParamInfo<Layout>& info) { return std::string(info.param.name); });
 
 // A single-domain communicator hands every call to its backend as is: no

@@ -63,18 +63,21 @@ inline bool hasInPlace(Collective c) { return c != Collective::SendRecv && c != 
 //     bytes) and two ops, counts and placements as ever: for paths that
 //     only move bytes (the relay's links), whose arithmetic the full
 //     matrix checks on another path.
+//   EachWidthEveryOp: one type of each width, every op: for layouts whose
+//     plans differ from others' in structure, not in arithmetic per type.
 //   SendRecvOnly: the send/recv ring, every type.
-enum class Scope { Everything, EachWidth, SendRecvOnly };
+enum class Scope { Everything, EachWidth, EachWidthEveryOp, SendRecvOnly };
 
 inline bool inScope(Scope scope, Collective coll, ncclDataType_t type, int op) {
-  const bool eachWidth = (type == ncclInt8 || type == ncclFloat16 || type == ncclFloat32 || type == ncclFloat64) &&
-                         (op == ncclSum || op == ncclMin);
+  const bool widthType = type == ncclInt8 || type == ncclFloat16 || type == ncclFloat32 || type == ncclFloat64;
+  const bool eachWidth = widthType && (op == ncclSum || op == ncclMin);
   // The uneven collectives only move bytes (grouped send/recv): one type
   // of each width everywhere.
   if (isUneven(coll) && !eachWidth) return false;
   switch (scope) {
     case Scope::Everything: return true;
     case Scope::EachWidth: return eachWidth;
+    case Scope::EachWidthEveryOp: return widthType;
     case Scope::SendRecvOnly: return coll == Collective::SendRecv;
   }
   return true;

@@ -254,7 +254,10 @@ TEST(StreamCollectives, ThroughTheRelayEveryCollectiveIsRight) {
   mp::Env env = streamEnv();
   env.push_back({"HETCCL_TRANSPORT", "socket"});
   EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 500,
-                         [&](int rank, int n, const ncclUniqueId& id) { return relayedMatrix(rank, n, id, seed, "socket"); });
+                         [&](int rank, int n, const ncclUniqueId& id) {
+                           // (the relay moves bytes; EveryCollectiveTypeOpCountAndPlacement checks every type)
+                           return relayedMatrix(rank, n, id, seed, "socket", mp::Scope::EachWidthEveryOp);
+                         });
 }
 
 // (Arithmetic is the same as above; one type of each width checks the mix.)
