@@ -6,11 +6,12 @@
 # (hetccl.torch), REPEATS alternating runs; then efficiency = samples/s of
 # the job / sum of the solo samples/s (medians), and the losses of the
 # balanced run against one process over the same global batches.
+# MODES (default "solo equal balanced") may add nocomm: DDP without its
+# gradient all-reduce, the ceiling of any exchange.
 # SLOWDOWN=STEP:RANK:FACTOR adds, on the first split, equal and balanced
 # runs in which a rank turns FACTOR times slower at STEP (traced step by
-# step: shares.png plots the shares and the samples/s against the step).
-#
-# MODES="" runs only that (and the reference).
+# step: shares.png plots the shares and the samples/s against the step);
+# with MODES="" only those run (and the reference).
 #
 #   bench/mixed_training.sh [build-dir]     # SPLITS="70:30 80:20 50:50" REPEATS=3 ARGS="--steps 40" SLOWDOWN=30:0:3
 set -uo pipefail
@@ -63,19 +64,22 @@ out = sys.argv[1]
 def load(pattern):
     return [json.load(open(f)) for f in sorted(glob.glob(os.path.join(out, pattern)))]
 ref = json.load(open(os.path.join(out, "reference.json")))["losses"] if os.path.exists(os.path.join(out, "reference.json")) else None
-print("| SM shares | solo sum (samples/s) | equal | balanced | balanced shares | all-reduce calls (ms/step) | loss vs reference |")
-print("| --- | ---: | ---: | ---: | --- | --- | --- |")
+modes = [m for m in ("nocomm", "equal", "balanced") if glob.glob(os.path.join(out, f"*_{m}_*.json"))]
+print("| SM shares | solo sum (samples/s) | " + " | ".join(modes) + " | balanced shares | all-reduce calls (ms/step) | loss vs reference |")
+print("| --- | ---: | " + " | ".join("---:" for _ in modes) + " | --- | --- | --- |")
 for split in sorted({os.path.basename(f).split("_")[0] for f in glob.glob(os.path.join(out, "*_solo_*.json"))}):
     solo = statistics.median(r["sum_samples_per_s"] for r in load(f"{split}_solo_*.json"))
-    equal = statistics.median(r["samples_per_s"] for r in load(f"{split}_equal_*.json"))
+    cells = []
+    for m in modes:
+        rate = statistics.median(r["samples_per_s"] for r in load(f"{split}_{m}_*.json"))
+        cells.append(f"{rate:.0f} ({rate / solo:.2f})")
     runs = load(f"{split}_balanced_*.json")
-    balanced = statistics.median(r["samples_per_s"] for r in runs)
+    shares = runs[0]["final_counts"] if runs else "-"
+    calls = "/".join(f"{v:.2f}" for v in runs[0].get("allreduce_call_ms_per_step", [])) if runs else "-"
     diff = "-"
-    if ref:
+    if ref and runs:
         diff = f"max rel {max(abs(a - b) / abs(b) for a, b in zip(runs[0]['losses'], ref)):.1e}"
-    calls = "/".join(f"{v:.2f}" for v in runs[0].get("allreduce_call_ms_per_step", []))
-    print(f"| {split.replace('-', '/')} | {solo:.0f} | {equal:.0f} ({equal / solo:.2f}) | {balanced:.0f} ({balanced / solo:.2f}) "
-          f"| {runs[0]['final_counts']} | {calls} | {diff} |")
+    print(f"| {split.replace('-', '/')} | {solo:.0f} | " + " | ".join(cells) + f" | {shares} | {calls} | {diff} |")
 slow = {m: os.path.join(out, f"slowdown_{m}.json") for m in ("equal", "balanced")}
 if all(os.path.exists(f) for f in slow.values()):
     runs = {m: json.load(open(f)) for m, f in slow.items()}

@@ -10,8 +10,11 @@ follows its measured speed, the gradients are weighted by the shares.
 --mode solo: every rank trains alone (no collective until the end) on
 global_batch / world samples per step: the throughputs whose sum is the
 ideal. equal: the global batch split evenly (plain DDP's case). balanced:
-split by speed, re-measured as the job runs. reference: one process over
-the same global batches (the losses must match the others').
+split by speed, re-measured as the job runs. nocomm: equal, with DDP's
+gradient all-reduce left out (its hook returns the bucket as it is: what
+everything but the gradient exchange costs; the losses are not the
+job's). reference: one process over the same global batches (the losses
+must match the others').
 Rank 0 prints and writes (--out) the global samples/s after the warm-up
 steps, the loss of each step (the global batch's mean) and the shares.
 --wrap fsdp2 shards the model with FSDP2 (fully_shard, PyTorch 2.6 or
@@ -50,9 +53,16 @@ def wrap(model, how, device, cuda):
     return fully_shard(model, mesh=mesh)
 
 
+def no_exchange(state, bucket):
+    """A DDP communication hook that communicates nothing."""
+    done = torch.futures.Future()
+    done.set_result(ht.weights.bucket_tensor(bucket))
+    return done
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--mode", choices=["solo", "equal", "balanced", "reference"], default="balanced")
+    p.add_argument("--mode", choices=["solo", "nocomm", "equal", "balanced", "reference"], default="balanced")
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--warmup-steps", type=int, default=5, help="not timed")
     p.add_argument("--global-batch", type=int, default=64)
@@ -68,6 +78,8 @@ def main():
     p.add_argument("--trace", action="store_true")
     p.add_argument("--out", default="")
     a = p.parse_args()
+    if a.mode == "nocomm" and a.wrap != "ddp":
+        p.error("--mode nocomm needs --wrap ddp (it replaces DDP's communication hook)")
     if a.slowdown and (a.wrap != "ddp" or a.mode not in ("equal", "balanced")):
         p.error("--slowdown needs --wrap ddp and --mode equal or balanced (the slowed rank's extra forward is local)")
 
@@ -99,7 +111,11 @@ def main():
         balancer = ht.Balancer(global_batch=a.global_batch, warmup=2,
                                interval=a.interval if a.mode == "balanced" else 10**9, report=a.mode == "balanced")
         batches = balancer.sampler(samples, seed=a.seed)
-        model = balancer.attach(wrap(model, a.wrap, device, cuda))
+        if a.mode == "nocomm":
+            model = wrap(model, a.wrap, device, cuda)
+            model.register_comm_hook(None, no_exchange)
+        else:
+            model = balancer.attach(wrap(model, a.wrap, device, cuda))
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
     now = {"step": 0}
     if a.slowdown:
