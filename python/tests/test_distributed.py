@@ -175,6 +175,31 @@ def rebalancing_body(rank):
     assert line.startswith(f"hetccl rank {rank}: cpu, share {counts[rank]}/24"), line
 
 
+def probe_body(rank):
+    # each rank's step costs (rank + 1) ms per sample: the probe ranks them, every rank holds the same list
+    speeds = ht.measure_speed(lambda: time.sleep(0.002 * (rank + 1)), samples=2, steps=3, warmup=1)
+    everyone = [None] * WORLD
+    dist.all_gather_object(everyone, speeds)
+    assert all(s == speeds for s in everyone), everyone
+    assert speeds[0] > speeds[1] > speeds[2] > 0, speeds
+    assert 700 < speeds[0] <= 1000, speeds  # 2 samples in at least 2 ms
+    balancer = ht.Balancer(global_batch=60, speeds=speeds)
+    assert balancer.counts == ht.split_batch(60, speeds) and balancer.counts[0] > balancer.counts[2], balancer.counts
+    balancer.attach(DDP(nn.Linear(2, 2)))  # every rank passed the same first split
+
+
+def averaged_body(rank, seed):
+    # what FSDP gets from the Balancer: the outputs' gradient scaled by b_i * N / B, then an averaging reduction
+    counts, total, model, x, y, expect, mine = uneven_problem(rank, seed)
+    out = model(x[mine])
+    assert ht.scale_output_gradients({"out": [out]}, counts[rank] * WORLD / total) == 1
+    nn.functional.mse_loss(out, y[mine]).backward()
+    for p, e in zip(model.parameters(), expect):
+        dist.all_reduce(p.grad)
+        p.grad /= WORLD
+        torch.testing.assert_close(p.grad, e, rtol=1e-12, atol=1e-14)
+
+
 def bad_input_body(rank):
     # ranks that pass different global batches: every rank says which
     balancer = ht.Balancer(global_batch=12 if rank != 2 else 15)
@@ -209,6 +234,14 @@ def bad_input_body(rank):
         assert f"rank {rank}" in str(e) and "plain Linear" in str(e), str(e)
     else:
         raise AssertionError("an unwrapped model was taken")
+    # first speeds that are not one per rank, or not speeds
+    for speeds, words in (([1.0, 2.0], "2 speeds given for 3 ranks"), ([1.0, None, 2.0], "rank 1 reports a speed of None")):
+        try:
+            ht.Balancer(global_batch=12, speeds=speeds)
+        except ValueError as e:
+            assert words in str(e), str(e)
+        else:
+            raise AssertionError(f"speeds {speeds} were taken")
     # a global batch smaller than the number of ranks
     try:
         ht.Balancer(global_batch=2)
@@ -225,6 +258,12 @@ class Distributed(unittest.TestCase):
     @unittest.skipUnless(has_fsdp2(), f"FSDP2 (fully_shard) needs PyTorch 2.6 or later, this is {torch.__version__}")
     def test_fsdp2_weighted_update_is_the_full_batch_gradient(self):
         run(fsdp_body, fresh_seed())
+
+    def test_probe_gives_every_rank_the_same_speeds(self):
+        run(probe_body)
+
+    def test_scaled_outputs_under_an_average_are_the_full_batch_gradient(self):
+        run(averaged_body, fresh_seed())
 
     def test_shares_follow_a_slow_rank(self):
         run(rebalancing_body)

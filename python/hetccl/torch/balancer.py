@@ -13,6 +13,7 @@ import time
 import torch
 import torch.distributed as dist
 
+from .exchange import collective_device, gather
 from .native import describe_local_rank
 from .sampler import BalancedBatchSampler
 from .speed import StepTimer
@@ -33,22 +34,6 @@ def _first_tensor(value):
     return None
 
 
-def _collective_device(group):
-    """Where the group's collectives take their tensors: NCCL (hetccl
-    included) the current GPU, Gloo the host."""
-    if dist.get_backend(group) == "nccl":
-        return torch.device("cuda", torch.cuda.current_device())
-    return torch.device("cpu")
-
-
-def _gather(values, group, device, dtype=torch.float64):
-    """Every rank's `values` (a list of numbers), as a list per rank."""
-    mine = torch.tensor(values, dtype=dtype, device=device)
-    everyone = [torch.empty_like(mine) for _ in range(dist.get_world_size(group))]
-    dist.all_gather(everyone, mine, group=group)
-    return [t.tolist() for t in everyone]
-
-
 class Balancer:
     """Shares of a fixed global batch proportional to the ranks' speeds.
 
@@ -59,9 +44,11 @@ class Balancer:
     than this fraction of the global batch (and by at least one sample), so
     that measurement noise does not move samples back and forth.
     report: print one line per rank at each change of the split.
+    speeds: samples/s by rank to start from (measure_speed's list, the
+    same on every rank); equal shares when None.
     """
 
-    def __init__(self, global_batch, interval=10, warmup=3, threshold=0.01, group=None, report=False):
+    def __init__(self, global_batch, interval=10, warmup=3, threshold=0.01, group=None, report=False, speeds=None):
         if not dist.is_available() or not dist.is_initialized():
             raise RuntimeError("hetccl: Balancer needs torch.distributed initialised (init_process_group) first")
         self.group = group
@@ -75,14 +62,19 @@ class Balancer:
         self.warmup = warmup
         self.threshold = threshold
         self.print_report = report
-        self.device = _collective_device(group)
-        self.counts = split_batch(global_batch, [1.0] * self.world_size)
-        self.speeds = [0.0] * self.world_size
+        self.device = collective_device(group)
+        if speeds is not None:
+            speeds = list(speeds)
+            if len(speeds) != self.world_size:
+                raise ValueError(f"hetccl: rank {self.rank}: {len(speeds)} speeds given for {self.world_size} ranks")
+            check_speeds(speeds)
+            speeds = [float(v) for v in speeds]
+        self.counts = split_batch(global_batch, speeds or [1.0] * self.world_size)
+        self.speeds = speeds or [0.0] * self.world_size
         self.local_batch = self.counts[self.rank]
         self.steps = 0
         self.changes = 0
         self._sampler = None
-        self._model = None
         self._timer = StepTimer(self.device)
         self._silent_rounds = 0
         self._scale_outputs = False
@@ -113,7 +105,9 @@ class Balancer:
         mine = [float(self.global_batch), float(self.interval), float(self.warmup)]
         mine += [float(v) for v in (self._sampler.settings() if self._sampler else [-1, -1, -1, -1])]
         names = ["global batch", "interval", "warmup", "dataset size", "sampler global batch", "shuffle", "seed"]
-        for rank, theirs in enumerate(_gather(mine, self.group, self.device)):
+        mine += [float(c) for c in self.counts]  # the first split (from speeds=...)
+        names += [f"rank {r}'s first share" for r in range(self.world_size)]
+        for rank, theirs in enumerate(gather(mine, self.group, self.device)):
             for name, a, b in zip(names, mine, theirs):
                 if a != b:
                     raise ValueError(f"hetccl: rank {rank} has {name} {b:g} but rank {self.rank} has {a:g}: "
@@ -125,7 +119,6 @@ class Balancer:
         self._scale_outputs = kind == "fsdp"
         model.register_forward_pre_hook(self._before_forward)
         model.register_forward_hook(self._after_forward)
-        self._model = model
         return model
 
     # -- each step -----------------------------------------------------
@@ -149,7 +142,7 @@ class Balancer:
         ranks where the speeds call for it. Called every `interval` steps by
         the forward hook; collective (every rank calls it at the same step)."""
         # (the median of the last interval's steps: a change of speed shows within about half an interval)
-        speeds = [row[0] for row in _gather([self._timer.speed(last=max(3, self.interval))], self.group, self.device)]
+        speeds = [row[0] for row in gather([self._timer.speed(last=max(3, self.interval))], self.group, self.device)]
         if any(s == 0.0 for s in speeds):  # a rank without a measured step yet
             self._silent_rounds += 1
             if self._silent_rounds >= 3:
@@ -235,7 +228,7 @@ def check_same_parameters(model, group=None):
     for _, p in params:
         bits = p.detach().contiguous().view(_SAME_WIDTH_INT[p.element_size()])
         sums.append(int(bits.sum(dtype=torch.int64)))
-    everyone = _gather(sums, group, _collective_device(group), dtype=torch.int64)
+    everyone = gather(sums, group, collective_device(group), dtype=torch.int64)
     first = everyone[0]
     for rank, theirs in enumerate(everyone):
         for i, (a, b) in enumerate(zip(first, theirs)):

@@ -3,6 +3,9 @@ import statistics
 import time
 
 import torch
+import torch.distributed as dist
+
+from .exchange import gather
 
 
 class StepTimer:
@@ -62,11 +65,21 @@ class StepTimer:
         return float(statistics.median(rates)) if rates else 0.0
 
 
-def measure_speed(step, samples, steps=5, warmup=2, device=None):
-    """Samples/s of the user's own step function `step()` (a forward and
-    backward of `samples` samples), median of `steps` timed calls after
-    `warmup` untimed ones. A probe to run before training; the Balancer
+def measure_speed(step, samples, steps=5, warmup=2, device=None, group=None):
+    """Every rank's samples/s of the user's own step function `step()` (a
+    forward and backward of `samples` samples, no collective in it), each
+    the median of `steps` timed calls after `warmup` untimed ones; a list
+    by rank, the same on every rank (one small all-gather; this rank's
+    alone where torch.distributed is not initialised). A probe to run
+    before training (Balancer(speeds=...) starts from it); the Balancer
     measures the running job by itself."""
+    mine = _local_speed(step, samples, steps, warmup, device)
+    if not dist.is_available() or not dist.is_initialized():
+        return [mine]
+    return [row[0] for row in gather([mine], group)]
+
+
+def _local_speed(step, samples, steps, warmup, device):
     cuda = device is not None and torch.device(device).type == "cuda"
     rates = []
     for i in range(warmup + steps):
