@@ -33,19 +33,19 @@ case "$mode" in
     dir=build-asan
     flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g"
     link="-fsanitize=address,undefined"
-    targets="unit_tests bad_input_test group_test lifecycle_test reliability_test domains_test collectives_test"
+    targets="wire_tests bad_input_test group_test lifecycle_test reliability_test domains_test collectives_test"
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=66 ${ASAN_OPTIONS:-}"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=67 ${UBSAN_OPTIONS:-}"
-    # unit_tests: the parts that parse bytes and manage handles, not the
+    # wire_tests: the parts that parse bytes and manage handles, not the
     # numerics (slow under the sanitizers, and pure arithmetic).
     units='UniqueId.*:SocketAddress.*:Listener.*:Root.*:Interfaces.*:SocketTransport.*:Handles.*:RankTable.*'
     if [ "${2:-}" = quick ]; then
-      targets="unit_tests bad_input_test group_test lifecycle_test reliability_test"  # only what it runs
-      runs=("unit_tests --gtest_filter=$units" reliability_test group_test
+      targets="wire_tests bad_input_test group_test lifecycle_test reliability_test"  # only what it runs
+      runs=("wire_tests --gtest_filter=$units" reliability_test group_test
             "bad_input_test --gtest_filter=BadInput.Arg*:BadInput.Garbage*:BadInput.Missing*:BadInput.DeadRankShared*:BadInput.DeadRankSockets:BadInput.Mismatched*Errors:BadInput.Unusable*"
             "lifecycle_test --gtest_filter=-*Ipv6*")
     else
-      runs=("unit_tests --gtest_filter=$units" reliability_test group_test bad_input_test lifecycle_test
+      runs=("wire_tests --gtest_filter=$units" reliability_test group_test bad_input_test lifecycle_test
             "domains_test --gtest_filter=Domains.*" collectives_test)
     fi
     ;;
