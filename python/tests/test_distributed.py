@@ -176,13 +176,13 @@ def rebalancing_body(rank):
 
 
 def probe_body(rank):
-    # each rank's step costs (rank + 1) ms per sample: the probe ranks them, every rank holds the same list
-    speeds = ht.measure_speed(lambda: time.sleep(0.002 * (rank + 1)), samples=2, steps=3, warmup=1)
+    # each rank's step costs 2 * (rank + 1) ms per sample: the probe ranks them, every rank holds the same list
+    speeds = ht.measure_speed(lambda: time.sleep(0.004 * (rank + 1)), samples=2, steps=3, warmup=1)
     everyone = [None] * WORLD
     dist.all_gather_object(everyone, speeds)
     assert all(s == speeds for s in everyone), everyone
     assert speeds[0] > speeds[1] > speeds[2] > 0, speeds
-    assert 700 < speeds[0] <= 1000, speeds  # 2 samples in at least 2 ms
+    assert 100 < speeds[0] <= 500, speeds  # 2 samples in at least 4 ms (samples/s, not per ms; loaded machines sleep longer)
     balancer = ht.Balancer(global_batch=60, speeds=speeds)
     assert balancer.counts == ht.split_batch(60, speeds) and balancer.counts[0] > balancer.counts[2], balancer.counts
     balancer.attach(DDP(nn.Linear(2, 2)))  # every rank passed the same first split

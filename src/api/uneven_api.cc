@@ -27,10 +27,10 @@ struct Block {
 // block), or false with a message if a block's end overflows.
 bool blocksEnd(const char* fn, const char* what, const std::vector<Block>& blocks, size_t elementSize, size_t* end) {
   *end = 0;
+  const size_t limit = (size_t(1) << 62) / elementSize;
   for (size_t p = 0; p < blocks.size(); ++p) {
     const Block& b = blocks[p];
     if (b.count == 0) continue;
-    const size_t limit = (size_t(1) << 62) / elementSize;
     if (b.count > limit || b.displ > limit - b.count) {
       fail(ncclInvalidArgument, "%s: %s block %zu (displacement %zu, count %zu) overflows the buffer size", fn, what, p,
            b.displ, b.count);
@@ -54,13 +54,13 @@ struct Exchange {
   std::vector<const void*> sendFrom;  // by peer: where its block starts
 };
 
-// Checks the communicator, the type and the arrays; fills what both
-// collectives share.
 struct NamedArray {
   const char* name;
   const size_t* values;
 };
 
+// Checks the communicator, the type and the arrays; fills what both
+// collectives share.
 ncclResult_t begin(const char* fn, ncclComm_t comm, ncclDataType_t datatype, std::initializer_list<NamedArray> arrays,
                    Exchange* x) {
   x->fn = fn;
