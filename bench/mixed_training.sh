@@ -10,8 +10,9 @@
 # gradient all-reduce, the ceiling of any exchange.
 # SLOWDOWN=STEP:RANK:FACTOR adds, on the first split, equal and balanced
 # runs in which a rank turns FACTOR times slower at STEP (traced step by
-# step: shares.png plots the shares and the samples/s against the step);
-# with MODES="" only those run (and the reference).
+# step: shares.png plots the shares and the samples/s against the step),
+# and a solo run timed from STEP on, the ideal after the slowdown; with
+# MODES="" only those run (and the reference).
 #
 #   bench/mixed_training.sh [build-dir]     # SPLITS="70:30 80:20 50:50" REPEATS=3 ARGS="--steps 40" SLOWDOWN=30:0:3
 set -uo pipefail
@@ -55,6 +56,8 @@ if [ -n "${SLOWDOWN:-}" ]; then
   for mode in equal balanced; do
     run $mode "$split" "$out/slowdown_${mode}.json" --slowdown "$SLOWDOWN" --trace
   done
+  # the ideal after the slowdown: both ranks alone, timed from the slowdown on
+  run solo "$split" "$out/slowdown_solo.json" --slowdown "$SLOWDOWN" --warmup-steps "${SLOWDOWN%%:*}"
 fi
 LD_PRELOAD="$build/libhetccl.so" timeout 300 python3 examples/train_mixed.py --mode reference --out "$out/reference.json" $args \
   > "$out/reference.log" 2>&1 || tail -5 "$out/reference.log"
@@ -83,10 +86,17 @@ for split in sorted({os.path.basename(f).split("_")[0] for f in glob.glob(os.pat
 slow = {m: os.path.join(out, f"slowdown_{m}.json") for m in ("equal", "balanced")}
 if all(os.path.exists(f) for f in slow.values()):
     runs = {m: json.load(open(f)) for m, f in slow.items()}
-    print("\n| slowdown run | samples/s (after warm-up) | final shares |")
-    print("| --- | ---: | --- |")
+    at = int(os.environ["SLOWDOWN"].split(":")[0])
+    solo_file = os.path.join(out, "slowdown_solo.json")
+    solo = json.load(open(solo_file))["sum_samples_per_s"] if os.path.exists(solo_file) else None
+    print(f"\n| slowdown run | samples/s (after warm-up) | samples/s from step {at} on | of the solo sum then "
+          f"({solo or 0:.0f}) | final shares |")
+    print("| --- | ---: | ---: | ---: | --- |")
     for m, r in runs.items():
-        print(f"| {m} | {r['samples_per_s']:.0f} | {r['final_counts']} |")
+        ends = r["step_ends"]  # each step's end; steps at.. end after ends[at - 1]
+        after = r["global_batch"] * (len(ends) - at) / (ends[-1] - ends[at - 1])
+        share = f"{after / solo:.2f}" if solo else "-"
+        print(f"| {m} | {r['samples_per_s']:.0f} | {after:.0f} | {share} | {r['final_counts']} |")
     try:
         import matplotlib
         matplotlib.use("Agg")

@@ -80,8 +80,8 @@ def main():
     a = p.parse_args()
     if a.mode == "nocomm" and a.wrap != "ddp":
         p.error("--mode nocomm needs --wrap ddp (it replaces DDP's communication hook)")
-    if a.slowdown and (a.wrap != "ddp" or a.mode not in ("equal", "balanced")):
-        p.error("--slowdown needs --wrap ddp and --mode equal or balanced (the slowed rank's extra forward is local)")
+    if a.slowdown and (a.wrap != "ddp" or a.mode not in ("solo", "equal", "balanced")):
+        p.error("--slowdown needs --wrap ddp and --mode solo, equal or balanced (the slowed rank's extra forward is local)")
 
     cuda = torch.cuda.is_available()
     device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)) % max(1, torch.cuda.device_count())) \
@@ -130,7 +130,7 @@ def main():
                     return output
                 extra = sum(module.forward(*inputs) for _ in range(slow_factor - 1))
                 return output + 0.0 * extra
-            model.module.register_forward_hook(slower)
+            getattr(model, "module", model).register_forward_hook(slower)
 
     losses, start, ends = [], None, []
     for step, indices in enumerate(batches):
