@@ -1,9 +1,10 @@
 /*
  * nccl.h: hetccl's NCCL-compatible C API.
  *
- * Written for hetccl from the published NCCL 2.28 ABI: enum values, struct
- * layouts, macros and function signatures agree with NCCL 2.28.9's header,
- * which tests/abi checks value by value. Unlike NCCL's header it does not
+ * Written for hetccl from the published NCCL 2.30 ABI: enum values, struct
+ * layouts, macros and function signatures agree with NCCL 2.30.7's header,
+ * and everything 2.28.9's header declares keeps its value, layout and type
+ * (tests/abi checks both, value by value). Unlike NCCL's header it does not
  * need the CUDA toolkit: cudaStream_t is declared opaquely when the CUDA
  * runtime header has not been included first.
  */
@@ -12,6 +13,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #if !defined(__CUDA_RUNTIME_H__) && !defined(CUDART_VERSION) && !defined(HETCCL_CUDA_STREAM_DECLARED)
 #define HETCCL_CUDA_STREAM_DECLARED 1
@@ -20,11 +22,11 @@ typedef struct CUstream_st* cudaStream_t;
 #endif
 
 #define NCCL_MAJOR 2
-#define NCCL_MINOR 28
-#define NCCL_PATCH 9
+#define NCCL_MINOR 30
+#define NCCL_PATCH 7
 #define NCCL_SUFFIX ""
 
-#define NCCL_VERSION_CODE 22809
+#define NCCL_VERSION_CODE 23007
 #define NCCL_VERSION(X, Y, Z) \
   (((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) : (X) * 10000 + (Y) * 100 + (Z))
 
@@ -50,7 +52,8 @@ typedef enum {
   ncclInvalidUsage = 5,
   ncclRemoteError = 6,
   ncclInProgress = 7,
-  ncclNumResults = 8
+  ncclTimeout = 8,
+  ncclNumResults = 9
 } ncclResult_t;
 
 #define NCCL_CONFIG_UNDEF_INT INT_MIN
@@ -58,8 +61,11 @@ typedef enum {
 #define NCCL_SPLIT_NOCOLOR -1
 #define NCCL_UNDEF_FLOAT -1.0f
 
+#define NCCL_API_MAGIC 0xcafebeef
+
 #define NCCL_WIN_DEFAULT 0x00
 #define NCCL_WIN_COLL_SYMMETRIC 0x01
+#define NCCL_WIN_STRICT_ORDERING 0x02
 #define NCCL_WIN_REQUIRED_ALIGNMENT 4096
 
 #define NCCL_CTA_POLICY_DEFAULT 0x00
@@ -72,7 +78,7 @@ typedef enum {
 
 /* Communicator configuration. Older layouts are prefixes of this one; the
  * library reads min(size, sizeof(ncclConfig_t)) bytes of what it is given. */
-typedef struct ncclConfig_v22800 {
+typedef struct ncclConfig_v23000 {
   size_t size;
   unsigned int magic;
   unsigned int version;
@@ -90,16 +96,22 @@ typedef struct ncclConfig_v22800 {
   int nvlsCTAs;
   int nChannelsPerNetPeer;
   int nvlinkCentricSched;
+  /* 2.30 */
+  int graphUsageMode;
+  int numRmaCtx;
+  int maxP2pPeers;
+  int graphStreamOrdering;
 } ncclConfig_t;
 
-#define NCCL_CONFIG_INITIALIZER                                                        \
-  {                                                                                    \
-    sizeof(ncclConfig_t), 0xcafebeef, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), \
-        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,           \
-        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT,           \
-        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT,           \
-        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,           \
-        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT                                   \
+#define NCCL_CONFIG_INITIALIZER                                                   \
+  {                                                                               \
+    sizeof(ncclConfig_t), NCCL_API_MAGIC, NCCL_VERSION_CODE, NCCL_CONFIG_UNDEF_INT, \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,      \
+        NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,      \
+        NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,      \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,      \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,      \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT                              \
   }
 
 typedef struct ncclSimInfo_v22200 {
@@ -110,7 +122,7 @@ typedef struct ncclSimInfo_v22200 {
 } ncclSimInfo_t;
 
 #define NCCL_SIM_INFO_INITIALIZER \
-  { sizeof(ncclSimInfo_t), 0x74685283, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), NCCL_UNDEF_FLOAT }
+  { sizeof(ncclSimInfo_t), 0x74685283, NCCL_VERSION_CODE, NCCL_UNDEF_FLOAT }
 
 typedef enum { ncclNumOps_dummy = 5 } ncclRedOp_dummy_t;
 typedef enum {
@@ -166,6 +178,14 @@ HETCCL_DECLARE(ncclResult_t, ncclCommShrink,
 HETCCL_DECLARE(ncclResult_t, ncclCommInitRankScalable,
                (ncclComm_t * newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
                 ncclConfig_t* config));
+/* 2.30: a communicator grows by new ranks. The root's communicator makes
+ * an id (ncclCommGetUniqueId); existing ranks call ncclCommGrow with their
+ * communicator (rank -1, the root also with the id), new ranks with a null
+ * communicator, the id and their rank. */
+HETCCL_DECLARE(ncclResult_t, ncclCommGetUniqueId, (ncclComm_t comm, ncclUniqueId* uniqueId));
+HETCCL_DECLARE(ncclResult_t, ncclCommGrow,
+               (ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank, ncclComm_t* newcomm,
+                ncclConfig_t* config));
 HETCCL_DECLARE(const char*, ncclGetErrorString, (ncclResult_t result));
 HETCCL_DECLARE(const char*, ncclGetLastError, (ncclComm_t comm));
 HETCCL_DECLARE(void, ncclResetDebugInit, (void));
@@ -173,11 +193,24 @@ HETCCL_DECLARE(ncclResult_t, ncclCommGetAsyncError, (ncclComm_t comm, ncclResult
 HETCCL_DECLARE(ncclResult_t, ncclCommCount, (const ncclComm_t comm, int* count));
 HETCCL_DECLARE(ncclResult_t, ncclCommCuDevice, (const ncclComm_t comm, int* device));
 HETCCL_DECLARE(ncclResult_t, ncclCommUserRank, (const ncclComm_t comm, int* rank));
+/* 2.30: a suspended communicator gives back its memory (flags
+ * NCCL_SUSPEND_MEM) until it is resumed; ncclCommMemStats reports it. */
+#define NCCL_SUSPEND_MEM 0x01
+HETCCL_DECLARE(ncclResult_t, ncclCommSuspend, (ncclComm_t comm, int flags));
+HETCCL_DECLARE(ncclResult_t, ncclCommResume, (ncclComm_t comm));
+typedef enum {
+  ncclStatGpuMemSuspend = 0,   /* bytes a suspend gives back */
+  ncclStatGpuMemSuspended = 1, /* 1 while suspended, else 0 */
+  ncclStatGpuMemPersist = 2,   /* bytes kept while suspended */
+  ncclStatGpuMemTotal = 3      /* all bytes the communicator holds */
+} ncclCommMemStat_t;
+HETCCL_DECLARE(ncclResult_t, ncclCommMemStats, (ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value));
 HETCCL_DECLARE(ncclResult_t, ncclCommRegister, (const ncclComm_t comm, void* buff, size_t size, void** handle));
 HETCCL_DECLARE(ncclResult_t, ncclCommDeregister, (const ncclComm_t comm, void* handle));
 HETCCL_DECLARE(ncclResult_t, ncclCommWindowRegister,
                (ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags));
 HETCCL_DECLARE(ncclResult_t, ncclCommWindowDeregister, (ncclComm_t comm, ncclWindow_t win));
+HETCCL_DECLARE(ncclResult_t, ncclWinGetUserPtr, (ncclComm_t comm, ncclWindow_t win, void** outUserPtr));
 HETCCL_DECLARE(ncclResult_t, ncclRedOpCreatePreMulSum,
                (ncclRedOp_t * op, void* scalar, ncclDataType_t datatype, ncclScalarResidence_t residence,
                 ncclComm_t comm));
@@ -215,9 +248,43 @@ HETCCL_DECLARE(ncclResult_t, ncclSend,
 HETCCL_DECLARE(ncclResult_t, ncclRecv,
                (void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                 cudaStream_t stream));
+/* 2.30 one-sided calls: a put into a peer's registered window followed by
+ * a signal, a signal alone, and a wait for a number of signals per peer. */
+HETCCL_DECLARE(ncclResult_t, ncclPutSignal,
+               (const void* localbuff, size_t count, ncclDataType_t datatype, int peer, ncclWindow_t peerWin,
+                size_t peerWinOffset, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                cudaStream_t stream));
+HETCCL_DECLARE(ncclResult_t, ncclSignal,
+               (int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm, cudaStream_t stream));
+typedef struct {
+  int opCnt;  /* signals to wait for */
+  int peer;
+  int sigIdx;
+  int ctx;
+} ncclWaitSignalDesc_t;
+HETCCL_DECLARE(ncclResult_t, ncclWaitSignal,
+               (int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm, cudaStream_t stream));
 HETCCL_DECLARE(ncclResult_t, ncclGroupStart, (void));
 HETCCL_DECLARE(ncclResult_t, ncclGroupEnd, (void));
 HETCCL_DECLARE(ncclResult_t, ncclGroupSimulateEnd, (ncclSimInfo_t * simInfo));
+
+/* 2.30 parameters: every setting by its key, typed through a handle or as
+ * a string. Returned strings and tables belong to the library. */
+typedef struct ncclParamHandle* ncclParamHandle_t;
+HETCCL_DECLARE(ncclResult_t, ncclParamBind, (ncclParamHandle_t * out, const char* key));
+HETCCL_DECLARE(ncclResult_t, ncclParamGetI8, (ncclParamHandle_t h, int8_t* out));
+HETCCL_DECLARE(ncclResult_t, ncclParamGetI16, (ncclParamHandle_t h, int16_t* out));
+HETCCL_DECLARE(ncclResult_t, ncclParamGetI32, (ncclParamHandle_t h, int32_t* out));
+HETCCL_DECLARE(ncclResult_t, ncclParamGetI64, (ncclParamHandle_t h, int64_t* out));
+HETCCL_DECLARE(ncclResult_t, ncclParamGetU8, (ncclParamHandle_t h, uint8_t* out));
+HETCCL_DECLARE(ncclResult_t, ncclParamGetU16, (ncclParamHandle_t h, uint16_t* out));
+HETCCL_DECLARE(ncclResult_t, ncclParamGetU32, (ncclParamHandle_t h, uint32_t* out));
+HETCCL_DECLARE(ncclResult_t, ncclParamGetU64, (ncclParamHandle_t h, uint64_t* out));
+HETCCL_DECLARE(ncclResult_t, ncclParamGetStr, (ncclParamHandle_t h, const char** out));
+HETCCL_DECLARE(ncclResult_t, ncclParamGet, (ncclParamHandle_t h, void* out, int maxLen, int* len));
+HETCCL_DECLARE(ncclResult_t, ncclParamGetParameter, (const char* key, const char** value, int* valueLen));
+HETCCL_DECLARE(ncclResult_t, ncclParamGetAllParameterKeys, (const char*** table, int* tableLen));
+HETCCL_DECLARE(void, ncclParamDumpAll, (void));
 
 #ifdef __cplusplus
 }

@@ -39,7 +39,11 @@ struct Registration {
 // stale ones; the vendor's windows, by communicator; allocations.
 std::mutex gRegistryMutex;
 std::set<const void*> gRegistrations;
-std::map<const void*, Communicator*> gVendorWindows;
+struct VendorWindow {
+  Communicator* comm;
+  void* buffer;  // the user's, as registered
+};
+std::map<const void*, VendorWindow> gVendorWindows;
 std::map<void*, Allocation> gAllocations;
 
 }  // namespace
@@ -140,7 +144,7 @@ HETCCL_EXPORT ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, 
   VendorCommunicator* vendor = vendorOf(*c);
   if (!win) return fail(ncclInvalidArgument, "ncclCommWindowRegister: win is NULL");
   if (!buff && size) return fail(ncclInvalidArgument, "ncclCommWindowRegister: buffer is NULL");
-  if (winFlags & ~NCCL_WIN_COLL_SYMMETRIC)
+  if (winFlags & ~(NCCL_WIN_COLL_SYMMETRIC | NCCL_WIN_STRICT_ORDERING))
     return fail(ncclInvalidArgument, "ncclCommWindowRegister: unknown flags 0x%x", winFlags);
   if (vendor && vendor->library().api().commWindowRegister) {
     VendorLibrary& lib = vendor->library();
@@ -148,7 +152,7 @@ HETCCL_EXPORT ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, 
     HETCCL_TRY(lib.check(lib.api().commWindowRegister(vendor->handle(), buff, size, &vendorWindow, winFlags),
                          "ncclCommWindowRegister", vendor->handle()));
     std::lock_guard<std::mutex> lock(gRegistryMutex);
-    gVendorWindows[vendorWindow] = c;
+    gVendorWindows[vendorWindow] = VendorWindow{c, buff};
     *win = vendorWindow;
     return ncclSuccess;
   }
@@ -165,7 +169,7 @@ HETCCL_EXPORT ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow
   HETCCL_TRY(liveComm(comm, "ncclCommWindowDeregister", &c));
   VendorCommunicator* vendor = vendorOf(*c);
   std::unique_lock<std::mutex> lock(gRegistryMutex);
-  if (auto v = gVendorWindows.find(win); v != gVendorWindows.end() && v->second == c) {
+  if (auto v = gVendorWindows.find(win); v != gVendorWindows.end() && v->second.comm == c) {
     gVendorWindows.erase(v);
     lock.unlock();
     VendorLibrary& lib = vendor->library();
@@ -180,6 +184,25 @@ HETCCL_EXPORT ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow
   return ncclSuccess;
 }
 HETCCL_WEAK_ALIAS(ncclCommWindowDeregister)
+
+// The buffer a window was registered with (NCCL 2.30). A vendor's window is
+// answered from hetccl's own record of it, so older vendor libraries need
+// no counterpart.
+HETCCL_EXPORT ncclResult_t pncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUserPtr) {
+  Communicator* c = nullptr;
+  HETCCL_TRY(liveComm(comm, "ncclWinGetUserPtr", &c));
+  if (!outUserPtr) return fail(ncclInvalidArgument, "ncclWinGetUserPtr: outUserPtr is NULL");
+  std::lock_guard<std::mutex> lock(gRegistryMutex);
+  if (auto v = gVendorWindows.find(win); v != gVendorWindows.end() && v->second.comm == c) {
+    *outUserPtr = v->second.buffer;
+    return ncclSuccess;
+  }
+  if (!gRegistrations.count(win) || win->reg.comm != c)
+    return fail(ncclInvalidArgument, "ncclWinGetUserPtr: window was not registered with this communicator");
+  *outUserPtr = win->reg.buffer;
+  return ncclSuccess;
+}
+HETCCL_WEAK_ALIAS(ncclWinGetUserPtr)
 
 HETCCL_EXPORT ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                                                      ncclScalarResidence_t residence, ncclComm_t comm) {

@@ -34,6 +34,7 @@ const char* resultName(ncclResult_t r) {
     case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
     case ncclRemoteError: return "remote process exited or there was a network error";
     case ncclInProgress: return "NCCL operation in progress";
+    case ncclTimeout: return "a wait ran past its timeout";
     default: return "unknown result code";
   }
 }

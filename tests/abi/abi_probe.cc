@@ -1,7 +1,11 @@
 // Prints every ABI-relevant fact of whichever nccl.h is on the include path:
 // macro and enum values, struct sizes and offsets, initializers, and the
-// type of every function. Built twice (hetccl's header, NVIDIA's), the two
-// outputs must be identical.
+// type of every function. Built against hetccl's header and NVIDIA's
+// (compare.cmake): against the NCCL release hetccl's header follows, the
+// outputs must be identical; against an older release (2.28.9), every fact
+// it prints but those that name the release ("version" lines) must be among
+// hetccl's, so that programs built against it keep working. Facts that
+// arrived with 2.30 are printed where the header is 2.30 or later.
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
@@ -12,12 +16,13 @@
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 #define VALUE(x) printf("%-40s %lld\n", #x, static_cast<long long>(x))
+#define VERSION_VALUE(x) printf("version %-32s %lld\n", #x, static_cast<long long>(x))
 #define FVALUE(x) printf("%-40s %g\n", #x, static_cast<double>(x))
 #define LAYOUT(T, f) printf("%-40s offset %zu size %zu\n", #T "." #f, offsetof(T, f), sizeof(static_cast<T*>(nullptr)->f))
 #define SIGNATURE(fn) printf("%-40s %s\n", #fn, typeid(decltype(&fn)).name())
 
 int main() {
-  VALUE(NCCL_MAJOR); VALUE(NCCL_MINOR); VALUE(NCCL_PATCH); VALUE(NCCL_VERSION_CODE);
+  VALUE(NCCL_MAJOR); VERSION_VALUE(NCCL_MINOR); VERSION_VALUE(NCCL_PATCH); VERSION_VALUE(NCCL_VERSION_CODE);
   VALUE(NCCL_VERSION(2, 28, 9)); VALUE(NCCL_VERSION(2, 8, 4)); VALUE(NCCL_VERSION(3, 0, 0));
   printf("%-40s \"%s\"\n", "NCCL_SUFFIX", NCCL_SUFFIX);
   VALUE(NCCL_UNIQUE_ID_BYTES); VALUE(NCCL_CONFIG_UNDEF_INT); VALUE(NCCL_SPLIT_NOCOLOR); FVALUE(NCCL_UNDEF_FLOAT);
@@ -32,7 +37,7 @@ int main() {
 
   VALUE(ncclSuccess); VALUE(ncclUnhandledCudaError); VALUE(ncclSystemError); VALUE(ncclInternalError);
   VALUE(ncclInvalidArgument); VALUE(ncclInvalidUsage); VALUE(ncclRemoteError); VALUE(ncclInProgress);
-  VALUE(ncclNumResults); VALUE(sizeof(ncclResult_t));
+  VERSION_VALUE(ncclNumResults); VALUE(sizeof(ncclResult_t));
   VALUE(ncclSum); VALUE(ncclProd); VALUE(ncclMax); VALUE(ncclMin); VALUE(ncclAvg); VALUE(ncclNumOps);
   VALUE(ncclMaxRedOp); VALUE(sizeof(ncclRedOp_t)); VALUE(ncclNumOps_dummy);
   VALUE(ncclInt8); VALUE(ncclChar); VALUE(ncclUint8); VALUE(ncclInt32); VALUE(ncclInt); VALUE(ncclUint32);
@@ -42,7 +47,7 @@ int main() {
   VALUE(ncclScalarDevice); VALUE(ncclScalarHostImmediate); VALUE(sizeof(ncclScalarResidence_t));
 
   VALUE(sizeof(ncclUniqueId)); VALUE(alignof(ncclUniqueId));
-  VALUE(sizeof(ncclConfig_t)); VALUE(alignof(ncclConfig_t));
+  VERSION_VALUE(sizeof(ncclConfig_t)); VALUE(alignof(ncclConfig_t));
   LAYOUT(ncclConfig_t, size); LAYOUT(ncclConfig_t, magic); LAYOUT(ncclConfig_t, version);
   LAYOUT(ncclConfig_t, blocking); LAYOUT(ncclConfig_t, cgaClusterSize); LAYOUT(ncclConfig_t, minCTAs);
   LAYOUT(ncclConfig_t, maxCTAs); LAYOUT(ncclConfig_t, netName); LAYOUT(ncclConfig_t, splitShare);
@@ -51,19 +56,22 @@ int main() {
   LAYOUT(ncclConfig_t, nChannelsPerNetPeer); LAYOUT(ncclConfig_t, nvlinkCentricSched);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   const unsigned char* bytes = reinterpret_cast<const unsigned char*>(&config);
-  printf("%-40s", "NCCL_CONFIG_INITIALIZER bytes");
+  printf("version %-32s", "NCCL_CONFIG_INITIALIZER bytes");
   for (size_t i = 0; i < sizeof(config); ++i) printf("%s%02x", i % 8 ? "" : " ", bytes[i]);
   printf("\n");
   VALUE(sizeof(ncclSimInfo_t));
   LAYOUT(ncclSimInfo_t, size); LAYOUT(ncclSimInfo_t, magic); LAYOUT(ncclSimInfo_t, version); LAYOUT(ncclSimInfo_t, estimatedTime);
   ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
-  VALUE(sim.size); VALUE(sim.magic); VALUE(sim.version); FVALUE(sim.estimatedTime);
+  VALUE(sim.size); VALUE(sim.magic); VERSION_VALUE(sim.version); FVALUE(sim.estimatedTime);
 
   SIGNATURE(ncclMemAlloc); SIGNATURE(ncclMemFree); SIGNATURE(ncclGetVersion); SIGNATURE(ncclGetUniqueId);
   SIGNATURE(ncclCommInitRankConfig); SIGNATURE(ncclCommInitRank); SIGNATURE(ncclCommInitAll);
   SIGNATURE(ncclCommFinalize); SIGNATURE(ncclCommDestroy); SIGNATURE(ncclCommAbort); SIGNATURE(ncclCommRevoke);
   SIGNATURE(ncclCommSplit); SIGNATURE(ncclCommShrink); SIGNATURE(ncclCommInitRankScalable);
-  SIGNATURE(ncclGetErrorString); SIGNATURE(ncclGetLastError); SIGNATURE(ncclResetDebugInit);
+  SIGNATURE(ncclGetErrorString); SIGNATURE(ncclGetLastError);
+#ifndef ncclResetDebugInit  // 2.30 declares it only where NCCL_OS_LINUX is defined (else an empty macro)
+  SIGNATURE(ncclResetDebugInit);
+#endif
   SIGNATURE(ncclCommGetAsyncError); SIGNATURE(ncclCommCount); SIGNATURE(ncclCommCuDevice); SIGNATURE(ncclCommUserRank);
   SIGNATURE(ncclCommRegister); SIGNATURE(ncclCommDeregister); SIGNATURE(ncclCommWindowRegister);
   SIGNATURE(ncclCommWindowDeregister); SIGNATURE(ncclRedOpCreatePreMulSum); SIGNATURE(ncclRedOpDestroy);
@@ -73,5 +81,23 @@ int main() {
   SIGNATURE(ncclGroupEnd); SIGNATURE(ncclGroupSimulateEnd);
   SIGNATURE(pncclMemAlloc); SIGNATURE(pncclCommInitRankConfig); SIGNATURE(pncclAllReduce); SIGNATURE(pncclSend);
   SIGNATURE(pncclRecv); SIGNATURE(pncclGroupEnd); SIGNATURE(pncclCommShrink); SIGNATURE(pncclCommInitRankScalable);
+
+#if NCCL_VERSION_CODE >= 23000
+  VALUE(ncclTimeout); VALUE(NCCL_API_MAGIC); VALUE(NCCL_WIN_STRICT_ORDERING); VALUE(NCCL_SUSPEND_MEM);
+  LAYOUT(ncclConfig_t, graphUsageMode); LAYOUT(ncclConfig_t, numRmaCtx); LAYOUT(ncclConfig_t, maxP2pPeers);
+  LAYOUT(ncclConfig_t, graphStreamOrdering);
+  VALUE(ncclStatGpuMemSuspend); VALUE(ncclStatGpuMemSuspended); VALUE(ncclStatGpuMemPersist);
+  VALUE(ncclStatGpuMemTotal); VALUE(sizeof(ncclCommMemStat_t));
+  VALUE(sizeof(ncclWaitSignalDesc_t)); LAYOUT(ncclWaitSignalDesc_t, opCnt); LAYOUT(ncclWaitSignalDesc_t, peer);
+  LAYOUT(ncclWaitSignalDesc_t, sigIdx); LAYOUT(ncclWaitSignalDesc_t, ctx);
+  SIGNATURE(ncclCommGetUniqueId); SIGNATURE(ncclCommGrow); SIGNATURE(ncclCommSuspend); SIGNATURE(ncclCommResume);
+  SIGNATURE(ncclCommMemStats); SIGNATURE(ncclWinGetUserPtr); SIGNATURE(ncclPutSignal); SIGNATURE(ncclSignal);
+  SIGNATURE(ncclWaitSignal); SIGNATURE(ncclParamBind); SIGNATURE(ncclParamGetI8); SIGNATURE(ncclParamGetI16);
+  SIGNATURE(ncclParamGetI32); SIGNATURE(ncclParamGetI64); SIGNATURE(ncclParamGetU8); SIGNATURE(ncclParamGetU16);
+  SIGNATURE(ncclParamGetU32); SIGNATURE(ncclParamGetU64); SIGNATURE(ncclParamGetStr); SIGNATURE(ncclParamGet);
+  SIGNATURE(ncclParamGetParameter); SIGNATURE(ncclParamGetAllParameterKeys); SIGNATURE(ncclParamDumpAll);
+  SIGNATURE(pncclCommGrow); SIGNATURE(pncclPutSignal); SIGNATURE(pncclWaitSignal); SIGNATURE(pncclParamGetU64);
+  SIGNATURE(pncclCommMemStats); SIGNATURE(pncclParamDumpAll);
+#endif
   return 0;
 }

@@ -1,4 +1,9 @@
-# Runs the two ABI probes (A: hetccl's header, B: NVIDIA's) and fails on any difference.
+# Runs two ABI probes (A: hetccl's header, B: NVIDIA's) and fails on any
+# difference. With OLDER set, B's header is an older release: every line
+# of B's but those naming the release ("version ...") must be among A's,
+# the config struct's tag aside (ncclConfig_vNNNNN names the release; the
+# library reads a config by its size and version fields).
+cmake_policy(SET CMP0007 NEW)
 execute_process(COMMAND ${A} OUTPUT_VARIABLE out_a RESULT_VARIABLE rc_a)
 execute_process(COMMAND ${B} OUTPUT_VARIABLE out_b RESULT_VARIABLE rc_b)
 if(NOT rc_a EQUAL 0 OR NOT rc_b EQUAL 0)
@@ -6,6 +11,25 @@ if(NOT rc_a EQUAL 0 OR NOT rc_b EQUAL 0)
 endif()
 string(REPLACE "\n" ";" lines_a "${out_a}")
 string(REPLACE "\n" ";" lines_b "${out_b}")
+if(OLDER)
+  list(FILTER lines_b EXCLUDE REGEX "^version ")
+  list(TRANSFORM lines_a REPLACE "ncclConfig_v[0-9]+" "ncclConfig_vN")
+  list(TRANSFORM lines_b REPLACE "ncclConfig_v[0-9]+" "ncclConfig_vN")
+  list(LENGTH lines_b n)
+  set(missing 0)
+  foreach(line IN LISTS lines_b)
+    list(FIND lines_a "${line}" found)
+    if(found EQUAL -1)
+      message("older NCCL only: ${line}")
+      set(missing 1)
+    endif()
+  endforeach()
+  message(STATUS "checked ${n} ABI facts of the older release")
+  if(missing)
+    message(FATAL_ERROR "hetccl's nccl.h changed what the older NCCL header declares")
+  endif()
+  return()
+endif()
 list(LENGTH lines_a n)
 message(STATUS "compared ${n} ABI facts")
 if(NOT out_a STREQUAL out_b)

@@ -93,6 +93,9 @@ TEST(GpuPassThrough, RegistrationWindowsAndDeviceApiAreTheVendors) {
     ncclWindow_t window = nullptr;
     RANK_NCCL(ncclCommWindowRegister(comm, buffer, count * sizeof(float), &window, NCCL_WIN_COLL_SYMMETRIC));
     RANK_EXPECT(window != nullptr, "no window");
+    void* user = nullptr;  // the vendor's window, answered by hetccl whatever the vendor's version
+    RANK_NCCL(ncclWinGetUserPtr(comm, window, &user));
+    RANK_EXPECT(user == buffer, "ncclWinGetUserPtr gave %p for a window of %p", user, buffer);
 
     // A collective on the registered window, checked exactly; the router
     // says pass-through and counts it there.

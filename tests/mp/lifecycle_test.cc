@@ -310,7 +310,20 @@ TEST(Lifecycle, RegistrationWindowsMemoryAndQueries) {
     RANK_EXPECT(ncclCommDeregister(comm, handle) == ncclInvalidArgument, "double deregister accepted");
     ncclWindow_t win;
     RANK_NCCL(ncclCommWindowRegister(comm, mem, 1 << 20, &win, NCCL_WIN_COLL_SYMMETRIC));
+    void* user = nullptr;
+    RANK_NCCL(ncclWinGetUserPtr(comm, win, &user));
+    RANK_EXPECT(user == mem, "ncclWinGetUserPtr gave %p for a window of %p", user, mem);
+    RANK_EXPECT(ncclWinGetUserPtr(comm, win, nullptr) == ncclInvalidArgument, "NULL outUserPtr accepted");
+    int notAWindow = 0;
+    RANK_EXPECT(ncclWinGetUserPtr(comm, reinterpret_cast<ncclWindow_t>(&notAWindow), &user) == ncclInvalidArgument,
+                "a foreign window accepted");
     RANK_NCCL(ncclCommWindowDeregister(comm, win));
+    RANK_EXPECT(ncclWinGetUserPtr(comm, win, &user) == ncclInvalidArgument, "a deregistered window accepted");
+    ncclWindow_t strict;
+    RANK_NCCL(ncclCommWindowRegister(comm, f + 16, 4096, &strict, NCCL_WIN_STRICT_ORDERING));
+    RANK_NCCL(ncclWinGetUserPtr(comm, strict, &user));
+    RANK_EXPECT(user == f + 16, "ncclWinGetUserPtr gave %p for a window of %p", user, static_cast<void*>(f + 16));
+    RANK_NCCL(ncclCommWindowDeregister(comm, strict));
     RANK_NCCL(ncclMemFree(mem));
     RANK_EXPECT(ncclMemFree(mem) == ncclInvalidArgument, "double ncclMemFree accepted");
     RANK_EXPECT(strstr(ncclGetLastError(nullptr), "not allocated by ncclMemAlloc"), "message: %s", ncclGetLastError(nullptr));
