@@ -2,6 +2,9 @@
 // communicator handle checks.
 #pragma once
 
+#include <string>
+
+#include "backend/vendor_comm.h"
 #include "common/error.h"
 #include "core/communicator.h"
 #include "route/router.h"
@@ -23,5 +26,25 @@ ncclResult_t liveComm(ncclComm_t comm, const char* caller, Communicator** out);
 ncclResult_t handleComm(ncclComm_t comm, const char* caller, Communicator** out);
 // A pass-through communicator's vendor communicator, else nullptr.
 inline VendorCommunicator* vendorOf(const Communicator& c) { return c.router ? c.router->vendor() : nullptr; }
+
+// Why `c` is not a pass-through communicator, for messages: its ranks span
+// several domains, are host ranks, or its domain has no vendor library.
+std::string whyNotPassThrough(const Communicator& c);
+
+// The vendor communicator of a pass-through communicator whose library has
+// `entry` (an entry point NCCL added in release `since`); else
+// ncclInvalidUsage saying why: not pass-through (`elsewhere`: what hetccl
+// does not support there), or the library and its version lack it.
+template <typename F>
+ncclResult_t passThroughEntry(const Communicator& c, F VendorApi::*entry, const char* caller, const char* since,
+                              const char* elsewhere, VendorCommunicator** out) {
+  VendorCommunicator* vendor = vendorOf(c);
+  if (!vendor) return fail(ncclInvalidUsage, "%s: %s (%s)", caller, elsewhere, whyNotPassThrough(c).c_str());
+  if (!(vendor->library().api().*entry))
+    return fail(ncclInvalidUsage, "%s: %s has no %s (NCCL %s or later has it)", caller,
+                vendor->library().describe().c_str(), caller, since);
+  *out = vendor;
+  return ncclSuccess;
+}
 
 }  // namespace hetccl

@@ -17,9 +17,10 @@ namespace {
 
 // The application's config as the vendor's init takes it: blocking (hetccl
 // runs a non-blocking init on a thread of its own), the strings from
-// `config`. RCCL's struct lags NCCL's: it gets the prefix it knows (up to
-// splitShare, NCCL 2.17's), the way an application built against older
-// headers passes it.
+// `config`, in the layout the library knows, the way an application built
+// against its headers passes it: RCCL's lags NCCL's (the prefix up to
+// splitShare, NCCL 2.17's); an NCCL before 2.30 gets 2.28's (the four
+// fields from graphUsageMode on are 2.30's).
 ncclConfig_t vendorConfig(const VendorLibrary& lib, const CommConfig& config) {
   ncclConfig_t c = config.fields;
   c.blocking = 1;
@@ -28,6 +29,9 @@ ncclConfig_t vendorConfig(const VendorLibrary& lib, const CommConfig& config) {
   if (strcmp(lib.name(), "rccl") == 0) {
     c.size = offsetof(ncclConfig_t, splitShare) + sizeof(c.splitShare);
     c.version = NCCL_VERSION(2, 17, 1);
+  } else if (lib.version() < NCCL_VERSION(2, 30, 0)) {
+    c.size = offsetof(ncclConfig_t, graphUsageMode);
+    c.version = static_cast<unsigned>(lib.version());
   }
   return c;
 }

@@ -12,7 +12,7 @@ struct CommConfig {
   bool blocking = true;
   std::string name;
   std::string note;  // what could not be honoured (a newer struct's fields)
-  // The application's ncclConfig_t in NCCL 2.28's layout (fields an older
+  // The application's ncclConfig_t in NCCL 2.30's layout (fields an older
   // struct lacks stay undefined), for the vendor library's own init on
   // pass-through: the performance knobs (CTAs, CGA cluster size, network,
   // traffic class, CTA policy ...) reach it. given: a config was passed.

@@ -72,6 +72,12 @@ const Binding kBindings[] = {
     {SLOT(llA2ACreateRequirement), "ncclLLA2ACreateRequirement", false},
     {SLOT(lsaBarrierCreateRequirement), "ncclLsaBarrierCreateRequirement", false},
     {SLOT(ginBarrierCreateRequirement), "ncclGinBarrierCreateRequirement", false},
+    {SLOT(commSuspend), "ncclCommSuspend", false},
+    {SLOT(commResume), "ncclCommResume", false},
+    {SLOT(commMemStats), "ncclCommMemStats", false},
+    {SLOT(putSignal), "ncclPutSignal", false},
+    {SLOT(signal), "ncclSignal", false},
+    {SLOT(waitSignal), "ncclWaitSignal", false},
 };
 #undef SLOT
 

@@ -8,6 +8,7 @@
 // hetccl. A self-check at load proves the isolation.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,14 @@ struct VendorApi {
   ncclResult_t (*lsaBarrierCreateRequirement)(ncclTeam_t, int, ncclLsaBarrierHandle*, ncclDevResourceRequirements*);
   ncclResult_t (*ginBarrierCreateRequirement)(VendorComm, ncclTeam_t, int, ncclGinBarrierHandle*,
                                               ncclDevResourceRequirements*);
+  // NCCL 2.30: may be null.
+  ncclResult_t (*commSuspend)(VendorComm, int);
+  ncclResult_t (*commResume)(VendorComm);
+  ncclResult_t (*commMemStats)(VendorComm, ncclCommMemStat_t, uint64_t*);
+  ncclResult_t (*putSignal)(const void*, size_t, ncclDataType_t, int, ncclWindow_t, size_t, int, int, unsigned int,
+                            VendorComm, cudaStream_t);
+  ncclResult_t (*signal)(int, int, int, unsigned int, VendorComm, cudaStream_t);
+  ncclResult_t (*waitSignal)(int, ncclWaitSignalDesc_t*, VendorComm, cudaStream_t);
 };
 
 class VendorLibrary {

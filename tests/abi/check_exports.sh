@@ -11,7 +11,8 @@ for f in GetVersion GetErrorString GetLastError GetUniqueId CommInitRank CommIni
          Send Recv GroupStart GroupEnd GroupSimulateEnd RedOpCreatePreMulSum RedOpDestroy CommRegister CommDeregister \
          MemAlloc MemFree CommWindowRegister CommWindowDeregister DevCommCreate DevCommDestroy TeamWorld TeamLsa \
          TeamRail TeamRankToWorld TeamRankToLsa LLA2ACalcSlots LLA2ACreateRequirement LsaBarrierCreateRequirement \
-         GinBarrierCreateRequirement WinGetUserPtr; do
+         GinBarrierCreateRequirement WinGetUserPtr CommSuspend CommResume CommMemStats PutSignal Signal WaitSignal \
+         CommGetUniqueId CommGrow; do
   count=$((count + 1))
   weak=$(echo "$syms" | awk -v s="nccl$f" '$3 == s {print $2}')
   strong=$(echo "$syms" | awk -v s="pnccl$f" '$3 == s {print $2}')

@@ -109,6 +109,25 @@ TEST(GpuPassThrough, RegistrationWindowsAndDeviceApiAreTheVendors) {
                 "pass-through calls %llu -> %llu", before.pathCalls[hetcclPathPassThrough],
                 after.pathCalls[hetcclPathPassThrough]);
 
+    // NCCL 2.30's memory statistics and suspend go to the vendor: an older
+    // library (the system's 2.28) is named in a clear ncclInvalidUsage.
+    uint64_t total = 0;
+    const ncclResult_t stats = ncclCommMemStats(comm, ncclStatGpuMemTotal, &total);
+    if (stats == ncclSuccess) {
+      RANK_NCCL(ncclCommSuspend(comm, NCCL_SUSPEND_MEM));
+      uint64_t suspended = 0;
+      RANK_NCCL(ncclCommMemStats(comm, ncclStatGpuMemSuspended, &suspended));
+      RANK_EXPECT(suspended == 1, "suspended reads %llu", static_cast<unsigned long long>(suspended));
+      RANK_NCCL(ncclCommResume(comm));
+      fprintf(stderr, "rank %d: ncclCommMemStats/Suspend/Resume: the vendor's (%llu bytes)\n", rank,
+              static_cast<unsigned long long>(total));
+    } else {
+      RANK_EXPECT(stats == ncclInvalidUsage && strstr(ncclGetLastError(comm), "has no ncclCommMemStats"),
+                  "ncclCommMemStats gave %d: %s", stats, ncclGetLastError(comm));
+      RANK_EXPECT(ncclCommSuspend(comm, NCCL_SUSPEND_MEM) == ncclInvalidUsage, "suspend on an older vendor");
+      fprintf(stderr, "rank %d: NCCL 2.30 calls refused: %s\n", rank, ncclGetLastError(comm));
+    }
+
     // The device communicator is the vendor's: it starts with the rank and
     // the number of ranks (NCCL 2.28's ncclDevComm). Where the vendor has
     // no symmetric memory for this communicator (NCCL: one rank, or GPUs

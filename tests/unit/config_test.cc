@@ -24,7 +24,8 @@ const Layout kLayouts[] = {
     {"2.19 (trafficClass, commName)", offsetof(ncclConfig_t, commName) + sizeof(const char*)},
     {"2.24 (collnetEnable, CTAPolicy)", offsetof(ncclConfig_t, CTAPolicy) + sizeof(int)},
     {"2.27 (shrinkShare, nvlsCTAs)", offsetof(ncclConfig_t, nvlsCTAs) + sizeof(int)},
-    {"2.28", sizeof(ncclConfig_t)},
+    {"2.28 (nChannelsPerNetPeer, nvlinkCentricSched)", offsetof(ncclConfig_t, graphUsageMode)},
+    {"2.30 (graphUsageMode ... graphStreamOrdering)", sizeof(ncclConfig_t)},
 };
 
 }  // namespace
@@ -53,7 +54,9 @@ TEST(Config, EveryLayoutReadsOnlyItsOwnBytes) {
     EXPECT_TRUE(out.given) << l.version;
     EXPECT_EQ(out.fields.size, sizeof(ncclConfig_t)) << l.version;
     EXPECT_EQ(out.fields.version, static_cast<unsigned>(NCCL_VERSION_CODE)) << l.version;
-    if (l.size < sizeof(ncclConfig_t)) EXPECT_EQ(out.fields.nvlinkCentricSched, NCCL_CONFIG_UNDEF_INT) << l.version;
+    if (l.size < offsetof(ncclConfig_t, graphUsageMode))
+      EXPECT_EQ(out.fields.nvlinkCentricSched, NCCL_CONFIG_UNDEF_INT) << l.version;
+    if (l.size < sizeof(ncclConfig_t)) EXPECT_EQ(out.fields.graphStreamOrdering, NCCL_CONFIG_UNDEF_INT) << l.version;
     EXPECT_EQ(out.fields.netName, nullptr) << l.version;
   }
 }
@@ -70,6 +73,7 @@ TEST(Config, KeepsTheFieldsForTheVendorLibrary) {
   cfg.commName = "trainer";
   cfg.CTAPolicy = NCCL_CTA_POLICY_EFFICIENCY;
   cfg.nvlinkCentricSched = 1;
+  cfg.maxP2pPeers = 4;
   CommConfig out;
   ASSERT_EQ(readConfig(&cfg, &out), ncclSuccess);
   EXPECT_TRUE(out.given);
@@ -79,6 +83,7 @@ TEST(Config, KeepsTheFieldsForTheVendorLibrary) {
   EXPECT_EQ(out.fields.trafficClass, 3);
   EXPECT_EQ(out.fields.CTAPolicy, NCCL_CTA_POLICY_EFFICIENCY);
   EXPECT_EQ(out.fields.nvlinkCentricSched, 1);
+  EXPECT_EQ(out.fields.maxP2pPeers, 4);
   EXPECT_EQ(out.fields.splitShare, NCCL_CONFIG_UNDEF_INT);
   EXPECT_EQ(out.netName, "Socket");
   EXPECT_EQ(out.name, "trainer");

@@ -52,7 +52,13 @@ namespace {
   S(llA2ACalcSlots, ncclLLA2ACalcSlots)                                  \
   S(llA2ACreateRequirement, ncclLLA2ACreateRequirement)                  \
   S(lsaBarrierCreateRequirement, ncclLsaBarrierCreateRequirement)        \
-  S(ginBarrierCreateRequirement, ncclGinBarrierCreateRequirement)
+  S(ginBarrierCreateRequirement, ncclGinBarrierCreateRequirement)        \
+  S(commSuspend, ncclCommSuspend)                                        \
+  S(commResume, ncclCommResume)                                          \
+  S(commMemStats, ncclCommMemStats)                                      \
+  S(putSignal, ncclPutSignal)                                            \
+  S(signal, ncclSignal)                                                  \
+  S(waitSignal, ncclWaitSignal)
 
 #define HETCCL_CHECK_VENDOR_SLOT(member, fn) HETCCL_CHECK_TABLE_SLOT(::hetccl::VendorApi, true, member, fn)
 HETCCL_NCCL_SLOTS(HETCCL_CHECK_VENDOR_SLOT)

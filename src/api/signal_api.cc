@@ -1,0 +1,84 @@
+// NCCL 2.30's one-sided calls: a put into a peer's registered window
+// followed by a signal, a signal alone, and a stream-ordered wait for
+// signals. A communicator of one GPU vendor's domain (pass-through) hands
+// them to the vendor library with the vendor's own window (the window
+// calls give the application the vendor's handle there); NCCL 2.30 or
+// later has them, an older library gets a clear ncclInvalidUsage naming
+// it. hetccl's own communicators refuse them with a message for now.
+#include "api/api_util.h"
+#include "common/types.h"
+
+using namespace hetccl;
+
+namespace {
+
+constexpr const char* kNotYet = "hetccl passes one-sided calls to the vendor library of a communicator within one GPU "
+                                "vendor's domain and does not support them on its own communicators yet";
+
+ncclResult_t checkPeer(const Communicator& c, int peer, const char* caller) {
+  if (peer < 0 || peer >= c.nranks)
+    return fail(ncclInvalidArgument, "%s: peer %d is not a rank of this communicator (0..%d)", caller, peer,
+                c.nranks - 1);
+  return ncclSuccess;
+}
+
+ncclResult_t checkSignal(int sigIdx, int ctx, const char* caller) {
+  if (sigIdx < 0) return fail(ncclInvalidArgument, "%s: signal index %d is negative", caller, sigIdx);
+  if (ctx < 0) return fail(ncclInvalidArgument, "%s: context %d is negative", caller, ctx);
+  return ncclSuccess;
+}
+
+}  // namespace
+
+HETCCL_EXPORT ncclResult_t pncclPutSignal(const void* localbuff, size_t count, ncclDataType_t datatype, int peer,
+                                          ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx,
+                                          unsigned int flags, ncclComm_t comm, cudaStream_t stream) {
+  Communicator* c = nullptr;
+  HETCCL_TRY(liveComm(comm, "ncclPutSignal", &c));
+  if (!validType(datatype)) return fail(ncclInvalidArgument, "ncclPutSignal: invalid data type %d", static_cast<int>(datatype));
+  if (!localbuff && count) return fail(ncclInvalidArgument, "ncclPutSignal: localbuff is NULL");
+  if (!peerWin) return fail(ncclInvalidArgument, "ncclPutSignal: peerWin is NULL");
+  HETCCL_TRY(checkPeer(*c, peer, "ncclPutSignal"));
+  HETCCL_TRY(checkSignal(sigIdx, ctx, "ncclPutSignal"));
+  VendorCommunicator* vendor = nullptr;
+  HETCCL_TRY(passThroughEntry(*c, &VendorApi::putSignal, "ncclPutSignal", "2.30", kNotYet, &vendor));
+  VendorLibrary& lib = vendor->library();
+  return lib.check(lib.api().putSignal(localbuff, count, datatype, peer, peerWin, peerWinOffset, sigIdx, ctx, flags,
+                                       vendor->handle(), stream),
+                   "ncclPutSignal", vendor->handle());
+}
+HETCCL_WEAK_ALIAS(ncclPutSignal)
+
+HETCCL_EXPORT ncclResult_t pncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                                       cudaStream_t stream) {
+  Communicator* c = nullptr;
+  HETCCL_TRY(liveComm(comm, "ncclSignal", &c));
+  HETCCL_TRY(checkPeer(*c, peer, "ncclSignal"));
+  HETCCL_TRY(checkSignal(sigIdx, ctx, "ncclSignal"));
+  VendorCommunicator* vendor = nullptr;
+  HETCCL_TRY(passThroughEntry(*c, &VendorApi::signal, "ncclSignal", "2.30", kNotYet, &vendor));
+  VendorLibrary& lib = vendor->library();
+  return lib.check(lib.api().signal(peer, sigIdx, ctx, flags, vendor->handle(), stream), "ncclSignal",
+                   vendor->handle());
+}
+HETCCL_WEAK_ALIAS(ncclSignal)
+
+HETCCL_EXPORT ncclResult_t pncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
+                                           cudaStream_t stream) {
+  Communicator* c = nullptr;
+  HETCCL_TRY(liveComm(comm, "ncclWaitSignal", &c));
+  if (nDesc < 0) return fail(ncclInvalidArgument, "ncclWaitSignal: nDesc %d is negative", nDesc);
+  if (nDesc > 0 && !signalDescs) return fail(ncclInvalidArgument, "ncclWaitSignal: signalDescs is NULL");
+  for (int i = 0; i < nDesc; ++i) {
+    const ncclWaitSignalDesc_t& d = signalDescs[i];
+    if (d.opCnt < 0) return fail(ncclInvalidArgument, "ncclWaitSignal: descriptor %d waits for %d signals", i, d.opCnt);
+    HETCCL_TRY(checkPeer(*c, d.peer, "ncclWaitSignal"));
+    HETCCL_TRY(checkSignal(d.sigIdx, d.ctx, "ncclWaitSignal"));
+  }
+  VendorCommunicator* vendor = nullptr;
+  HETCCL_TRY(passThroughEntry(*c, &VendorApi::waitSignal, "ncclWaitSignal", "2.30", kNotYet, &vendor));
+  VendorLibrary& lib = vendor->library();
+  return lib.check(lib.api().waitSignal(nDesc, signalDescs, vendor->handle(), stream), "ncclWaitSignal",
+                   vendor->handle());
+}
+HETCCL_WEAK_ALIAS(ncclWaitSignal)
