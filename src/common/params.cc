@@ -12,7 +12,9 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "common/types.h"
 
@@ -336,9 +338,22 @@ const Setting kSettings[] = {
 };
 // clang-format on
 
+// A documented default that is one literal value: "`300`", "`300` (seconds)".
+std::string literalDefault(const char* shown) {
+  const std::string s = shown;
+  if (s.size() < 2 || s[0] != '`') return {};
+  const size_t close = s.find('`', 1);
+  if (close == std::string::npos) return {};
+  const std::string rest = s.substr(close + 1);
+  if (!rest.empty() && rest.rfind(" (", 0) != 0) return {};
+  return s.substr(1, close - 1);
+}
+
 Params load() {
   Params p;
   for (const Setting& s : kSettings) {
+    const char* set = env(s.name) ? env(s.name) : env(s.ncclName);
+    p.settingValues.push_back(set ? std::string(set) : literalDefault(s.shown));
     const char* name = env(s.name) ? s.name : env(s.ncclName) ? s.ncclName : nullptr;
     if (name) s.read(p, Reading{name, &p.invalidSettings}, env(name));
   }
@@ -358,6 +373,30 @@ Params load() {
 const Params& params() {
   static const Params p = load();
   return p;
+}
+
+bool settingValue(const char* key, std::string* value) {
+  if (!key) return false;
+  for (size_t i = 0; i < std::size(kSettings); ++i) {
+    const Setting& s = kSettings[i];
+    if (strcmp(key, s.name) == 0 || (s.ncclName && strcmp(key, s.ncclName) == 0)) {
+      *value = params().settingValues[i];
+      return true;
+    }
+  }
+  return false;
+}
+
+const std::vector<const char*>& settingKeys() {
+  static const std::vector<const char*> keys = [] {
+    std::vector<const char*> k;
+    for (const Setting& s : kSettings) {
+      k.push_back(s.name);
+      if (s.ncclName) k.push_back(s.ncclName);
+    }
+    return k;
+  }();
+  return keys;
 }
 
 std::string settingsTable() {

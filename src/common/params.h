@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace hetccl {
 
@@ -89,10 +90,20 @@ struct Params {
   std::string domain;                 // HETCCL_DOMAIN: put this rank in the named domain
   uint32_t reducibleTypes = 0xfff;    // HETCCL_REDUCE_TYPES: types the native library may reduce
   std::string fp8Format;              // HETCCL_FP8_FORMAT: "ocp" or "fnuz" (empty: the device's own)
+  std::vector<std::string> settingValues;  // per setting, in table order: its value for settingValue
 };
 
 const Params& params();
 // docs/environment.md's table of every setting (hetccl-info --settings).
 std::string settingsTable();
+
+// The settings as NCCL's parameter API shows them (src/api/param_api.cc).
+// Keys are the variables' names, hetccl's and the NCCL name each falls
+// back to. A value is what was in effect when the settings were read: the
+// environment's (the NCCL name's where only that was set), else the
+// default where it is one literal value, else "" (hetccl decides at run
+// time: a NIC, a library path, ...). false: not a key of hetccl's.
+bool settingValue(const char* key, std::string* value);
+const std::vector<const char*>& settingKeys();  // every key, table order
 
 }  // namespace hetccl

@@ -78,6 +78,20 @@ const Binding kBindings[] = {
     {SLOT(putSignal), "ncclPutSignal", false},
     {SLOT(signal), "ncclSignal", false},
     {SLOT(waitSignal), "ncclWaitSignal", false},
+    {SLOT(paramBind), "ncclParamBind", false},
+    {SLOT(paramGetI8), "ncclParamGetI8", false},
+    {SLOT(paramGetI16), "ncclParamGetI16", false},
+    {SLOT(paramGetI32), "ncclParamGetI32", false},
+    {SLOT(paramGetI64), "ncclParamGetI64", false},
+    {SLOT(paramGetU8), "ncclParamGetU8", false},
+    {SLOT(paramGetU16), "ncclParamGetU16", false},
+    {SLOT(paramGetU32), "ncclParamGetU32", false},
+    {SLOT(paramGetU64), "ncclParamGetU64", false},
+    {SLOT(paramGetStr), "ncclParamGetStr", false},
+    {SLOT(paramGet), "ncclParamGet", false},
+    {SLOT(paramGetParameter), "ncclParamGetParameter", false},
+    {SLOT(paramGetAllParameterKeys), "ncclParamGetAllParameterKeys", false},
+    {SLOT(paramDumpAll), "ncclParamDumpAll", false},
 };
 #undef SLOT
 

@@ -73,6 +73,20 @@ struct VendorApi {
                             VendorComm, cudaStream_t);
   ncclResult_t (*signal)(int, int, int, unsigned int, VendorComm, cudaStream_t);
   ncclResult_t (*waitSignal)(int, ncclWaitSignalDesc_t*, VendorComm, cudaStream_t);
+  ncclResult_t (*paramBind)(ncclParamHandle_t*, const char*);
+  ncclResult_t (*paramGetI8)(ncclParamHandle_t, int8_t*);
+  ncclResult_t (*paramGetI16)(ncclParamHandle_t, int16_t*);
+  ncclResult_t (*paramGetI32)(ncclParamHandle_t, int32_t*);
+  ncclResult_t (*paramGetI64)(ncclParamHandle_t, int64_t*);
+  ncclResult_t (*paramGetU8)(ncclParamHandle_t, uint8_t*);
+  ncclResult_t (*paramGetU16)(ncclParamHandle_t, uint16_t*);
+  ncclResult_t (*paramGetU32)(ncclParamHandle_t, uint32_t*);
+  ncclResult_t (*paramGetU64)(ncclParamHandle_t, uint64_t*);
+  ncclResult_t (*paramGetStr)(ncclParamHandle_t, const char**);
+  ncclResult_t (*paramGet)(ncclParamHandle_t, void*, int, int*);
+  ncclResult_t (*paramGetParameter)(const char*, const char**, int*);
+  ncclResult_t (*paramGetAllParameterKeys)(const char***, int*);
+  void (*paramDumpAll)();
 };
 
 class VendorLibrary {

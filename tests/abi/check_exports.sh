@@ -12,7 +12,9 @@ for f in GetVersion GetErrorString GetLastError GetUniqueId CommInitRank CommIni
          MemAlloc MemFree CommWindowRegister CommWindowDeregister DevCommCreate DevCommDestroy TeamWorld TeamLsa \
          TeamRail TeamRankToWorld TeamRankToLsa LLA2ACalcSlots LLA2ACreateRequirement LsaBarrierCreateRequirement \
          GinBarrierCreateRequirement WinGetUserPtr CommSuspend CommResume CommMemStats PutSignal Signal WaitSignal \
-         CommGetUniqueId CommGrow; do
+         CommGetUniqueId CommGrow ParamBind ParamGetI8 ParamGetI16 ParamGetI32 ParamGetI64 ParamGetU8 \
+         ParamGetU16 ParamGetU32 ParamGetU64 ParamGetStr ParamGet ParamGetParameter ParamGetAllParameterKeys \
+         ParamDumpAll; do
   count=$((count + 1))
   weak=$(echo "$syms" | awk -v s="nccl$f" '$3 == s {print $2}')
   strong=$(echo "$syms" | awk -v s="pnccl$f" '$3 == s {print $2}')

@@ -2,7 +2,12 @@
 // and in two: each checks its arguments (ncclInvalidArgument) and, where
 // hetccl does not support it on its own communicators yet, refuses with
 // ncclInvalidUsage and a message saying so (never a crash, never a
-// silent success). Windows answer ncclWinGetUserPtr (lifecycle_test).
+// silent success). Windows answer ncclWinGetUserPtr (lifecycle_test); the
+// parameter API shows hetccl's settings.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -102,6 +107,98 @@ TEST(Nccl230, CallsAreCheckedAndRefusedClearlyInOneDomain) {
 
 TEST(Nccl230, CallsAreCheckedAndRefusedClearlyAcrossDomains) {
   EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "a"}), 60, newerCallsOnHostRanks);
+}
+
+// The parameter API over hetccl's settings, in a process of its own with
+// its environment: set, NCCL-named, default and run-time-decided values.
+TEST(Nccl230, ParametersAreTheSettings) {
+  const std::string dump = "/tmp/hetccl-param-dump-" + std::to_string(getpid());
+  const mp::Env env{{"HETCCL_TIMEOUT", "300"}, {"NCCL_IB_SL", "5"}, {"HETCCL_IB_GID_INDEX", "-1"},
+                    {"NCCL_DEBUG_FILE", dump}};
+  EXPECT_RANKS_PASS(1, env, 60, [dump](int, int, const ncclUniqueId&) {
+    ncclParamHandle_t timeout = nullptr, again = nullptr, sl = nullptr, slots = nullptr, transport = nullptr;
+    ncclParamHandle_t ifname = nullptr, gid = nullptr;
+    RANK_NCCL(ncclParamBind(&timeout, "HETCCL_TIMEOUT"));
+    RANK_NCCL(ncclParamBind(&again, "HETCCL_TIMEOUT"));
+    RANK_EXPECT(timeout && timeout == again, "the same key bound twice gave two handles");
+    int32_t i32 = 0;
+    uint16_t u16 = 0;
+    int8_t i8 = 0;
+    RANK_NCCL(ncclParamGetI32(timeout, &i32));
+    RANK_NCCL(ncclParamGetU16(timeout, &u16));
+    RANK_EXPECT(i32 == 300 && u16 == 300, "HETCCL_TIMEOUT reads %d / %u", i32, u16);
+    RANK_EXPECT(ncclParamGetI8(timeout, &i8) == ncclInvalidArgument, "300 fit an int8");
+    // The NCCL name a setting falls back to, under either key.
+    RANK_NCCL(ncclParamBind(&sl, "NCCL_IB_SL"));
+    uint64_t u64 = 0;
+    RANK_NCCL(ncclParamGetU64(sl, &u64));
+    RANK_EXPECT(u64 == 5, "NCCL_IB_SL reads %llu", static_cast<unsigned long long>(u64));
+    const char* text = nullptr;
+    int len = 0;
+    RANK_NCCL(ncclParamGetParameter("HETCCL_IB_SL", &text, &len));
+    RANK_EXPECT(strcmp(text, "5") == 0 && len == 1, "HETCCL_IB_SL is \"%s\" (%d)", text, len);
+    // Defaults: a literal one, a word, none (decided at run time).
+    RANK_NCCL(ncclParamBind(&slots, "HETCCL_STREAM_SLOTS"));
+    uint8_t u8 = 0;
+    RANK_NCCL(ncclParamGetU8(slots, &u8));
+    RANK_EXPECT(u8 == 8, "HETCCL_STREAM_SLOTS reads %u", u8);
+    RANK_NCCL(ncclParamBind(&transport, "HETCCL_TRANSPORT"));
+    RANK_NCCL(ncclParamGetStr(transport, &text));
+    RANK_EXPECT(strcmp(text, "auto") == 0, "HETCCL_TRANSPORT is \"%s\"", text);
+    RANK_EXPECT(ncclParamGetI32(transport, &i32) == ncclInvalidArgument, "\"auto\" read as an integer");
+    RANK_EXPECT(strstr(ncclGetLastError(nullptr), "not an integer"), "message: %s", ncclGetLastError(nullptr));
+    RANK_NCCL(ncclParamBind(&ifname, "NCCL_SOCKET_IFNAME"));
+    RANK_NCCL(ncclParamGetStr(ifname, &text));
+    RANK_EXPECT(strcmp(text, "") == 0, "NCCL_SOCKET_IFNAME is \"%s\"", text);
+    uint32_t u32 = 0;
+    RANK_EXPECT(ncclParamGetU32(ifname, &u32) == ncclInvalidArgument, "a run-time choice read as an integer");
+    RANK_NCCL(ncclParamBind(&gid, "NCCL_IB_GID_INDEX"));
+    RANK_NCCL(ncclParamGetI64(gid, reinterpret_cast<int64_t*>(&u64)));
+    RANK_EXPECT(static_cast<int64_t>(u64) == -1, "HETCCL_IB_GID_INDEX reads %lld", static_cast<long long>(u64));
+    RANK_EXPECT(ncclParamGetU32(gid, &u32) == ncclInvalidArgument, "-1 read as unsigned");
+    int16_t i16 = 0;
+    RANK_NCCL(ncclParamGetI16(gid, &i16));
+    RANK_EXPECT(i16 == -1, "as int16 %d", i16);
+    // Raw bytes: the size is told also when the buffer is too small.
+    char raw[8] = {};
+    RANK_EXPECT(ncclParamGet(timeout, raw, 2, &len) == ncclInvalidArgument && len == 4, "short buffer: len %d", len);
+    RANK_NCCL(ncclParamGet(timeout, raw, sizeof(raw), &len));
+    RANK_EXPECT(len == 4 && strcmp(raw, "300") == 0, "raw \"%s\" (%d)", raw, len);
+    // Every key once, hetccl's names and the NCCL ones.
+    const char** keys = nullptr;
+    int count = 0;
+    RANK_NCCL(ncclParamGetAllParameterKeys(&keys, &count));
+    std::vector<std::string> all(keys, keys + count);
+    auto has = [&](const char* k) { return std::find(all.begin(), all.end(), k) != all.end(); };
+    RANK_EXPECT(count > 60 && has("HETCCL_TIMEOUT") && has("NCCL_DEBUG") && has("NCCL_IB_SL"), "%d keys", count);
+    std::sort(all.begin(), all.end());
+    RANK_EXPECT(std::adjacent_find(all.begin(), all.end()) == all.end(), "a key listed twice");
+    // Bad input.
+    ncclParamHandle_t untouched = timeout;
+    RANK_EXPECT(ncclParamBind(&untouched, "NO_SUCH_SETTING") == ncclInvalidArgument && untouched == timeout,
+                "an unknown key bound");
+    RANK_EXPECT(ncclParamBind(nullptr, "HETCCL_TIMEOUT") == ncclInvalidArgument, "NULL out accepted");
+    RANK_EXPECT(ncclParamBind(&untouched, nullptr) == ncclInvalidArgument, "NULL key accepted");
+    RANK_EXPECT(ncclParamGetI32(nullptr, &i32) == ncclInvalidArgument, "NULL handle accepted");
+    RANK_EXPECT(ncclParamGetI32(timeout, nullptr) == ncclInvalidArgument, "NULL out accepted");
+    int notAHandle = 0;
+    RANK_EXPECT(ncclParamGetI32(reinterpret_cast<ncclParamHandle_t>(&notAHandle), &i32) == ncclInvalidArgument,
+                "a foreign handle accepted");
+    RANK_EXPECT(ncclParamGetParameter("NO_SUCH_SETTING", &text, &len) == ncclInvalidArgument, "an unknown key read");
+    RANK_EXPECT(ncclParamGetAllParameterKeys(nullptr, &count) == ncclInvalidArgument, "NULL table accepted");
+    // The dump goes where hetccl logs.
+    ncclParamDumpAll();
+    FILE* f = fopen(dump.c_str(), "r");
+    RANK_EXPECT(f != nullptr, "no dump at %s", dump.c_str());
+    std::string lines(1 << 16, '\0');
+    lines.resize(fread(lines.data(), 1, lines.size(), f));
+    fclose(f);
+    unlink(dump.c_str());
+    RANK_EXPECT(lines.find("hetccl parameter HETCCL_TIMEOUT=300\n") != std::string::npos &&
+                    lines.find("hetccl parameter NCCL_IB_SL=5\n") != std::string::npos,
+                "dump: %.200s", lines.c_str());
+    return 0;
+  });
 }
 
 TEST(Nccl230, TimeoutHasAName) {

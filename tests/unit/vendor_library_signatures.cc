@@ -58,7 +58,21 @@ namespace {
   S(commMemStats, ncclCommMemStats)                                      \
   S(putSignal, ncclPutSignal)                                            \
   S(signal, ncclSignal)                                                  \
-  S(waitSignal, ncclWaitSignal)
+  S(waitSignal, ncclWaitSignal)                                          \
+  S(paramBind, ncclParamBind)                                            \
+  S(paramGetI8, ncclParamGetI8)                                          \
+  S(paramGetI16, ncclParamGetI16)                                        \
+  S(paramGetI32, ncclParamGetI32)                                        \
+  S(paramGetI64, ncclParamGetI64)                                        \
+  S(paramGetU8, ncclParamGetU8)                                          \
+  S(paramGetU16, ncclParamGetU16)                                        \
+  S(paramGetU32, ncclParamGetU32)                                        \
+  S(paramGetU64, ncclParamGetU64)                                        \
+  S(paramGetStr, ncclParamGetStr)                                        \
+  S(paramGet, ncclParamGet)                                              \
+  S(paramGetParameter, ncclParamGetParameter)                            \
+  S(paramGetAllParameterKeys, ncclParamGetAllParameterKeys)              \
+  S(paramDumpAll, ncclParamDumpAll)
 
 #define HETCCL_CHECK_VENDOR_SLOT(member, fn) HETCCL_CHECK_TABLE_SLOT(::hetccl::VendorApi, true, member, fn)
 HETCCL_NCCL_SLOTS(HETCCL_CHECK_VENDOR_SLOT)
