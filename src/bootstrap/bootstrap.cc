@@ -93,7 +93,7 @@ ncclResult_t Listener::acceptFrom(int peer, uint64_t tag, const Deadline& deadli
     if (peerPid > 0 && processGone(peerPid))
       return fail(ncclRemoteError, "no connection from rank %d: its process (pid %d) has exited", peer, peerPid);
     if (deadline.expired())
-      return fail(ncclRemoteError, "no connection from rank %d (tag %llu): timed out waiting for a peer to connect (HETCCL_TIMEOUT)",
+      return timedOut("no connection from rank %d (tag %llu): timed out waiting for a peer to connect (HETCCL_TIMEOUT)",
                   peer, static_cast<unsigned long long>(tag));
   }
 }
@@ -111,7 +111,7 @@ ncclResult_t Ring::allGather(void* data, size_t bytes, const Deadline& deadline,
       HETCCL_TRY(prev_.recvSome(rbuf, bytes, &got));
       if (sent == bytes && got == bytes) break;
       if (abort && abort->load()) return fail(ncclInvalidUsage, "communicator aborted during a bootstrap exchange");
-      if (deadline.expired()) return fail(ncclRemoteError, "bootstrap all-gather timed out (HETCCL_TIMEOUT)");
+      if (deadline.expired()) return timedOut("bootstrap all-gather timed out (HETCCL_TIMEOUT)");
       pollfd p[2] = {{next_.fd(), static_cast<short>(sent < bytes ? POLLOUT : 0), 0},
                      {prev_.fd(), static_cast<short>(got < bytes ? POLLIN : 0), 0}};
       ::poll(p, 2, deadline.remainingMs(100));

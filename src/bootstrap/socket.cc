@@ -153,7 +153,7 @@ ncclResult_t Socket::connect(const SocketAddress& addr, const Deadline& deadline
     if (err != ECONNREFUSED && err != ETIMEDOUT && err != EAGAIN && err != ECONNRESET && err != EINTR)
       return fail(ncclSystemError, "connect to %s failed: %s", addr.toString().c_str(), strerror(err));
     if (deadline.expired())
-      return fail(ncclRemoteError, "connect to %s timed out (HETCCL_TIMEOUT): %s", addr.toString().c_str(),
+      return timedOut("connect to %s timed out (HETCCL_TIMEOUT): %s", addr.toString().c_str(),
                   strerror(err));
     if (peerPid > 0 && processGone(peerPid))
       return fail(ncclRemoteError, "connect to %s: the process listening there (pid %d) has exited",
@@ -191,7 +191,7 @@ ncclResult_t Socket::accept(const Deadline& deadline, const AbortFlag* abort, So
     HETCCL_TRY(acceptWithin(deadline.remainingMs(100), out, &accepted));
     if (accepted) return ncclSuccess;
     if (abort && abort->load()) return fail(ncclInvalidUsage, "communicator aborted while waiting for a peer");
-    if (deadline.expired()) return fail(ncclRemoteError, "timed out waiting for a peer to connect (HETCCL_TIMEOUT)");
+    if (deadline.expired()) return timedOut("timed out waiting for a peer to connect (HETCCL_TIMEOUT)");
   }
 }
 
@@ -224,7 +224,7 @@ ncclResult_t moveAll(int fd, short events, size_t size, const Deadline& deadline
     HETCCL_TRY(step(&done));
     if (done == size) return ncclSuccess;
     if (abort && abort->load()) return fail(ncclInvalidUsage, "communicator aborted during bootstrap exchange");
-    if (deadline.expired()) return fail(ncclRemoteError, "bootstrap exchange with a peer timed out (HETCCL_TIMEOUT)");
+    if (deadline.expired()) return timedOut("bootstrap exchange with a peer timed out (HETCCL_TIMEOUT)");
     pollfd p{fd, events, 0};
     ::poll(&p, 1, deadline.remainingMs(100));
   }

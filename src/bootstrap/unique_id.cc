@@ -75,12 +75,13 @@ enum ReplyStatus : uint32_t {
   kReplyNranksDiffer = 2,
   kReplyRankTaken = 3,
   kReplyRankLeft = 4,  // a rank hung up before the table was complete: nobody gets one
+  kReplyTimedOut = 5,  // HETCCL_TIMEOUT passed before every rank arrived
 };
 struct RootReply {
   uint32_t magic;
   uint32_t status;
   int32_t nranks;  // the communicator's size, as rank 0 said (or -1 if not known yet)
-  int32_t rank;    // kReplyRankLeft: the rank that left
+  int32_t rank;    // kReplyRankLeft: the rank that left; kReplyTimedOut: how many ranks arrived
 };
 
 void answer(const Socket& s, ReplyStatus status, int nranks, const Deadline& deadline, int rank = -1) {
@@ -166,6 +167,8 @@ void serveRoot(Socket listener, uint64_t secret) {
     bool took = false;
     if (gate.pass(listener, deadline.remainingMs(100), take, &took) != ncclSuccess || deadline.expired()) {
       HETCCL_WARN("bootstrap root: gave up after %zu of %d ranks arrived (HETCCL_TIMEOUT)", arrived.size(), nranks);
+      for (const auto& [rank, a] : arrived)
+        answer(a.socket, kReplyTimedOut, nranks, Deadline(1.0), static_cast<int>(arrived.size()));
       return;
     }
     // A rank that said hello and hung up (it died, or its init was
@@ -284,7 +287,7 @@ ncclResult_t rendezvousWithRoot(const DecodedId& id, int rank, int nranks, const
   while ((r = s.recvSome(&reply, sizeof(reply), &got)) == ncclSuccess && got < sizeof(reply)) {
     if (abort && abort->load()) return fail(ncclInvalidUsage, "rank %d: aborted while waiting for the rank table", rank);
     if (deadline.expired()) {
-      r = fail(ncclRemoteError, "no answer for %.0f s (HETCCL_TIMEOUT)", params().timeoutSeconds);
+      r = timedOut("no answer for %.0f s (HETCCL_TIMEOUT)", params().timeoutSeconds);
       break;
     }
     if (whileWaiting) HETCCL_TRY(whileWaiting());
@@ -304,6 +307,9 @@ ncclResult_t rendezvousWithRoot(const DecodedId& id, int rank, int nranks, const
       return fail(ncclInvalidUsage, "rank %d: another process already joined as rank %d", rank, rank);
     case kReplyRankLeft:
       return fail(ncclRemoteError, "rank %d: rank %d left during init (it died or aborted)", rank, reply.rank);
+    case kReplyTimedOut:
+      return timedOut("rank %d: the bootstrap root gave up after %.0f s with %d of %d ranks arrived (HETCCL_TIMEOUT)",
+                      rank, params().timeoutSeconds, reply.rank, reply.nranks);
     default:
       return fail(ncclInvalidArgument, "rank %d: the bootstrap root refused rank %d of %d", rank, rank, nranks);
   }

@@ -1,5 +1,6 @@
 #include "common/error.h"
 
+#include <atomic>
 #include <cstdio>
 
 #include "common/log.h"
@@ -8,6 +9,20 @@ namespace hetccl {
 
 namespace {
 thread_local std::string tLastError;
+std::atomic<bool> gApplicationKnowsTimeout{false};  // ncclTimeout exists for it (NCCL 2.30 and later)
+}
+
+void noteApplicationVersion(unsigned ncclVersion) {
+  if (ncclVersion >= static_cast<unsigned>(NCCL_VERSION(2, 30, 0))) gApplicationKnowsTimeout.store(true);
+}
+
+ncclResult_t timedOut(const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  return fail(gApplicationKnowsTimeout.load() ? ncclTimeout : ncclRemoteError, "%s", buf);
 }
 
 ncclResult_t fail(ncclResult_t code, const char* fmt, ...) {

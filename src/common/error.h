@@ -13,6 +13,13 @@ namespace hetccl {
 // level and returns `code`, so call sites read `return fail(code, ...)`.
 ncclResult_t fail(ncclResult_t code, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
+// A wait that ran past HETCCL_TIMEOUT: fail() with ncclTimeout where the
+// application was built against NCCL 2.30 or later (a config it passed
+// said so: noteApplicationVersion), else ncclRemoteError, as NCCL 2.28
+// programs expect.
+ncclResult_t timedOut(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void noteApplicationVersion(unsigned ncclVersion);  // the version field of an application's ncclConfig_t
+
 const char* lastError();
 void clearLastError();
 const char* resultName(ncclResult_t r);

@@ -107,7 +107,8 @@ const Setting kSettings[] = {
    [](Params& p, const Reading&, const char* v) { p.debugFile = fopen(v, "a"); }},
   {"HETCCL_TIMEOUT", nullptr, "`300` (seconds)", false,
    "longest wait without progress (rendezvous, connecting, a collective that stops moving): a missing or dead peer is "
-   "`ncclRemoteError` after at most this long; most failures are seen much sooner (below)",
+   "`ncclRemoteError` after at most this long (`ncclTimeout` where the application's config says NCCL 2.30 or later); "
+   "most failures are seen much sooner (below)",
    [](Params& p, const Reading& r, const char* v) {
      char* end = nullptr;
      const double s = strtod(v, &end);

@@ -43,6 +43,7 @@ ncclResult_t readConfig(const ncclConfig_t* config, CommConfig* out) {
   if (!config) return ncclSuccess;
   if (config->magic != 0xcafebeef)
     return fail(ncclInvalidArgument, "ncclConfig_t was not initialized with NCCL_CONFIG_INITIALIZER (bad magic)");
+  noteApplicationVersion(config->version);  // an application of 2.30's header gets ncclTimeout for timeouts
   // Older layouts are prefixes of the current one: read only what the
   // application's struct has, by its size field.
   ncclConfig_t c = NCCL_CONFIG_INITIALIZER;

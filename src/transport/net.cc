@@ -208,9 +208,9 @@ ncclResult_t Net::waitDriving(Request* const* requests, size_t count, size_t mus
       }
       if (now - idleSince > std::chrono::duration<double>(timeout)) {
         if (!kept_.empty())
-          return fail(ncclRemoteError, "no progress for %.0f s: rank %d never connected to send to this rank (HETCCL_TIMEOUT)",
+          return timedOut("no progress for %.0f s: rank %d never connected to send to this rank (HETCCL_TIMEOUT)",
                       timeout, kept_.front().peer);
-        return fail(ncclRemoteError, "no progress for %.0f s waiting for peers (HETCCL_TIMEOUT)", timeout);
+        return timedOut("no progress for %.0f s waiting for peers (HETCCL_TIMEOUT)", timeout);
       }
     }
   }

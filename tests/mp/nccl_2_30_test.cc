@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "mp_util.h"
@@ -199,6 +201,55 @@ TEST(Nccl230, ParametersAreTheSettings) {
                 "dump: %.200s", lines.c_str());
     return 0;
   });
+}
+
+// A rank that never joins: the init's wait runs past HETCCL_TIMEOUT. An
+// application whose config says 2.30 gets ncclTimeout; one whose config
+// says 2.28, or that passed none, gets ncclRemoteError as before.
+int initWithAMissingRank(int rank, int n, const ncclUniqueId& id, unsigned version) {
+  if (rank == 1) return 0;  // never joins
+  ncclComm_t comm = nullptr;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.version = version;
+  const ncclResult_t r = version ? ncclCommInitRankConfig(&comm, n, id, rank, &config) : ncclCommInitRank(&comm, n, id, rank);
+  const ncclResult_t expected = version >= NCCL_VERSION(2, 30, 0) ? ncclTimeout : ncclRemoteError;
+  RANK_EXPECT(r == expected, "init with a missing rank (config version %u) returned %d, expected %d: %s", version, r,
+              expected, ncclGetLastError(nullptr));
+  RANK_EXPECT(strstr(ncclGetLastError(nullptr), "HETCCL_TIMEOUT"), "message: %s", ncclGetLastError(nullptr));
+  return 0;
+}
+
+TEST(Nccl230, TimeoutIsNcclTimeoutForAnApplicationOf230) {
+  for (unsigned version : {static_cast<unsigned>(NCCL_VERSION_CODE), static_cast<unsigned>(NCCL_VERSION(2, 28, 9)), 0u})
+    EXPECT_RANKS_PASS(2, mp::Env{{"HETCCL_TIMEOUT", "1"}}, 60, [version](int rank, int n, const ncclUniqueId& id) {
+      return initWithAMissingRank(rank, n, id, version);
+    });
+}
+
+// A collective a peer never joins (it is alive, elsewhere): the same rule.
+int collectiveWithAnAbsentPeer(int rank, int n, const ncclUniqueId& id, unsigned version) {
+  ncclComm_t comm = nullptr;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.version = version;
+  RANK_NCCL(ncclCommInitRankConfig(&comm, n, id, rank, &config));
+  if (rank == 1) {
+    std::this_thread::sleep_for(std::chrono::seconds(3));  // alive, but never calls the all-reduce
+  } else {
+    float x = 1.0f;
+    const ncclResult_t r = ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, nullptr);
+    const ncclResult_t expected = version >= NCCL_VERSION(2, 30, 0) ? ncclTimeout : ncclRemoteError;
+    RANK_EXPECT(r == expected, "all-reduce without its peer (config version %u) returned %d, expected %d: %s", version,
+                r, expected, ncclGetLastError(comm));
+  }
+  ncclCommAbort(comm);
+  return 0;
+}
+
+TEST(Nccl230, ACollectiveThatStopsIsNcclTimeoutForAnApplicationOf230) {
+  for (unsigned version : {static_cast<unsigned>(NCCL_VERSION_CODE), static_cast<unsigned>(NCCL_VERSION(2, 28, 9))})
+    EXPECT_RANKS_PASS(2, mp::Env{{"HETCCL_TIMEOUT", "1"}}, 60, [version](int rank, int n, const ncclUniqueId& id) {
+      return collectiveWithAnAbsentPeer(rank, n, id, version);
+    });
 }
 
 TEST(Nccl230, TimeoutHasAName) {

@@ -114,7 +114,7 @@ void StreamCollectives::watch() {
     }
     if (r == ncclSuccess) r = checkPeers();
     if (r == ncclSuccess && std::chrono::duration<double>(now - lastMove).count() > setup_.timeoutSeconds)
-      r = fail(ncclRemoteError, "collective across domains made no progress for %.0f s (HETCCL_TIMEOUT): a peer "
+      r = timedOut("collective across domains made no progress for %.0f s (HETCCL_TIMEOUT): a peer "
                "has not made the matching call", setup_.timeoutSeconds);
     if (r != ncclSuccess) {
       HETCCL_WARN("rank %d: %s; releasing the streams (%s)", rank_, lastError(), describeProgress().c_str());

@@ -87,7 +87,7 @@ class PluginRelayLink : public RelayLink {
       if ((r = connectAndAccept(theirs.handle, listenHeaders, &headers_)) != ncclSuccess) break;
       if ((r = connectAndAccept(theirs.dataHandle, listenData, &data_)) != ncclSuccess) break;
       if (headers_.send && headers_.recv && data_.send && data_.recv) break;
-      if (deadline.expired()) r = fail(ncclRemoteError, "stream relay: rank %d's net plugin did not connect in time", peer_);
+      if (deadline.expired()) r = timedOut("stream relay: rank %d's net plugin did not connect in time", peer_);
       else if (abort && abort->load()) r = fail(ncclInvalidUsage, "stream relay: aborted while connecting to rank %d", peer_);
       else sched_yield();
     }

@@ -121,7 +121,7 @@ ncclResult_t SharedSegment::open(const std::string& name, size_t minBytes, const
     HETCCL_TRY(tryOpen(name, minBytes, &opened));
     if (opened) return ncclSuccess;
     if (abort && abort->load()) return fail(ncclInvalidUsage, "communicator aborted while connecting");
-    if (deadline.expired()) return fail(ncclRemoteError, "peer never created shared memory %s (HETCCL_TIMEOUT)", name.c_str());
+    if (deadline.expired()) return timedOut("peer never created shared memory %s (HETCCL_TIMEOUT)", name.c_str());
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
 }

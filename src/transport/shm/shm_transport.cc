@@ -317,7 +317,7 @@ class ShmTransport : public Transport {
     // The peer is between creating the segment and filling its header.
     const Deadline deadline(ctx_.timeoutSeconds);
     for (unsigned spins = 1; !h->initialized.load(std::memory_order_acquire); ++spins) {
-      if (deadline.expired()) return fail(ncclRemoteError, "rank %d never finished creating its shared memory", peer);
+      if (deadline.expired()) return timedOut("rank %d never finished creating its shared memory", peer);
       if (spins % 1024 == 0) HETCCL_TRY(peerAlive(ctx_.watchablePid(peer), peer));  // it died in between
       std::this_thread::yield();
     }
