@@ -53,6 +53,9 @@ class Communicator : public HostGroup {
   std::thread initThread;        // non-blocking init
   std::mutex initMutex;          // guards joining initThread
   uint64_t childCounter = 0;     // split/shrink calls made on this communicator
+  // ncclCommGetUniqueId's id for a grow, until ncclCommGrow consumes it (opMutex).
+  ncclUniqueId growId{};
+  bool growIdPending = false;
   std::vector<std::optional<PreMulSumOp>> preMulSumOps;
   std::unique_ptr<JobThread> worker;  // a group spanning several communicators: this one's share
   Partition partition;                        // the same on every rank

@@ -2,7 +2,8 @@
 // and in two: each checks its arguments (ncclInvalidArgument) and, where
 // hetccl does not support it on its own communicators yet, refuses with
 // ncclInvalidUsage and a message saying so (never a crash, never a
-// silent success). Windows answer ncclWinGetUserPtr (lifecycle_test); the
+// silent success); a communicator grows by a rank of its domain or of a
+// third one. Windows answer ncclWinGetUserPtr (lifecycle_test); the
 // parameter API shows hetccl's settings.
 #include <unistd.h>
 
@@ -78,11 +79,12 @@ int newerCallsOnHostRanks(int rank, int n, const ncclUniqueId& id) {
               "wait: %s", ncclGetLastError(comm));
   RANK_NCCL(ncclCommWindowDeregister(comm, win));
 
-  // Growing.
-  ncclUniqueId growId{};
+  // Growing: arguments, one id at a time, exactly one root.
+  ncclUniqueId growId{}, second{};
   RANK_EXPECT(ncclCommGetUniqueId(comm, nullptr) == ncclInvalidArgument, "NULL id accepted");
-  RANK_EXPECT(refusedClearly(ncclCommGetUniqueId(comm, &growId), comm, "ncclCommGetUniqueId", "does not grow"),
-              "grow id: %s", ncclGetLastError(comm));
+  RANK_NCCL(ncclCommGetUniqueId(comm, &growId));
+  RANK_EXPECT(refusedClearly(ncclCommGetUniqueId(comm, &second), comm, "ncclCommGetUniqueId", "not consumed"),
+              "a second id before the grow: %s", ncclGetLastError(comm));
   ncclComm_t grown = reinterpret_cast<ncclComm_t>(&growId);
   RANK_EXPECT(ncclCommGrow(comm, n + 1, nullptr, -1, nullptr, nullptr) == ncclInvalidArgument, "NULL newcomm accepted");
   RANK_EXPECT(ncclCommGrow(comm, n, nullptr, -1, &grown, nullptr) == ncclInvalidArgument, "no growth accepted");
@@ -91,9 +93,12 @@ int newerCallsOnHostRanks(int rank, int n, const ncclUniqueId& id) {
               "an existing rank with a rank accepted");
   RANK_EXPECT(ncclCommGrow(nullptr, n + 1, nullptr, n, &grown, nullptr) == ncclInvalidArgument,
               "a new rank without an id accepted");
-  RANK_EXPECT(refusedClearly(ncclCommGrow(comm, n + 1, nullptr, -1, &grown, nullptr), nullptr, "ncclCommGrow",
-                             "does not grow"),
-              "grow: %s", ncclGetLastError(nullptr));
+  RANK_EXPECT(ncclCommGrow(comm, n + 1, &second, -1, &grown, nullptr) == ncclInvalidArgument,
+              "an id this communicator did not make accepted");
+  // Every rank made an id but none passes one: no root, on every rank alike.
+  RANK_EXPECT(refusedClearly(ncclCommGrow(comm, n + 1, nullptr, -1, &grown, nullptr), comm, "ncclCommGrow",
+                             "no rank of the communicator passed the id"),
+              "grow without a root: %s", ncclGetLastError(comm));
 
   // The communicator is untouched: a collective still sums exactly.
   float sum = static_cast<float>(rank + 1);
@@ -109,6 +114,78 @@ TEST(Nccl230, CallsAreCheckedAndRefusedClearlyInOneDomain) {
 
 TEST(Nccl230, CallsAreCheckedAndRefusedClearlyAcrossDomains) {
   EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "a"}), 60, newerCallsOnHostRanks);
+}
+
+// Two ranks make a communicator; rank 0 makes a grow id and hands it to a
+// third process out of band (a file, as a launcher would); the three form
+// the grown communicator. Checked: all-reduce sums before and after, on
+// the old communicator (two ranks) and the grown one (three), the id
+// consumed once.
+int growByOne(int rank, int n, const ncclUniqueId& id, const std::string& idFile) {
+  auto sumsTo = [&](ncclComm_t c, int ranks) {
+    std::vector<double> x(1001, rank + 1.0);
+    if (ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat64, ncclSum, c, nullptr) != ncclSuccess) return false;
+    const double want = ranks * (ranks + 1) / 2.0;
+    for (double v : x)
+      if (v != want) return false;
+    return true;
+  };
+  ncclComm_t grown = nullptr;
+  if (rank == n - 1) {  // the new rank: waits for the id
+    ncclUniqueId growId{};
+    for (int i = 0; i < 600; ++i) {
+      FILE* f = fopen(idFile.c_str(), "rb");
+      const bool got = f && fread(&growId, sizeof(growId), 1, f) == 1;
+      if (f) fclose(f);
+      if (got) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    RANK_NCCL(ncclCommGrow(nullptr, n, &growId, rank, &grown, nullptr));
+  } else {
+    ncclComm_t comm = nullptr;
+    RANK_NCCL(ncclCommInitRank(&comm, n - 1, id, rank));
+    RANK_EXPECT(sumsTo(comm, n - 1), "the old communicator's all-reduce before the grow");
+    ncclUniqueId growId{};
+    if (rank == 0) {
+      RANK_NCCL(ncclCommGetUniqueId(comm, &growId));
+      const std::string partial = idFile + ".part";
+      FILE* f = fopen(partial.c_str(), "wb");
+      RANK_EXPECT(f && fwrite(&growId, sizeof(growId), 1, f) == 1, "could not write the id");
+      fclose(f);
+      rename(partial.c_str(), idFile.c_str());
+      RANK_NCCL(ncclCommGrow(comm, n, &growId, -1, &grown, nullptr));
+      ncclComm_t again = nullptr;
+      RANK_EXPECT(ncclCommGrow(comm, n, &growId, -1, &again, nullptr) == ncclInvalidArgument && !again,
+                  "the id used twice");
+    } else {
+      RANK_NCCL(ncclCommGrow(comm, n, nullptr, -1, &grown, nullptr));
+    }
+    RANK_EXPECT(sumsTo(comm, n - 1), "the old communicator's all-reduce after the grow");
+    RANK_NCCL(ncclCommDestroy(comm));
+  }
+  int count = 0, me = -1;
+  RANK_NCCL(ncclCommCount(grown, &count));
+  RANK_NCCL(ncclCommUserRank(grown, &me));
+  RANK_EXPECT(count == n && me == rank, "grown communicator: rank %d of %d", me, count);
+  RANK_EXPECT(sumsTo(grown, n), "the grown communicator's all-reduce");
+  RANK_NCCL(ncclCommDestroy(grown));
+  return 0;
+}
+
+TEST(Nccl230, GrowByARankOfTheSameDomain) {
+  const std::string idFile = "/tmp/hetccl-grow-id-" + std::to_string(getpid()) + "-a";
+  EXPECT_RANKS_PASS(3, mp::Env{}, 120, [idFile](int rank, int n, const ncclUniqueId& id) {
+    return growByOne(rank, n, id, idFile);
+  });
+  unlink(idFile.c_str());
+}
+
+TEST(Nccl230, GrowTwoDomainsByARankOfAThird) {
+  const std::string idFile = "/tmp/hetccl-grow-id-" + std::to_string(getpid()) + "-b";
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}), 120, [idFile](int rank, int n, const ncclUniqueId& id) {
+    return growByOne(rank, n, id, idFile);
+  });
+  unlink(idFile.c_str());
 }
 
 // The parameter API over hetccl's settings, in a process of its own with
