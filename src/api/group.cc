@@ -67,6 +67,12 @@ ncclResult_t execute(std::vector<Op>& ops) {
 namespace hetccl {
 
 ncclResult_t enqueue(const Op& op) {
+  if (op.comm->suspended.load()) {
+    const ncclResult_t r = fail(ncclInvalidUsage, "%s: the communicator is suspended (ncclCommSuspend): "
+                                "ncclCommResume it first", opKindName(op.kind));
+    recordGroupError(r);
+    return r;
+  }
   if (tGroup.depth > 0) {
     tGroup.ops.push_back(op);
     return ncclSuccess;

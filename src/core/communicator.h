@@ -56,6 +56,7 @@ class Communicator : public HostGroup {
   // ncclCommGetUniqueId's id for a grow, until ncclCommGrow consumes it (opMutex).
   ncclUniqueId growId{};
   bool growIdPending = false;
+  std::atomic<bool> suspended{false};  // ncclCommSuspend on host ranks: no call runs until ncclCommResume
   std::vector<std::optional<PreMulSumOp>> preMulSumOps;
   std::unique_ptr<JobThread> worker;  // a group spanning several communicators: this one's share
   Partition partition;                        // the same on every rank

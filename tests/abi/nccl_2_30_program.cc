@@ -43,10 +43,11 @@ int main() {
   ncclWaitSignalDesc_t desc = {1, 0, 0, 0};
   EXPECT(ncclWaitSignal(1, &desc, comm, nullptr) == ncclInvalidUsage);
   EXPECT(ncclCommWindowDeregister(comm, win) == ncclSuccess);
-  uint64_t bytes = 0;
-  EXPECT(ncclCommMemStats(comm, ncclStatGpuMemTotal, &bytes) == ncclInvalidUsage);
-  EXPECT(ncclCommSuspend(comm, NCCL_SUSPEND_MEM) == ncclInvalidUsage);
-  EXPECT(ncclCommResume(comm) == ncclInvalidUsage);
+  uint64_t bytes = 7;
+  EXPECT(ncclCommMemStats(comm, ncclStatGpuMemTotal, &bytes) == ncclSuccess && bytes == 0);  // no GPU memory
+  EXPECT(ncclCommSuspend(comm, NCCL_SUSPEND_MEM) == ncclSuccess);
+  EXPECT(ncclCommMemStats(comm, ncclStatGpuMemSuspended, &bytes) == ncclSuccess && bytes == 1);
+  EXPECT(ncclCommResume(comm) == ncclSuccess);
   ncclUniqueId growId;
   EXPECT(ncclCommGetUniqueId(comm, &growId) == ncclSuccess);
   ncclComm_t grown = nullptr;  // no rank passes the id: refused alike everywhere

@@ -3,7 +3,7 @@
 // hetccl does not support it on its own communicators yet, refuses with
 // ncclInvalidUsage and a message saying so (never a crash, never a
 // silent success); a communicator grows by a rank of its domain or of a
-// third one. Windows answer ncclWinGetUserPtr (lifecycle_test); the
+// third one; a suspended one refuses calls until resumed. Windows answer ncclWinGetUserPtr (lifecycle_test); the
 // parameter API shows hetccl's settings.
 #include <unistd.h>
 
@@ -30,19 +30,35 @@ int newerCallsOnHostRanks(int rank, int n, const ncclUniqueId& id) {
   RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
   const int peer = (rank + 1) % n;
 
-  // Suspend, resume, memory statistics.
+  // Suspend, resume, memory statistics: host ranks hold no GPU memory; a
+  // suspended communicator refuses calls until it is resumed.
   RANK_EXPECT(ncclCommSuspend(comm, 0x80) == ncclInvalidArgument, "unknown suspend flags accepted");
-  RANK_EXPECT(refusedClearly(ncclCommSuspend(comm, NCCL_SUSPEND_MEM), comm, "ncclCommSuspend", "does not support"),
-              "suspend: %s", ncclGetLastError(comm));
-  RANK_EXPECT(refusedClearly(ncclCommResume(comm), comm, "ncclCommResume", "does not support"), "resume: %s",
-              ncclGetLastError(comm));
   uint64_t value = 7;
   RANK_EXPECT(ncclCommMemStats(comm, ncclStatGpuMemTotal, nullptr) == ncclInvalidArgument, "NULL value accepted");
   RANK_EXPECT(ncclCommMemStats(comm, static_cast<ncclCommMemStat_t>(9), &value) == ncclInvalidArgument,
               "unknown statistic accepted");
-  RANK_EXPECT(refusedClearly(ncclCommMemStats(comm, ncclStatGpuMemTotal, &value), comm, "ncclCommMemStats",
-                             "does not support"),
-              "mem stats: %s", ncclGetLastError(comm));
+  for (ncclCommMemStat_t stat : {ncclStatGpuMemSuspend, ncclStatGpuMemSuspended, ncclStatGpuMemPersist,
+                                 ncclStatGpuMemTotal}) {
+    value = 7;
+    RANK_NCCL(ncclCommMemStats(comm, stat, &value));
+    RANK_EXPECT(value == 0, "statistic %d is %llu on a host rank", static_cast<int>(stat),
+                static_cast<unsigned long long>(value));
+  }
+  RANK_EXPECT(refusedClearly(ncclCommResume(comm), comm, "ncclCommResume", "not suspended"), "resume: %s",
+              ncclGetLastError(comm));
+  RANK_NCCL(ncclCommSuspend(comm, NCCL_SUSPEND_MEM));
+  RANK_NCCL(ncclCommMemStats(comm, ncclStatGpuMemSuspended, &value));
+  RANK_EXPECT(value == 1, "suspended reads %llu", static_cast<unsigned long long>(value));
+  RANK_EXPECT(refusedClearly(ncclCommSuspend(comm, NCCL_SUSPEND_MEM), comm, "ncclCommSuspend", "already suspended"),
+              "suspend twice: %s", ncclGetLastError(comm));
+  float probe = 1.0f;
+  RANK_EXPECT(ncclAllReduce(&probe, &probe, 1, ncclFloat32, ncclSum, comm, nullptr) == ncclInvalidUsage &&
+                  strstr(ncclGetLastError(comm), "suspended"),
+              "a collective on a suspended communicator: %s", ncclGetLastError(comm));
+  RANK_EXPECT(probe == 1.0f, "a refused collective wrote %g", probe);
+  RANK_NCCL(ncclCommResume(comm));
+  RANK_NCCL(ncclCommMemStats(comm, ncclStatGpuMemSuspended, &value));
+  RANK_EXPECT(value == 0, "resumed reads %llu", static_cast<unsigned long long>(value));
   RANK_EXPECT(ncclCommSuspend(nullptr, 0) == ncclInvalidArgument, "NULL communicator accepted");
 
   // One-sided calls, against a window of the peer.
