@@ -90,7 +90,9 @@ ncclResult_t getInteger(ncclParamHandle_t h, T* out, ncclResult_t (*VendorApi::*
   return h->lib->check((h->lib->api().*entry)(h->vendor, out), caller);
 }
 
-thread_local std::string tValue;  // what ncclParamGetStr / ncclParamGetParameter return
+// What ncclParamGetStr and ncclParamGetParameter return: each valid until
+// the same call again on the same thread.
+thread_local std::string tStrValue, tParameterValue;
 thread_local std::vector<const char*> tKeys;
 thread_local std::vector<std::string> tKeyStore;
 
@@ -136,8 +138,8 @@ HETCCL_PARAM_GET_INTEGER(U64, uint64_t)
 HETCCL_EXPORT ncclResult_t pncclParamGetStr(ncclParamHandle_t h, const char** out) {
   HETCCL_TRY(checkHandle(h, out, "ncclParamGetStr"));
   if (!h->own) return h->lib->check(h->lib->api().paramGetStr(h->vendor, out), "ncclParamGetStr");
-  settingValue(h->key.c_str(), &tValue);
-  *out = tValue.c_str();
+  settingValue(h->key.c_str(), &tStrValue);
+  *out = tStrValue.c_str();
   return ncclSuccess;
 }
 HETCCL_WEAK_ALIAS(ncclParamGetStr)
@@ -160,9 +162,9 @@ HETCCL_WEAK_ALIAS(ncclParamGet)
 
 HETCCL_EXPORT ncclResult_t pncclParamGetParameter(const char* key, const char** value, int* valueLen) {
   if (!key || !value || !valueLen) return fail(ncclInvalidArgument, "ncclParamGetParameter: key, value or valueLen is NULL");
-  if (settingValue(key, &tValue)) {
-    *value = tValue.c_str();
-    *valueLen = static_cast<int>(tValue.size());
+  if (settingValue(key, &tParameterValue)) {
+    *value = tParameterValue.c_str();
+    *valueLen = static_cast<int>(tParameterValue.size());
     return ncclSuccess;
   }
   if (VendorLibrary* lib = vendorWith(&VendorApi::paramGetParameter))
