@@ -61,7 +61,7 @@ if [ -n "${SLOWDOWN:-}" ]; then
 fi
 LD_PRELOAD="$build/libhetccl.so" timeout 300 python3 examples/train_mixed.py --mode reference --out "$out/reference.json" $args \
   > "$out/reference.log" 2>&1 || tail -5 "$out/reference.log"
-python3 - "$out" <<'PY' | tee "$out/results.md"
+python3 - "$out" "${SLOWDOWN:-}" <<'PY' | tee "$out/results.md"
 import glob, json, os, statistics, sys
 out = sys.argv[1]
 def load(pattern):
@@ -86,7 +86,7 @@ for split in sorted({os.path.basename(f).split("_")[0] for f in glob.glob(os.pat
 slow = {m: os.path.join(out, f"slowdown_{m}.json") for m in ("equal", "balanced")}
 if all(os.path.exists(f) for f in slow.values()):
     runs = {m: json.load(open(f)) for m, f in slow.items()}
-    at = int(os.environ["SLOWDOWN"].split(":")[0])
+    at = int(sys.argv[2].split(":")[0]) if len(sys.argv) > 2 and sys.argv[2] else 1
     solo_file = os.path.join(out, "slowdown_solo.json")
     solo = json.load(open(solo_file))["sum_samples_per_s"] if os.path.exists(solo_file) else None
     print(f"\n| slowdown run | samples/s (after warm-up) | samples/s from step {at} on | of the solo sum then "

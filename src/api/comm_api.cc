@@ -45,7 +45,7 @@ ncclResult_t liveComm(ncclComm_t comm, const char* caller, Communicator** out) {
 
 std::string whyNotPassThrough(const Communicator& c) {
   if (!c.partition.single())
-    return "its ranks span " + std::to_string(c.partition.domains.size()) + " vendor domains";
+    return "its ranks span " + std::to_string(c.partition.domains.size()) + " domains";
   if (!processRuntime().hasDevices()) return "its ranks are host (CPU) ranks";
   return "its domain runs hetccl's native algorithms: no vendor library was loaded (see NCCL_DEBUG=INFO)";
 }

@@ -16,27 +16,8 @@ using namespace hetccl;
 
 namespace {
 
-// Why `c` has no device API, for the messages below.
-std::string whyNoDeviceApi(const Communicator& c) {
-  if (!c.partition.single())
-    return "its ranks span " + std::to_string(c.partition.domains.size()) +
-           " domains, and a device communicator exists only inside one vendor's library";
-  if (!processRuntime().hasDevices()) return "its ranks are host (CPU) ranks, which have no device kernels";
-  return "its domain runs hetccl's native algorithms (no vendor library was loaded; see NCCL_DEBUG=INFO)";
-}
-
-// The vendor library of a pass-through communicator when it has the
-// entry point `has`; else an error that says why not.
-template <typename F>
-ncclResult_t vendorEntry(const Communicator& c, F VendorApi::*entry, const char* caller, VendorLibrary** out) {
-  if (!vendorOf(c)) return fail(ncclInvalidUsage, "%s: %s", caller, whyNoDeviceApi(c).c_str());
-  VendorLibrary& lib = vendorOf(c)->library();
-  if (!(lib.api().*entry))
-    return fail(ncclInvalidUsage, "%s: %s has no device API (NCCL 2.28 or later has it)", caller,
-                lib.describe().c_str());
-  *out = &lib;
-  return ncclSuccess;
-}
+// Why a device communicator needs pass-through, for passThroughEntry's message.
+constexpr const char* kOnlyInOneVendor = "a device communicator exists only inside one vendor's library";
 
 // The vendor library of this process's GPUs with `entry`, for the calls
 // that take no communicator.
@@ -67,11 +48,12 @@ HETCCL_EXPORT ncclResult_t pncclDevCommCreate(ncclComm_t comm, const ncclDevComm
                                               ncclDevComm* outDevComm) {
   Communicator* c = nullptr;
   HETCCL_TRY(liveComm(comm, "ncclDevCommCreate", &c));
-  VendorCommunicator* vendor = vendorOf(*c);
   if (!reqs) return fail(ncclInvalidArgument, "ncclDevCommCreate: requirements are NULL");
   if (!outDevComm) return fail(ncclInvalidArgument, "ncclDevCommCreate: outDevComm is NULL");
-  VendorLibrary* lib = nullptr;
-  HETCCL_TRY(vendorEntry(*c, &VendorApi::devCommCreate, "ncclDevCommCreate", &lib));
+  VendorCommunicator* vendor = nullptr;
+  HETCCL_TRY(
+      passThroughEntry(*c, &VendorApi::devCommCreate, "ncclDevCommCreate", "2.28", kOnlyInOneVendor, &vendor));
+  VendorLibrary* lib = &vendor->library();
   return lib->check(lib->api().devCommCreate(vendor->handle(), reqs, outDevComm), "ncclDevCommCreate",
                     vendor->handle());
 }
@@ -80,10 +62,11 @@ HETCCL_WEAK_ALIAS(ncclDevCommCreate)
 HETCCL_EXPORT ncclResult_t pncclDevCommDestroy(ncclComm_t comm, const ncclDevComm* devComm) {
   Communicator* c = nullptr;
   HETCCL_TRY(liveComm(comm, "ncclDevCommDestroy", &c));
-  VendorCommunicator* vendor = vendorOf(*c);
   if (!devComm) return fail(ncclInvalidArgument, "ncclDevCommDestroy: devComm is NULL");
-  VendorLibrary* lib = nullptr;
-  HETCCL_TRY(vendorEntry(*c, &VendorApi::devCommDestroy, "ncclDevCommDestroy", &lib));
+  VendorCommunicator* vendor = nullptr;
+  HETCCL_TRY(
+      passThroughEntry(*c, &VendorApi::devCommDestroy, "ncclDevCommDestroy", "2.28", kOnlyInOneVendor, &vendor));
+  VendorLibrary* lib = &vendor->library();
   return lib->check(lib->api().devCommDestroy(vendor->handle(), devComm), "ncclDevCommDestroy",
                     vendor->handle());
 }
@@ -168,11 +151,12 @@ HETCCL_EXPORT ncclResult_t pncclGinBarrierCreateRequirement(ncclComm_t comm, ncc
                                                             ncclDevResourceRequirements* outReq) {
   Communicator* c = nullptr;
   HETCCL_TRY(liveComm(comm, "ncclGinBarrierCreateRequirement", &c));
-  VendorCommunicator* vendor = vendorOf(*c);
   if (!outHandle || !outReq)
     return fail(ncclInvalidArgument, "ncclGinBarrierCreateRequirement: outHandle or outReq is NULL");
-  VendorLibrary* lib = nullptr;
-  HETCCL_TRY(vendorEntry(*c, &VendorApi::ginBarrierCreateRequirement, "ncclGinBarrierCreateRequirement", &lib));
+  VendorCommunicator* vendor = nullptr;
+  HETCCL_TRY(passThroughEntry(*c, &VendorApi::ginBarrierCreateRequirement, "ncclGinBarrierCreateRequirement", "2.28",
+                              kOnlyInOneVendor, &vendor));
+  VendorLibrary* lib = &vendor->library();
   return lib->check(lib->api().ginBarrierCreateRequirement(vendor->handle(), team, nBarriers, outHandle, outReq),
                     "ncclGinBarrierCreateRequirement", vendor->handle());
 }

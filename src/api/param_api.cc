@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -35,8 +34,7 @@ struct ncclParamHandle {
 namespace {
 
 std::mutex gHandlesMutex;
-std::map<std::string, ncclParamHandle*> gHandles;  // by key, for the process's life
-std::deque<ncclParamHandle> gHandleStore;
+std::map<std::string, ncclParamHandle> gHandles;  // by key, for the process's life (map nodes never move)
 
 // The vendor library of this process's GPUs when it has the call, else null.
 template <typename F>
@@ -52,7 +50,7 @@ ncclResult_t checkHandle(ncclParamHandle_t h, const void* out, const char* calle
   if (!out) return fail(ncclInvalidArgument, "%s: out is NULL", caller);
   std::lock_guard<std::mutex> lock(gHandlesMutex);
   for (const auto& [key, handle] : gHandles)
-    if (handle == h) return ncclSuccess;
+    if (&handle == h) return ncclSuccess;
   return fail(ncclInvalidArgument, "%s: not a handle from ncclParamBind", caller);
 }
 
@@ -113,9 +111,7 @@ HETCCL_EXPORT ncclResult_t pncclParamBind(ncclParamHandle_t* out, const char* ke
                 "hetccl-info --settings)", key);
   }
   std::lock_guard<std::mutex> lock(gHandlesMutex);
-  auto [it, fresh] = gHandles.emplace(key, nullptr);
-  if (fresh) it->second = &gHandleStore.emplace_back(std::move(made));
-  *out = it->second;
+  *out = &gHandles.try_emplace(key, std::move(made)).first->second;
   return ncclSuccess;
 }
 HETCCL_WEAK_ALIAS(ncclParamBind)

@@ -1,6 +1,7 @@
 #include "common/error.h"
 
 #include <atomic>
+#include <cstdarg>
 #include <cstdio>
 
 #include "common/log.h"
@@ -16,23 +17,31 @@ void noteApplicationVersion(unsigned ncclVersion) {
   if (ncclVersion >= static_cast<unsigned>(NCCL_VERSION(2, 30, 0))) gApplicationKnowsTimeout.store(true);
 }
 
-ncclResult_t timedOut(const char* fmt, ...) {
+namespace {
+
+__attribute__((format(printf, 2, 0))) ncclResult_t record(ncclResult_t code, const char* fmt, va_list ap) {
   char buf[1024];
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  tLastError = buf;
+  log(LogLevel::Warn, "%s (%s)", buf, resultName(code));
+  return code;
+}
+
+}  // namespace
+
+ncclResult_t timedOut(const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
+  const ncclResult_t r = record(gApplicationKnowsTimeout.load() ? ncclTimeout : ncclRemoteError, fmt, ap);
   va_end(ap);
-  return fail(gApplicationKnowsTimeout.load() ? ncclTimeout : ncclRemoteError, "%s", buf);
+  return r;
 }
 
 ncclResult_t fail(ncclResult_t code, const char* fmt, ...) {
-  char buf[1024];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
+  record(code, fmt, ap);
   va_end(ap);
-  tLastError = buf;
-  log(LogLevel::Warn, "%s (%s)", buf, resultName(code));
   return code;
 }
 
