@@ -44,7 +44,9 @@ from train_gpt import TinyGPT  # noqa: E402
 def wrap(model, how, device, cuda):
     """DDP, or FSDP2 with each transformer block sharded on its own."""
     if how == "ddp":
-        return DDP(model, device_ids=[device.index] if cuda else None)
+        # Small buckets: the last one (the first layers) is all-reduced after
+        # the backward ends, in full view (docs/performance.md).
+        return DDP(model, device_ids=[device.index] if cuda else None, bucket_cap_mb=4)
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
     mesh = init_device_mesh(device.type, (dist.get_world_size(),))

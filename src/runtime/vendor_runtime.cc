@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -20,6 +21,16 @@
 namespace hetccl {
 
 namespace {
+
+// Before any GPU runtime starts in the process (this library loads before
+// the application's first CUDA call, preloaded or as libnccl.so.2): the
+// stream path parks waits for peers on its streams, and a waiting stream
+// holds its hardware queue; with CUDA's default of 8 queues per process
+// the application's compute stream often shares one with such a wait and
+// stalls behind it until the slowest rank catches up (docs/performance.md:
+// the mixed-speed training table). 32, CUDA's maximum, when the
+// application has not chosen; a value it set is kept.
+__attribute__((constructor)) void moreHardwareQueues() { setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0); }
 
 using vendor_api::Api;
 using vendor_api::kBindings;

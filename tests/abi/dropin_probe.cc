@@ -2,10 +2,13 @@
 // hetccl's libnccl.so.2 first on the library path, or with hetccl in
 // LD_PRELOAD, it must get hetccl: the hetccl-only symbol is present and a
 // one-rank all-reduce on host memory works (NVIDIA's NCCL would need a GPU).
+// Loading it set CUDA_DEVICE_MAX_CONNECTIONS where the environment had not
+// (EXPECT_CONNECTIONS: the value the test expects then).
 #include <dlfcn.h>
 #include <stdlib.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "nccl.h"
 
@@ -14,6 +17,12 @@ int main() {
   auto version = reinterpret_cast<VersionFn>(dlsym(RTLD_DEFAULT, "hetcclVersionString"));
   if (!version) {
     printf("FAIL: hetccl was not loaded (no hetcclVersionString)\n");
+    return 1;
+  }
+  const char* expect = getenv("EXPECT_CONNECTIONS");
+  const char* queues = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  if (expect && (!queues || strcmp(queues, expect) != 0)) {
+    printf("FAIL: CUDA_DEVICE_MAX_CONNECTIONS is %s, not %s\n", queues ? queues : "unset", expect);
     return 1;
   }
   int v = 0;

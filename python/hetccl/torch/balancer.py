@@ -78,6 +78,7 @@ class Balancer:
         self._timer = StepTimer(self.device)
         self._silent_rounds = 0
         self._scale_outputs = False
+        self._time_backward = False
         self.premul = None
         self.issue_seconds = 0.0  # time the gradient all-reduce calls held this thread (DDP), all steps
 
@@ -113,6 +114,8 @@ class Balancer:
                     raise ValueError(f"hetccl: rank {rank} has {name} {b:g} but rank {self.rank} has {a:g}: "
                                      "every rank must pass the same")
         if kind == "ddp":
+            # Timed from the forward to the last gradient bucket (StepTimer).
+            self._time_backward = True
             check_same_parameters(model, self.group)
             self.premul = has_premul_sum(self.group)  # decided once, read by every bucket's hook
             model.register_comm_hook(self, _timed_hook)
@@ -134,7 +137,8 @@ class Balancer:
     def _after_forward(self, module, inputs, output):
         if self._scale_outputs and module.training and torch.is_grad_enabled():
             scale_output_gradients(output, self.local_batch * self.world_size / self.global_batch)
-        self._timer.end()
+        if not self._time_backward:
+            self._timer.end()
 
     # -- rebalancing ---------------------------------------------------
     def rebalance(self):
@@ -168,7 +172,7 @@ class Balancer:
     def report(self):
         """One line for this rank: where it runs (hetccl's domain, runtime,
         device and library where hetccl is loaded), its share, its measured
-        samples/s (of the forward pass: see StepTimer)."""
+        samples/s (of its computation: see StepTimer)."""
         share = self.counts[self.rank] / self.global_batch
         where = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
         known = describe_local_rank()
@@ -184,7 +188,9 @@ class Balancer:
 def _timed_hook(balancer, bucket):
     """weighted_allreduce_hook, timing how long the call holds the thread
     (it should only queue the all-reduce: the backward pass goes on
-    meanwhile)."""
+    meanwhile); the last bucket ends the step's timed computation."""
+    if bucket.is_last():  # the backward's computation ends here (StepTimer)
+        balancer._timer.end()
     begin = time.perf_counter()
     future = weighted_allreduce_hook(balancer, bucket)
     balancer.issue_seconds += time.perf_counter() - begin
