@@ -27,6 +27,11 @@ ncclResult_t handleComm(ncclComm_t comm, const char* caller, Communicator** out)
 // A pass-through communicator's vendor communicator, else nullptr.
 inline VendorCommunicator* vendorOf(const Communicator& c) { return c.router ? c.router->vendor() : nullptr; }
 
+// A window of `c` (ncclCommWindowRegister on hetccl's own communicator):
+// its number in c's one-sided engine; ncclInvalidArgument (no message) for
+// any other handle.
+ncclResult_t oneSidedWindow(const Communicator* c, ncclWindow_t win, uint64_t* id);
+
 // Why `c` is not a pass-through communicator, for messages: its ranks span
 // several domains, are host ranks, or its domain has no vendor library.
 std::string whyNotPassThrough(const Communicator& c);

@@ -3,8 +3,10 @@
 // allocation where it has one (NCCL's is what its windows need), else the
 // GPU runtime's, else host memory on CPU ranks. On a pass-through
 // communicator registrations and windows are the vendor's too (a window
-// handle is the vendor's own: its device kernels read it); elsewhere they
-// are bookkeeping, checked on deregistration.
+// handle is the vendor's own: its device kernels read it); elsewhere a
+// registration is bookkeeping, checked on deregistration, and a window is
+// also registered (collectively) with the communicator's one-sided engine,
+// which puts land in (src/plan/one_sided/one_sided.h).
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -16,6 +18,7 @@
 #include "api/api_util.h"
 #include "backend/vendor_comm.h"
 #include "core/init.h"
+#include "plan/one_sided/one_sided.h"
 #include "runtime/runtime.h"
 
 using namespace hetccl;
@@ -51,7 +54,15 @@ std::map<void*, Allocation> gAllocations;
 struct ncclWindow_vidmem {
   Registration reg;
   int flags;
+  uint64_t oneSidedId;  // its number in the communicator's one-sided engine
 };
+
+ncclResult_t hetccl::oneSidedWindow(const Communicator* c, ncclWindow_t win, uint64_t* id) {
+  std::lock_guard<std::mutex> lock(gRegistryMutex);
+  if (!gRegistrations.count(win) || win->reg.comm != c) return ncclInvalidArgument;
+  *id = win->oneSidedId;
+  return ncclSuccess;
+}
 
 HETCCL_EXPORT ncclResult_t pncclMemAlloc(void** ptr, size_t size) {
   if (!ptr) return fail(ncclInvalidArgument, "ncclMemAlloc: ptr is NULL");
@@ -156,7 +167,17 @@ HETCCL_EXPORT ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, 
     *win = vendorWindow;
     return ncclSuccess;
   }
-  auto* w = new ncclWindow_vidmem{Registration{c, buff, size, nullptr}, winFlags};
+  // Collective: every rank's window gets the same number, and every rank
+  // learns every rank's size (pass-through communicators whose vendor
+  // library has no windows get the bookkeeping alone).
+  uint64_t id = ~uint64_t(0);
+  if (!vendor) {
+    std::lock_guard<std::mutex> op(c->opMutex);
+    OneSided* engine = nullptr;
+    HETCCL_TRY(routerOf(*c).oneSided(&engine));
+    HETCCL_TRY(engine->addWindow(buff, size, &id));
+  }
+  auto* w = new ncclWindow_vidmem{Registration{c, buff, size, nullptr}, winFlags, id};
   std::lock_guard<std::mutex> lock(gRegistryMutex);
   gRegistrations.insert(w);
   *win = w;
@@ -180,8 +201,12 @@ HETCCL_EXPORT ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow
   if (it == gRegistrations.end() || win->reg.comm != c)
     return fail(ncclInvalidArgument, "ncclCommWindowDeregister: window was not registered with this communicator");
   gRegistrations.erase(it);
-  delete win;
-  return ncclSuccess;
+  std::unique_ptr<ncclWindow_vidmem> gone(win);
+  lock.unlock();
+  if (gone->oneSidedId == ~uint64_t(0)) return ncclSuccess;
+  OneSided* engine = nullptr;
+  HETCCL_TRY(routerOf(*c).oneSided(&engine));
+  return engine->removeWindow(gone->oneSidedId);
 }
 HETCCL_WEAK_ALIAS(ncclCommWindowDeregister)
 

@@ -4,16 +4,27 @@
 // them to the vendor library with the vendor's own window (the window
 // calls give the application the vendor's handle there); NCCL 2.30 or
 // later has them, an older library gets a clear ncclInvalidUsage naming
-// it. hetccl's own communicators refuse them with a message for now.
+// it. hetccl's own communicators run them on their one-sided engine
+// (src/plan/one_sided/one_sided.h).
+#include <cstdint>
+#include <span>
+
 #include "api/api_util.h"
 #include "common/types.h"
+#include "plan/one_sided/one_sided.h"
 
 using namespace hetccl;
 
 namespace {
 
-constexpr const char* kNotYet = "hetccl passes one-sided calls to the vendor library of a communicator within one GPU "
-                                "vendor's domain and does not support them on its own communicators yet";
+// hetccl's own communicator: its one-sided engine, unless it is suspended
+// or its flags are set (NCCL reserves them).
+ncclResult_t ownEngine(Communicator& c, unsigned flags, const char* caller, OneSided** out) {
+  if (c.suspended.load())
+    return fail(ncclInvalidUsage, "%s: the communicator is suspended (ncclCommSuspend): ncclCommResume it first", caller);
+  if (flags) return fail(ncclInvalidArgument, "%s: flags 0x%x are reserved by NCCL (pass 0)", caller, flags);
+  return routerOf(c).oneSided(out);
+}
 
 ncclResult_t checkPeer(const Communicator& c, int peer, const char* caller) {
   if (peer < 0 || peer >= c.nranks)
@@ -40,8 +51,20 @@ HETCCL_EXPORT ncclResult_t pncclPutSignal(const void* localbuff, size_t count, n
   if (!peerWin) return fail(ncclInvalidArgument, "ncclPutSignal: peerWin is NULL");
   HETCCL_TRY(checkPeer(*c, peer, "ncclPutSignal"));
   HETCCL_TRY(checkSignal(sigIdx, ctx, "ncclPutSignal"));
+  if (!vendorOf(*c)) {
+    uint64_t window = 0;
+    if (oneSidedWindow(c, peerWin, &window) != ncclSuccess)
+      return fail(ncclInvalidArgument, "ncclPutSignal: peerWin is not a window of this communicator");
+    const size_t es = typeSize(datatype);
+    if (count > (size_t(1) << 62) / es)
+      return fail(ncclInvalidArgument, "ncclPutSignal: count %zu of %s overflows the buffer size", count,
+                  typeName(datatype));
+    OneSided* engine = nullptr;
+    HETCCL_TRY(ownEngine(*c, flags, "ncclPutSignal", &engine));
+    return engine->put(localbuff, count * es, peer, window, peerWinOffset, sigIdx, ctx);
+  }
   VendorCommunicator* vendor = nullptr;
-  HETCCL_TRY(passThroughEntry(*c, &VendorApi::putSignal, "ncclPutSignal", "2.30", kNotYet, &vendor));
+  HETCCL_TRY(passThroughEntry(*c, &VendorApi::putSignal, "ncclPutSignal", "2.30", "", &vendor));
   VendorLibrary& lib = vendor->library();
   return lib.check(lib.api().putSignal(localbuff, count, datatype, peer, peerWin, peerWinOffset, sigIdx, ctx, flags,
                                        vendor->handle(), stream),
@@ -55,8 +78,13 @@ HETCCL_EXPORT ncclResult_t pncclSignal(int peer, int sigIdx, int ctx, unsigned i
   HETCCL_TRY(liveComm(comm, "ncclSignal", &c));
   HETCCL_TRY(checkPeer(*c, peer, "ncclSignal"));
   HETCCL_TRY(checkSignal(sigIdx, ctx, "ncclSignal"));
+  if (!vendorOf(*c)) {
+    OneSided* engine = nullptr;
+    HETCCL_TRY(ownEngine(*c, flags, "ncclSignal", &engine));
+    return engine->signal(peer, sigIdx, ctx);
+  }
   VendorCommunicator* vendor = nullptr;
-  HETCCL_TRY(passThroughEntry(*c, &VendorApi::signal, "ncclSignal", "2.30", kNotYet, &vendor));
+  HETCCL_TRY(passThroughEntry(*c, &VendorApi::signal, "ncclSignal", "2.30", "", &vendor));
   VendorLibrary& lib = vendor->library();
   return lib.check(lib.api().signal(peer, sigIdx, ctx, flags, vendor->handle(), stream), "ncclSignal",
                    vendor->handle());
@@ -75,8 +103,13 @@ HETCCL_EXPORT ncclResult_t pncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* sign
     HETCCL_TRY(checkPeer(*c, d.peer, "ncclWaitSignal"));
     HETCCL_TRY(checkSignal(d.sigIdx, d.ctx, "ncclWaitSignal"));
   }
+  if (!vendorOf(*c)) {
+    OneSided* engine = nullptr;
+    HETCCL_TRY(ownEngine(*c, 0, "ncclWaitSignal", &engine));
+    return engine->wait(std::span<const ncclWaitSignalDesc_t>(signalDescs, static_cast<size_t>(nDesc)));
+  }
   VendorCommunicator* vendor = nullptr;
-  HETCCL_TRY(passThroughEntry(*c, &VendorApi::waitSignal, "ncclWaitSignal", "2.30", kNotYet, &vendor));
+  HETCCL_TRY(passThroughEntry(*c, &VendorApi::waitSignal, "ncclWaitSignal", "2.30", "", &vendor));
   VendorLibrary& lib = vendor->library();
   return lib.check(lib.api().waitSignal(nDesc, signalDescs, vendor->handle(), stream), "ncclWaitSignal",
                    vendor->handle());

@@ -20,7 +20,7 @@ enum ConnectionTag : uint64_t {
   kTagRing = 1,
   kTagStreamRelay = 3,    // stream collectives' relay (src/plan/stream/stream_relay.h)
   kTagUcx = 8,            // UCX transport's handshake: + lane (src/transport/ucx/ucx_transport.cc)
-  kTagNetPlugin = 10,     // net plugin transport's handshake: + lane (src/transport/net_plugin/net_plugin_transport.cc)
+  kTagNetPlugin = 12,     // net plugin transport's handshake: + lane (src/transport/net_plugin/net_plugin_transport.cc)
   kTagData = 16,          // socket transport: + lane and socket index (src/transport/socket/socket_transport.cc)
   kTagStreamRelayStripes = 1ull << 31,  // the relay's further TCP connections: + stripe index (relay_link_socket.cc)
   kTagSubRingBase = 1ull << 32,  // split/shrink: + a per-call counter

@@ -52,15 +52,8 @@ ncclResult_t Communicator::finishInit() {
                   r, peers[r].hostname, why.empty() ? "" : ": ", why.c_str());
     }
   }
-  TransportContext ctx;
-  ctx.rank = rank;
-  ctx.nranks = nranks;
-  ctx.secret = secret;
-  ctx.peers = &peers;
-  ctx.listener = &listener;
-  ctx.abort = &abort;
-  ctx.timeoutSeconds = params().timeoutSeconds;
-  ctx.netPluginDevice = netPluginDevice = chooseNetPluginDevice();
+  netPluginDevice = chooseNetPluginDevice();
+  TransportContext ctx = transportContext();
   net = std::make_unique<Net>(ctx);
   ctx.lane = TransportContext::Lane::PointToPoint;
   p2pNet = std::make_unique<Net>(ctx);
@@ -76,6 +69,19 @@ ncclResult_t Communicator::finishInit() {
   if (!processRuntime().hasDevices()) gpuInProcess = loadedGpuRuntime();
   if (rank == 0) printSummary();
   return ncclSuccess;
+}
+
+TransportContext Communicator::transportContext() {
+  TransportContext ctx;
+  ctx.rank = rank;
+  ctx.nranks = nranks;
+  ctx.secret = secret;
+  ctx.peers = &peers;
+  ctx.listener = &listener;
+  ctx.abort = &abort;
+  ctx.timeoutSeconds = params().timeoutSeconds;
+  ctx.netPluginDevice = netPluginDevice;
+  return ctx;
 }
 
 ncclResult_t Communicator::waitReady() {

@@ -22,6 +22,7 @@
 #include "nccl.h"
 #include "runtime/owned.h"
 #include "runtime/runtime.h"
+#include "transport/transport_context.h"
 
 namespace hetccl {
 
@@ -74,6 +75,8 @@ class Communicator : public HostGroup {
   // Completes the connection setup once peers/listener/ring are in place:
   // transports and domains.
   ncclResult_t finishInit();
+  // What this communicator's transports are made with (its collectives' lane).
+  TransportContext transportContext();
   int chooseNetPluginDevice() const;  // HETCCL_NET_PLUGIN_DEVICE, or the NIC nearest this rank's GPU
   // Waits for a non-blocking init to finish; returns its result.
   ncclResult_t waitReady();

@@ -18,6 +18,7 @@
 #include "library/vendor_library.h"
 #include "plan/hierarchy/stream_hierarchy.h"
 #include "plan/host_staging/host_staging.h"
+#include "plan/one_sided/one_sided.h"
 #include "plan/stream/stream_collectives.h"
 #include "proxy/proxy.h"
 #include "route/fp8_bridge.h"
@@ -192,7 +193,26 @@ void Router::startStaging(Runtime& rt) {
   }
 }
 
+ncclResult_t Router::oneSided(OneSided** out) {
+  std::lock_guard<std::mutex> lock(oneSidedMutex_);
+  if (!oneSided_) {
+    OneSidedSetup s;
+    s.transport = c_.transportContext();
+    s.ring = &c_.ring;
+    const int contexts = c_.config.fields.numRmaCtx;
+    s.contexts = contexts == NCCL_CONFIG_UNDEF_INT ? 1 : contexts;
+    s.gpu = processRuntime().hasDevices();
+    HETCCL_TRY(OneSided::create(s, &oneSided_));
+  }
+  *out = oneSided_.get();
+  return ncclSuccess;
+}
+
 void Router::release() {
+  {
+    std::lock_guard<std::mutex> lock(oneSidedMutex_);
+    if (oneSided_) oneSided_->release();
+  }
   if (vendor_) vendor_->markAborted();
   if (streamCollectives_) streamCollectives_->release();  // no stream waits for a peer any longer
   if (crossGroup_) {

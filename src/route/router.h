@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 
@@ -21,6 +22,7 @@ namespace hetccl {
 class Backend;
 class Communicator;
 class Fp8Bridge;
+class OneSided;
 class Proxy;
 
 // Builds the router of `c` (c.router): the engines its layout gets
@@ -49,6 +51,10 @@ class Router {
   unsigned long long plansDerived() const { return plans_.derived(); }
   // One vendor domain: its library's communicator (registrations, device API).
   VendorCommunicator* vendor() const { return vendor_.get(); }
+  // The engine of hetccl's one-sided calls (puts, signals, waits) on this
+  // communicator, made on first use (its first window): every layout but
+  // pass-through (the vendor's own) has one.
+  ncclResult_t oneSided(OneSided** out);
   // An abort: no engine waits for a peer any longer.
   void release();
   // An error an engine met outside a call (a stall or a dead peer in the
@@ -91,6 +97,8 @@ class Router {
   std::unique_ptr<StreamPath> stream_;
   std::unique_ptr<StreamHierarchyPath> hierarchy_;
   std::array<std::atomic<unsigned long long>, kPathCount> calls_{};
+  std::mutex oneSidedMutex_;
+  std::unique_ptr<OneSided> oneSided_;  // made by oneSided(); last: destroyed first
 };
 
 // The communicator's router (built at init: buildPaths).

@@ -19,7 +19,9 @@ Net::Net(const TransportContext& ctx)
   if (params().transport != TransportChoice::Socket) shm_ = makeShmTransport(ctx_);
   // Ranks of this host may deadlock on each other: the board (in /dev/shm,
   // so only where this rank uses shared memory) lets them see it.
-  if (shm_ && (*ctx_.peers)[static_cast<size_t>(ctx_.rank)].shmAllowed) {
+  // The one-sided lane never waits in wait() (its thread polls): no board.
+  if (shm_ && (*ctx_.peers)[static_cast<size_t>(ctx_.rank)].shmAllowed &&
+      ctx_.lane != TransportContext::Lane::OneSided) {
     board_ = std::make_unique<WaitBoard>(ctx_);
     if (board_->open() != ncclSuccess) {
       HETCCL_WARN("rank %d: no wait board (%s): mismatched calls end at HETCCL_TIMEOUT", ctx_.rank, lastError());
@@ -214,6 +216,35 @@ ncclResult_t Net::waitDriving(Request* const* requests, size_t count, size_t mus
       }
     }
   }
+}
+
+ncclResult_t Net::poll(Request* const* requests, size_t count, bool* moved) {
+  active_.clear();
+  for (size_t i = 0; i < count; ++i) {
+    Request* r = requests[i];
+    if (r->complete) continue;
+    if (!r->connection) {  // a receive kept until its peer connects: has it now?
+      Connection* made = nullptr;
+      HETCCL_TRY(recvConnection(r->peer, &made));  // posts the peer's kept receives
+      if (!made) continue;
+      *moved = true;
+    }
+    Connection* c = r->connection;
+    if (!c || std::find(active_.begin(), active_.end(), c) != active_.end()) continue;
+    active_.push_back(c);
+    HETCCL_TRY(c->progress(moved));
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t Net::checkPeer(int peer) {
+  Connection* out = send_[static_cast<size_t>(peer)].get();
+  Connection* in = recv_[static_cast<size_t>(peer)].get();
+  if (out) HETCCL_TRY(out->checkPeer());
+  if (!in) return checkUnconnectedPeer(peer);
+  HETCCL_TRY(in->checkPeer());
+  const uint32_t reason = in->peerGoneReason();
+  return reason ? Connection::peerGoneError(reason, peer) : ncclSuccess;
 }
 
 ncclResult_t Net::send(int peer, const void* data, size_t bytes, uint64_t tag) {

@@ -33,6 +33,14 @@ class Net {
   // HETCCL_TIMEOUT, a peer is gone, or the communicator is aborted.
   ncclResult_t wait(Request* const* requests, size_t count, size_t mustComplete = ~size_t(0));
 
+  // For a progress thread that waits for peers that may never send (the
+  // one-sided lane): one pass over the requests' connections without
+  // waiting, so no timeout; *moved when anything moved.
+  ncclResult_t poll(Request* const* requests, size_t count, bool* moved);
+  // An error naming `peer` when it is gone (its connections' check, or its
+  // process on this host where it has not connected).
+  ncclResult_t checkPeer(int peer);
+
   ncclResult_t send(int peer, const void* data, size_t bytes, uint64_t tag);
   ncclResult_t recv(int peer, void* data, size_t bytes, uint64_t tag, RecvSink* sink = nullptr);
   ncclResult_t sendRecv(int sendPeer, const void* sendData, size_t sendBytes, int recvPeer, void* recvData,

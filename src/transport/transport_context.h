@@ -22,13 +22,25 @@ struct TransportContext {
   const AbortFlag* abort = nullptr;
   double timeoutSeconds = 300.0;
   int netPluginDevice = 0;  // the net plugin's device (NIC) this rank uses
-  // A communicator keeps two sets of connections, its collectives' and
-  // its send/recv's, so that the two can run side by side (a group's
-  // send/recv beside its collectives) and never take each other's
-  // messages. Each set names its segments and tags its sockets apart.
-  enum class Lane { Collectives = 0, PointToPoint = 1 };
-  static constexpr int kLanes = 2;
+  // A communicator keeps up to three sets of connections, its
+  // collectives', its send/recv's and its one-sided calls' (made on their
+  // first use), so that they can run side by side (a group's send/recv
+  // beside its collectives, puts arriving while collectives run) and never
+  // take each other's messages. Each set names its segments and tags its
+  // sockets apart.
+  enum class Lane { Collectives = 0, PointToPoint = 1, OneSided = 2 };
+  static constexpr int kLanes = 3;
   Lane lane = Lane::Collectives;
+  // "collectives", "send/recv", "one-sided" (logs); and the lane's mark in
+  // shared-memory names ("", "p2p", "rma").
+  const char* laneName() const {
+    static constexpr const char* kNames[kLanes] = {"collectives", "send/recv", "one-sided"};
+    return kNames[static_cast<int>(lane)];
+  }
+  const char* laneMark() const {
+    static constexpr const char* kMarks[kLanes] = {"", "p2p", "rma"};
+    return kMarks[static_cast<int>(lane)];
+  }
   // The peer's pid where this rank can watch it (one host), else 0.
   int watchablePid(int peer) const {
     return hetccl::watchablePid((*peers)[static_cast<size_t>(rank)], (*peers)[static_cast<size_t>(peer)]);

@@ -12,8 +12,8 @@ uint64_t entryOf(int peer, uint64_t tag) { return (static_cast<uint64_t>(peer + 
 }  // namespace
 
 std::string WaitBoard::nameOf(const TransportContext& ctx, int rank, int pid) {
-  const char* kind = ctx.lane == TransportContext::Lane::PointToPoint ? "p2pwait" : "wait";
-  return sharedSegmentName(ctx.secret, kind, rank, rank, pid);
+  const std::string kind = std::string(ctx.laneMark()) + "wait";
+  return sharedSegmentName(ctx.secret, kind.c_str(), rank, rank, pid);
 }
 
 ncclResult_t WaitBoard::open() {

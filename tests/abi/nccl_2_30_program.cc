@@ -38,10 +38,13 @@ int main() {
   EXPECT(ncclCommWindowRegister(comm, data, sizeof(data), &win, NCCL_WIN_STRICT_ORDERING) == ncclSuccess);
   void* user = nullptr;
   EXPECT(ncclWinGetUserPtr(comm, win, &user) == ncclSuccess && user == data);
-  EXPECT(ncclPutSignal(data, 4, ncclFloat32, 0, win, 0, 0, 0, 0, comm, nullptr) == ncclInvalidUsage);
-  EXPECT(ncclSignal(0, 0, 0, 0, comm, nullptr) == ncclInvalidUsage);
-  ncclWaitSignalDesc_t desc = {1, 0, 0, 0};
-  EXPECT(ncclWaitSignal(1, &desc, comm, nullptr) == ncclInvalidUsage);
+  // One rank puts into its own window: the data lands, both signals count.
+  const float four[4] = {5.0f, 6.0f, 7.0f, 8.0f};
+  EXPECT(ncclPutSignal(four, 4, ncclFloat32, 0, win, 8 * sizeof(float), 0, 0, 0, comm, nullptr) == ncclSuccess);
+  EXPECT(ncclSignal(0, 0, 0, 0, comm, nullptr) == ncclSuccess);
+  ncclWaitSignalDesc_t desc = {2, 0, 0, 0};
+  EXPECT(ncclWaitSignal(1, &desc, comm, nullptr) == ncclSuccess);
+  EXPECT(data[8] == 5.0f && data[11] == 8.0f);
   EXPECT(ncclCommWindowDeregister(comm, win) == ncclSuccess);
   uint64_t bytes = 7;
   EXPECT(ncclCommMemStats(comm, ncclStatGpuMemTotal, &bytes) == ncclSuccess && bytes == 0);  // no GPU memory

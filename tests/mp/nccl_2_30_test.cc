@@ -78,12 +78,24 @@ int newerCallsOnHostRanks(int rank, int n, const ncclUniqueId& id) {
   RANK_EXPECT(ncclPutSignal(buffer.data(), 4, static_cast<ncclDataType_t>(99), peer, win, 0, 0, 0, 0, comm,
                             nullptr) == ncclInvalidArgument,
               "a bad type accepted");
-  RANK_EXPECT(refusedClearly(ncclPutSignal(buffer.data(), 4, ncclFloat32, peer, win, 0, 0, 0, 0, comm, nullptr), comm,
-                             "ncclPutSignal", "does not support"),
-              "put: %s", ncclGetLastError(comm));
+  RANK_EXPECT(ncclPutSignal(buffer.data(), 4, ncclFloat32, peer, win, 0, 64, 0, 0, comm, nullptr) ==
+                      ncclInvalidArgument && strstr(ncclGetLastError(comm), "out of range"),
+              "signal index 64 accepted: %s", ncclGetLastError(comm));
+  RANK_EXPECT(ncclPutSignal(buffer.data(), 4, ncclFloat32, peer, win, 0, 0, 1, 0, comm, nullptr) ==
+                      ncclInvalidArgument && strstr(ncclGetLastError(comm), "numRmaCtx"),
+              "context 1 accepted with numRmaCtx 1: %s", ncclGetLastError(comm));
+  RANK_EXPECT(ncclPutSignal(buffer.data(), 4, ncclFloat32, peer, win, 0, 0, 0, 1, comm, nullptr) ==
+                  ncclInvalidArgument,
+              "reserved flags accepted");
+  RANK_EXPECT(ncclPutSignal(buffer.data(), 8, ncclFloat32, peer, win, 60 * sizeof(float), 0, 0, 0, comm, nullptr) ==
+                      ncclInvalidArgument && strstr(ncclGetLastError(comm), "past the end"),
+              "a put past the end of the peer's window accepted: %s", ncclGetLastError(comm));
+  ncclWindow_t forged = reinterpret_cast<ncclWindow_t>(buffer.data());
+  RANK_EXPECT(ncclPutSignal(buffer.data(), 4, ncclFloat32, peer, forged, 0, 0, 0, 0, comm, nullptr) ==
+                  ncclInvalidArgument,
+              "a window that is none accepted");
   RANK_EXPECT(ncclSignal(-1, 0, 0, 0, comm, nullptr) == ncclInvalidArgument, "a negative peer accepted");
-  RANK_EXPECT(refusedClearly(ncclSignal(peer, 0, 0, 0, comm, nullptr), comm, "ncclSignal", "does not support"),
-              "signal: %s", ncclGetLastError(comm));
+  RANK_EXPECT(ncclSignal(peer, 64, 0, 0, comm, nullptr) == ncclInvalidArgument, "signal index 64 accepted");
   ncclWaitSignalDesc_t desc{1, peer, 0, 0};
   RANK_EXPECT(ncclWaitSignal(1, nullptr, comm, nullptr) == ncclInvalidArgument, "NULL descriptors accepted");
   RANK_EXPECT(ncclWaitSignal(-1, &desc, comm, nullptr) == ncclInvalidArgument, "a negative count accepted");
@@ -91,8 +103,14 @@ int newerCallsOnHostRanks(int rank, int n, const ncclUniqueId& id) {
   RANK_EXPECT(ncclWaitSignal(1, &bad, comm, nullptr) == ncclInvalidArgument, "a descriptor's bad peer accepted");
   bad = {-2, peer, 0, 0};
   RANK_EXPECT(ncclWaitSignal(1, &bad, comm, nullptr) == ncclInvalidArgument, "a negative opCnt accepted");
-  RANK_EXPECT(refusedClearly(ncclWaitSignal(1, &desc, comm, nullptr), comm, "ncclWaitSignal", "does not support"),
-              "wait: %s", ncclGetLastError(comm));
+  bad = {1, peer, 64, 0};
+  RANK_EXPECT(ncclWaitSignal(1, &bad, comm, nullptr) == ncclInvalidArgument, "a descriptor's signal 64 accepted");
+  // Nothing of the refused calls was sent: one signal to the next rank, one awaited from the previous.
+  RANK_NCCL(ncclSignal(peer, 0, 0, 0, comm, nullptr));
+  desc = {1, (rank + n - 1) % n, 0, 0};
+  RANK_NCCL(ncclWaitSignal(1, &desc, comm, nullptr));
+  RANK_EXPECT(std::all_of(buffer.begin(), buffer.end(), [](float v) { return v == 1.0f; }),
+              "a refused put wrote into the window");
   RANK_NCCL(ncclCommWindowDeregister(comm, win));
 
   // Growing: arguments, one id at a time, exactly one root.

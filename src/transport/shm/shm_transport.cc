@@ -305,7 +305,7 @@ class ShmTransport : public Transport {
   // their names are known, so they go now, not when the next process starts.
   void forgetDeadPeer(int peer) override {
     const int pid = (*ctx_.peers)[static_cast<size_t>(peer)].pid;
-    for (const char* lane : {"", "p2p"}) shm_unlink(sharedSegmentName(ctx_.secret, lane, peer, ctx_.rank, pid).c_str());
+    for (const char* lane : {"", "p2p", "rma"}) shm_unlink(sharedSegmentName(ctx_.secret, lane, peer, ctx_.rank, pid).c_str());
   }
 
   ncclResult_t tryAccept(int peer, std::unique_ptr<Connection>* out) override {
@@ -346,7 +346,7 @@ class ShmTransport : public Transport {
     const RankInfo& them = (*ctx_.peers)[static_cast<size_t>(peer)];
     return them.pidNamespace == me.pidNamespace ? them.pid : 0;
   }
-  const char* laneLabel() const { return ctx_.lane == TransportContext::Lane::PointToPoint ? "p2p" : ""; }
+  const char* laneLabel() const { return ctx_.laneMark(); }
 
   TransportContext ctx_;
 };

@@ -42,7 +42,7 @@ namespace {
 constexpr int kRankBits = 24;
 constexpr uint64_t kRankMask = ~uint64_t{0} << (64 - kRankBits);
 constexpr uint64_t kCheckedTagBits = ~kRankMask;
-static_assert(kTagUcx + TransportContext::kLanes <= kTagData, "the UCX handshake's socket tags overlap the data sockets'");
+static_assert(kTagUcx + TransportContext::kLanes <= kTagNetPlugin, "the UCX handshake's socket tags overlap the net plugin's");
 
 uint64_t wireTag(int sender, uint64_t tag) {
   return (static_cast<uint64_t>(sender) << (64 - kRankBits)) | (tag & kCheckedTagBits);
@@ -289,8 +289,7 @@ class UcxTransport : public Transport {
   ncclResult_t ensureWorker() {
     if (worker_) return ncclSuccess;
     HETCCL_TRY(UcxWorker::create(api_, &worker_));
-    HETCCL_INFO("UCX transport: worker of rank %d (%s lane) ready", ctx_.rank,
-                ctx_.lane == TransportContext::Lane::Collectives ? "collectives" : "send/recv");
+    HETCCL_INFO("UCX transport: worker of rank %d (%s lane) ready", ctx_.rank, ctx_.laneName());
     return ncclSuccess;
   }
 
