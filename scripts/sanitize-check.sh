@@ -6,8 +6,8 @@
 #                                                normally) into build-asan/
 #   scripts/sanitize-check.sh thread [filter]   ThreadSanitizer into build-tsan/
 # "address quick" is the subset CI runs (about 3 minutes on 2 cores): the
-# bootstrap and its hostile-peer tests, bad input, groups, lifecycle and the
-# reliability tests. Plain "address" and "thread" run more (about 10 minutes
+# bootstrap and its hostile-peer tests, bad input, groups, lifecycle, the
+# reliability tests and the one-sided calls (headers from other processes). Plain "address" and "thread" run more (about 10 minutes
 # each): run them after touching threads, queues, shared-memory records or
 # anything that parses another process's bytes.
 #
@@ -33,32 +33,32 @@ case "$mode" in
     dir=build-asan
     flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g"
     link="-fsanitize=address,undefined"
-    targets="wire_tests bad_input_test group_test lifecycle_test reliability_test domains_test collectives_test"
+    targets="wire_tests bad_input_test group_test lifecycle_test reliability_test domains_test collectives_test one_sided_test"
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=66 ${ASAN_OPTIONS:-}"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=67 ${UBSAN_OPTIONS:-}"
     # wire_tests: the parts that parse bytes and manage handles, not the
     # numerics (slow under the sanitizers, and pure arithmetic).
     units='UniqueId.*:SocketAddress.*:Listener.*:Root.*:Interfaces.*:SocketTransport.*:Handles.*:RankTable.*'
     if [ "${2:-}" = quick ]; then
-      targets="wire_tests bad_input_test group_test lifecycle_test reliability_test"  # only what it runs
+      targets="wire_tests bad_input_test group_test lifecycle_test reliability_test one_sided_test"  # only what it runs
       runs=("wire_tests --gtest_filter=$units" reliability_test group_test
             "bad_input_test --gtest_filter=BadInput.Arg*:BadInput.Garbage*:BadInput.Missing*:BadInput.DeadRankShared*:BadInput.DeadRankSockets:BadInput.Mismatched*Errors:BadInput.Unusable*"
-            "lifecycle_test --gtest_filter=-*Ipv6*")
+            "lifecycle_test --gtest_filter=-*Ipv6*" "one_sided_test --gtest_filter=OneSided.*:-*RdmaAndUcx*")
     else
       runs=("wire_tests --gtest_filter=$units" reliability_test group_test bad_input_test lifecycle_test
-            "domains_test --gtest_filter=Domains.*" collectives_test)
+            "domains_test --gtest_filter=Domains.*" collectives_test one_sided_test)
     fi
     ;;
   thread)
     dir=build-tsan
     flags="-fsanitize=thread -g"
     link="-fsanitize=thread"
-    targets="group_test lifecycle_test bad_input_test stream_collectives_test stream_hierarchy_test domains_test reliability_test"
+    targets="group_test lifecycle_test bad_input_test stream_collectives_test stream_hierarchy_test domains_test reliability_test one_sided_test"
     export TSAN_OPTIONS="halt_on_error=0 exitcode=66 ${TSAN_OPTIONS:-}"
     filter=${2:--*EveryCollectiveTypeOpCountAndPlacement*:*EveryTypeAndCount*:*ThroughTheRelayEveryCollectiveIsRight*:*DeadPeerThroughTheRelay*:*ThroughTheRelayWrongSizeIsAnError*}
     layouts='Domains.*:*pieces_two_domains*:*pieces_consecutive_three_domains*:*async_staged_like_gpu_ranks*'
     runs=(group_test lifecycle_test bad_input_test "stream_collectives_test --gtest_filter=$filter" stream_hierarchy_test
-          "domains_test --gtest_filter=$layouts" reliability_test)
+          "domains_test --gtest_filter=$layouts" reliability_test one_sided_test)
     ;;
   *)
     echo "usage: $0 address [quick] | thread [filter]" >&2

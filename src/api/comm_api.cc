@@ -393,8 +393,12 @@ HETCCL_EXPORT ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* device)
 }
 HETCCL_WEAK_ALIAS(ncclCommCuDevice)
 
+#define HETCCL_STRING2(x) #x
+#define HETCCL_STRING(x) HETCCL_STRING2(x)
 HETCCL_EXPORT const char* hetcclVersionString(void) {
-  return "hetccl 0.1.0 (NCCL API 2.28.9)";
+  // The NCCL API is the header's (include/nccl.h): one place to change.
+  return "hetccl 0.1.0 (NCCL API " HETCCL_STRING(NCCL_MAJOR) "." HETCCL_STRING(NCCL_MINOR) "." HETCCL_STRING(
+      NCCL_PATCH) ")";
 }
 
 HETCCL_EXPORT ncclResult_t hetcclCommGetStats(ncclComm_t comm, hetcclCommStats_t* stats) {

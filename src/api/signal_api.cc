@@ -61,7 +61,7 @@ HETCCL_EXPORT ncclResult_t pncclPutSignal(const void* localbuff, size_t count, n
                   typeName(datatype));
     OneSided* engine = nullptr;
     HETCCL_TRY(ownEngine(*c, flags, "ncclPutSignal", &engine));
-    return engine->put(localbuff, count * es, peer, window, peerWinOffset, sigIdx, ctx);
+    return engine->put(localbuff, count * es, peer, window, peerWinOffset, sigIdx, ctx, stream);
   }
   VendorCommunicator* vendor = nullptr;
   HETCCL_TRY(passThroughEntry(*c, &VendorApi::putSignal, "ncclPutSignal", "2.30", "", &vendor));
@@ -81,7 +81,7 @@ HETCCL_EXPORT ncclResult_t pncclSignal(int peer, int sigIdx, int ctx, unsigned i
   if (!vendorOf(*c)) {
     OneSided* engine = nullptr;
     HETCCL_TRY(ownEngine(*c, flags, "ncclSignal", &engine));
-    return engine->signal(peer, sigIdx, ctx);
+    return engine->signal(peer, sigIdx, ctx, stream);
   }
   VendorCommunicator* vendor = nullptr;
   HETCCL_TRY(passThroughEntry(*c, &VendorApi::signal, "ncclSignal", "2.30", "", &vendor));
@@ -106,7 +106,7 @@ HETCCL_EXPORT ncclResult_t pncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* sign
   if (!vendorOf(*c)) {
     OneSided* engine = nullptr;
     HETCCL_TRY(ownEngine(*c, 0, "ncclWaitSignal", &engine));
-    return engine->wait(std::span<const ncclWaitSignalDesc_t>(signalDescs, static_cast<size_t>(nDesc)));
+    return engine->wait(std::span<const ncclWaitSignalDesc_t>(signalDescs, static_cast<size_t>(nDesc)), stream);
   }
   VendorCommunicator* vendor = nullptr;
   HETCCL_TRY(passThroughEntry(*c, &VendorApi::waitSignal, "ncclWaitSignal", "2.30", "", &vendor));

@@ -201,7 +201,12 @@ ncclResult_t Router::oneSided(OneSided** out) {
     s.ring = &c_.ring;
     const int contexts = c_.config.fields.numRmaCtx;
     s.contexts = contexts == NCCL_CONFIG_UNDEF_INT ? 1 : contexts;
-    s.gpu = processRuntime().hasDevices();
+    // GPU ranks queue them on streams; so do CPU ranks that take the GPU
+    // ranks' paths (HETCCL_FORCE_STAGING, rank 0's: CI runs it so).
+    Runtime& rt = processRuntime();
+    if (rt.hasDevices() || c_.tunables.hostRanksStaged) s.streams = &rt;
+    Communicator* c = &c_;
+    s.onError = [c](ncclResult_t e) { c->setFatal(e); };
     HETCCL_TRY(OneSided::create(s, &oneSided_));
   }
   *out = oneSided_.get();

@@ -28,6 +28,19 @@ const ncclDataType_t kTypes[] = {ncclInt8,     ncclUint8,   ncclInt32,   ncclUin
                                  ncclFloat8e4m3, ncclFloat8e5m2};
 constexpr size_t kWindowBytes = 1 << 20;
 
+// CPU ranks that take the GPU ranks' paths (HETCCL_FORCE_STAGING): the
+// calls are queued on the host runtime's streams, which block, as a GPU
+// rank's would be; a failure there turns the communicator fatal.
+bool onStreams() { return getenv("HETCCL_FORCE_STAGING") != nullptr; }
+
+// A barrier on a communicator of its own (split from the tested one at
+// the start), so that ranks meet also after the tested one turned fatal.
+int barrier(ncclComm_t other) {
+  float token = 0;
+  RANK_NCCL(ncclAllReduce(&token, &token, 1, ncclFloat32, ncclSum, other, nullptr));
+  return 0;
+}
+
 // One seed for the run, rank 0's, on every rank (printed where a check fails).
 uint64_t gSeed = 0;
 ncclResult_t agreeOnSeed(int rank, ncclComm_t comm) {
@@ -125,12 +138,13 @@ int everyTypeLands(int rank, int n, const ncclUniqueId& id) {
 // Signals count: three sent, waited for two then one; contexts beyond the
 // first where the config asks for them; a wait with nothing coming ends at
 // HETCCL_TIMEOUT (2 s on rank 1), as ncclTimeout for a 2.30 application,
-// and the communicator still works after it.
+// and the communicator still works after it (on streams: it is fatal).
 int signalsCount(int rank, int n, const ncclUniqueId& id) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.numRmaCtx = 2;
-  ncclComm_t comm;
+  ncclComm_t comm, side;
   RANK_NCCL(ncclCommInitRankConfig(&comm, n, id, rank, &config));
+  RANK_NCCL(ncclCommSplit(comm, 0, rank, &side, nullptr));
   if (rank == 0) {
     for (int i = 0; i < 3; ++i) RANK_NCCL(ncclSignal(1, 7, 1, 0, comm, nullptr));
     RANK_NCCL(ncclSignal(1, 7, 0, 0, comm, nullptr));
@@ -144,15 +158,23 @@ int signalsCount(int rank, int n, const ncclUniqueId& id) {
     const ncclResult_t r = ncclWaitSignal(1, &one, comm, nullptr);
     RANK_EXPECT(r == ncclTimeout && strstr(ncclGetLastError(comm), "no signal from rank 0"),
                 "a wait for a signal never sent: %s: %s", ncclGetErrorString(r), ncclGetLastError(comm));
-    RANK_NCCL(ncclSignal(0, 3, 0, 0, comm, nullptr));
+    if (onStreams()) {  // a stream's wait that failed: the communicator is fatal
+      ncclResult_t async = ncclSuccess;
+      RANK_EXPECT(ncclCommGetAsyncError(comm, &async) == ncclSuccess && async == ncclTimeout,
+                  "asynchronous error %s after a stream's wait timed out", ncclGetErrorString(async));
+    } else {
+      RANK_NCCL(ncclSignal(0, 3, 0, 0, comm, nullptr));
+    }
   }
-  if (rank == 0) {  // until rank 1's wait has timed out (rank 0 waits up to its HETCCL_TIMEOUT, 300 s)
+  if (rank == 0 && !onStreams()) {  // the communicator works after the timeout
     ncclWaitSignalDesc_t after{1, 1, 3, 0};
     RANK_NCCL(ncclWaitSignal(1, &after, comm, nullptr));
   }
-  float token = 0;
-  RANK_NCCL(ncclAllReduce(&token, &token, 1, ncclFloat32, ncclSum, comm, nullptr));
-  RANK_NCCL(ncclCommDestroy(comm));
+  // Rank 0 stays until rank 1's wait has timed out (were it gone, that wait would fail sooner).
+  if (barrier(side)) return 1;
+  RANK_NCCL(ncclCommDestroy(side));
+  if (onStreams()) ncclCommAbort(comm);
+  else RANK_NCCL(ncclCommDestroy(comm));
   return 0;
 }
 
@@ -188,8 +210,9 @@ int largePutsCross(int rank, int n, const ncclUniqueId& id) {
 // Rank 1 deregisters its window; rank 0's put into it is dropped there and
 // rank 1's wait for rank 0 fails, naming the window.
 int putIntoADeregisteredWindow(int rank, int n, const ncclUniqueId& id) {
-  ncclComm_t comm;
+  ncclComm_t comm, side;
   RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+  RANK_NCCL(ncclCommSplit(comm, 0, rank, &side, nullptr));
   std::vector<float> window(256, 5.0f);
   ncclWindow_t win;
   RANK_NCCL(ncclCommWindowRegister(comm, window.data(), window.size() * sizeof(float), &win, NCCL_WIN_DEFAULT));
@@ -206,6 +229,17 @@ int putIntoADeregisteredWindow(int rank, int n, const ncclUniqueId& id) {
                 "a put into a deregistered window: %s: %s", ncclGetErrorString(r), ncclGetLastError(comm));
     RANK_EXPECT(std::all_of(window.begin(), window.end(), [](float v) { return v == 5.0f; }),
                 "the dropped put wrote into the old window");
+    if (onStreams()) {  // a stream may have waited for that signal: the communicator is fatal
+      ncclResult_t async = ncclSuccess;
+      RANK_EXPECT(ncclCommGetAsyncError(comm, &async) == ncclSuccess && async == ncclInvalidUsage,
+                  "asynchronous error %s after a dropped put", ncclGetErrorString(async));
+    }
+  }
+  if (barrier(side)) return 1;  // rank 0 stays until rank 1 has seen it
+  RANK_NCCL(ncclCommDestroy(side));
+  if (onStreams()) {
+    ncclCommAbort(comm);
+    return 0;
   }
   RANK_NCCL(ncclAllReduce(&token, &token, 1, ncclFloat32, ncclSum, comm, nullptr));
   if (rank != 1) RANK_NCCL(ncclCommWindowDeregister(comm, win));
@@ -274,6 +308,35 @@ TEST(OneSided, APutIntoADeregisteredWindowIsAnErrorThere) {
 
 TEST(OneSided, ADeadPeerIsAnErrorNotAHang) {
   EXPECT_RANKS_PASS_WITH_VICTIMS(2, [](int) { return mp::Env{}; }, 30, {1}, deadPeer);
+}
+
+// The same on streams (what GPU ranks run), with the host runtime's.
+const mp::Env kOnStreams{{"HETCCL_FORCE_STAGING", "1"}};
+
+TEST(OneSidedOnStreams, EveryTypeLandsBeforeItsSignal) {
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "a"}, kOnStreams), 120, everyTypeLands);
+}
+
+TEST(OneSidedOnStreams, LargePutsCrossInChunksThroughStaging) {
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, kOnStreams), 120, largePutsCross);
+}
+
+TEST(OneSidedOnStreams, SignalsCountAndAWaitForNoneIsTheCommunicatorsTimeout) {
+  EXPECT_RANKS_PASS_EACH(2,
+                         [](int rank) {
+                           mp::Env env = mp::domainLayout({"a", "b"}, kOnStreams)(rank);
+                           if (rank == 1) env.push_back({"HETCCL_TIMEOUT", "2"});
+                           return env;
+                         },
+                         60, signalsCount);
+}
+
+TEST(OneSidedOnStreams, APutIntoADeregisteredWindowIsTheCommunicatorsError) {
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, kOnStreams), 60, putIntoADeregisteredWindow);
+}
+
+TEST(OneSidedOnStreams, ADeadPeerIsAnErrorNotAHang) {
+  EXPECT_RANKS_PASS_WITH_VICTIMS(2, mp::domainLayout({"a", "b"}, kOnStreams), 30, {1}, deadPeer);
 }
 
 }  // namespace

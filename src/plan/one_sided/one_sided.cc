@@ -11,14 +11,6 @@
 
 namespace hetccl {
 
-namespace {
-
-constexpr uint64_t kHeaderTag = 0x6f6e657369646564ull;  // "onesided"
-constexpr uint64_t kDataTag = kHeaderTag + 1;
-constexpr uint64_t kNoWindow = ~uint64_t(0);  // a signal alone
-
-}  // namespace
-
 OneSided::OneSided(const OneSidedSetup& setup)
     : setup_(setup),
       rank_(setup.transport.rank),
@@ -35,6 +27,19 @@ ncclResult_t OneSided::create(const OneSidedSetup& setup, std::unique_ptr<OneSid
     return fail(ncclInvalidArgument, "numRmaCtx is %d in the communicator's config; one-sided calls need at least 1",
                 setup.contexts);
   std::unique_ptr<OneSided> s(new OneSided(setup));
+  if (setup.streams) {  // the pinned counters the streams wait on, zeroed; the thread's copy stream
+    Runtime& rt = *setup.streams;
+    s->rt_ = &rt;
+    const size_t words = 1 + static_cast<size_t>(s->nranks_) * static_cast<size_t>(setup.contexts) * kSignals;
+    HETCCL_TRY(allocPinned(rt, words * sizeof(uint32_t), &s->counters_));
+    memset(s->counters_.get(), 0, words * sizeof(uint32_t));
+    HETCCL_TRY(rt.currentDevice(&s->device_));
+    HETCCL_TRY(createStream(rt, &s->copies_));
+    for (int p = 0; p < s->nranks_; ++p)  // each peer's chunks bound for device memory
+      if (p != s->rank_) HETCCL_TRY(allocPinned(rt, kChunkBytes, &s->incoming_[static_cast<size_t>(p)].staging));
+  }
+  HETCCL_INFO("rank %d: one-sided calls %s", s->rank_,
+              setup.streams ? "queued on the caller's streams" : "completed by the calling thread");
   s->net_ = std::make_unique<Net>(s->setup_.transport);
   s->thread_ = std::thread(&OneSided::loop, s.get());
   *out = std::move(s);
@@ -82,31 +87,27 @@ ncclResult_t OneSided::checkSignal(int sigIdx, int ctx, const char* caller) cons
   return ncclSuccess;
 }
 
-ncclResult_t OneSided::usable(const char* caller) const {
-  if (!setup_.gpu) return ncclSuccess;
-  return fail(ncclInvalidUsage,
-              "%s: hetccl does not queue one-sided calls on the GPU ranks of a communicator of several domains yet; "
-              "CPU ranks (HETCCL_DEVICE=host) and communicators within one GPU vendor's domain (passed to its "
-              "library) have them",
-              caller);
-}
-
 // -- windows ----------------------------------------------------------
 
 ncclResult_t OneSided::addWindow(void* base, size_t bytes, uint64_t* id) {
   struct Entry {
-    uint64_t number, bytes, gpu;
+    uint64_t number, bytes;
   };
   std::vector<Entry> all(static_cast<size_t>(nranks_));
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    all[static_cast<size_t>(rank_)] = Entry{windows_.size(), bytes, setup_.gpu ? 1u : 0u};
+    all[static_cast<size_t>(rank_)] = Entry{windows_.size(), bytes};
   }
+  MemoryKind kind = MemoryKind::Host;
+  int device = -1;
+  if (rt_ && bytes) HETCCL_TRY(rt_->memoryKind(base, &kind, &device));
   HETCCL_TRY(setup_.ring->allGather(all.data(), sizeof(Entry), Deadline(setup_.transport.timeoutSeconds),
                                     setup_.transport.abort));
   const uint64_t number = all[static_cast<size_t>(rank_)].number;
-  Window w{static_cast<char*>(base), std::vector<uint64_t>(static_cast<size_t>(nranks_)),
-           std::vector<uint8_t>(static_cast<size_t>(nranks_)), true};
+  // Device memory takes puts through pinned staging; so does any window of
+  // CPU ranks on streams (HETCCL_FORCE_STAGING), so that CI runs that path.
+  const bool staged = kind == MemoryKind::Device || (rt_ && !rt_->hasDevices());
+  Window w{static_cast<char*>(base), std::vector<uint64_t>(static_cast<size_t>(nranks_)), true, staged};
   for (int r = 0; r < nranks_; ++r) {
     if (all[static_cast<size_t>(r)].number != number)
       return fail(ncclInvalidUsage,
@@ -115,7 +116,6 @@ ncclResult_t OneSided::addWindow(void* base, size_t bytes, uint64_t* id) {
                   r, static_cast<unsigned long long>(all[static_cast<size_t>(r)].number),
                   static_cast<unsigned long long>(number));
     w.sizes[static_cast<size_t>(r)] = all[static_cast<size_t>(r)].bytes;
-    w.onGpu[static_cast<size_t>(r)] = all[static_cast<size_t>(r)].gpu != 0;
   }
   std::lock_guard<std::mutex> lock(mutex_);
   windows_.push_back(std::move(w));
@@ -134,28 +134,29 @@ ncclResult_t OneSided::removeWindow(uint64_t id) {
 
 // -- the calls ------------------------------------------------------------
 
-ncclResult_t OneSided::put(const void* data, size_t bytes, int peer, uint64_t window, size_t offset, int sigIdx,
-                           int ctx) {
-  HETCCL_TRY(usable(window == kNoWindow ? "ncclSignal" : "ncclPutSignal"));
-  HETCCL_TRY(checkSignal(sigIdx, ctx, "ncclPutSignal"));
-  auto out = std::make_shared<Outgoing>();
-  out->peer = peer;
-  out->header = Header{window, offset, bytes, sigIdx, ctx};
-  out->data = data;
-  std::unique_lock<std::mutex> lock(mutex_);
-  HETCCL_TRY(errorFor(peer, false));
-  if (window != kNoWindow) {
+ncclResult_t OneSided::checkPut(int peer, uint64_t window, size_t offset, size_t bytes) const {
+  if (window != kNoWindow) {  // the arguments first, then the state
     if (window >= windows_.size() || !windows_[window].live)
       return fail(ncclInvalidArgument, "ncclPutSignal: the window is not registered with this communicator");
-    if (windows_[window].onGpu[static_cast<size_t>(peer)])
-      return fail(ncclInvalidUsage, "ncclPutSignal: rank %d is a GPU rank, whose windows take no puts from hetccl yet",
-                  peer);
     const uint64_t size = windows_[window].sizes[static_cast<size_t>(peer)];
     if (offset > size || bytes > size - offset)
       return fail(ncclInvalidArgument,
                   "ncclPutSignal: %zu bytes at offset %zu go past the end of rank %d's window (%llu bytes)", bytes,
                   offset, peer, static_cast<unsigned long long>(size));
   }
+  return errorFor(peer, false);
+}
+
+ncclResult_t OneSided::put(const void* data, size_t bytes, int peer, uint64_t window, size_t offset, int sigIdx,
+                           int ctx, Stream stream) {
+  HETCCL_TRY(checkSignal(sigIdx, ctx, "ncclPutSignal"));
+  auto out = std::make_shared<Outgoing>();
+  out->peer = peer;
+  out->header = Header{window, offset, bytes, sigIdx, ctx};
+  out->data = data;
+  if (rt_) return putOnStream(out, stream);
+  std::unique_lock<std::mutex> lock(mutex_);
+  HETCCL_TRY(checkPut(peer, window, offset, bytes));
   if (peer == rank_) {  // into my own window: no message
     if (bytes) memcpy(windows_[window].base + offset, data, bytes);
     ++arrived_[SignalKey{peer, ctx, sigIdx}];
@@ -169,15 +170,14 @@ ncclResult_t OneSided::put(const void* data, size_t bytes, int peer, uint64_t wi
   return out->result == ncclSuccess ? ncclSuccess : fail(out->result, "%s", out->error.c_str());
 }
 
-ncclResult_t OneSided::signal(int peer, int sigIdx, int ctx) {
-  HETCCL_TRY(usable("ncclSignal"));
+ncclResult_t OneSided::signal(int peer, int sigIdx, int ctx, Stream stream) {
   HETCCL_TRY(checkSignal(sigIdx, ctx, "ncclSignal"));
-  return put(nullptr, 0, peer, kNoWindow, 0, sigIdx, ctx);
+  return put(nullptr, 0, peer, kNoWindow, 0, sigIdx, ctx, stream);
 }
 
-ncclResult_t OneSided::wait(std::span<const ncclWaitSignalDesc_t> descs) {
-  HETCCL_TRY(usable("ncclWaitSignal"));
+ncclResult_t OneSided::wait(std::span<const ncclWaitSignalDesc_t> descs, Stream stream) {
   for (const ncclWaitSignalDesc_t& d : descs) HETCCL_TRY(checkSignal(d.sigIdx, d.ctx, "ncclWaitSignal"));
+  if (rt_) return waitOnStream(descs, stream);
   std::unique_lock<std::mutex> lock(mutex_);
   for (const ncclWaitSignalDesc_t& d : descs) consumed_[SignalKey{d.peer, d.ctx, d.sigIdx}] += static_cast<uint64_t>(d.opCnt);
   // HETCCL_TIMEOUT without a new signal from a peer waited for.
@@ -212,203 +212,6 @@ ncclResult_t OneSided::wait(std::span<const ncclWaitSignalDesc_t> descs) {
     }
     changed_.wait_for(lock, std::chrono::milliseconds(100));
   }
-}
-
-// -- the progress thread -----------------------------------------------------
-
-void OneSided::loop() {
-  auto lastCheck = std::chrono::steady_clock::now();
-  unsigned idle = 0;
-  for (;;) {
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      if (stop_) return;
-      if (error_ != ncclSuccess) {  // aborted: nothing moves any more; calls fail at once
-        for (auto& out : queued_) {
-          out->result = error_;
-          out->error = errorText_;
-          out->done = true;
-        }
-        queued_.clear();
-        changed_.notify_all();
-        changed_.wait_for(lock, std::chrono::milliseconds(50));
-        continue;
-      }
-      // Nothing to send or receive lately: sleep until a call comes (or a while).
-      if (idle > 4096 && queued_.empty()) changed_.wait_for(lock, std::chrono::microseconds(idle > 20000 ? 1000 : 100));
-      while (!queued_.empty()) {
-        inFlight_.push_back(queued_.front());
-        queued_.pop_front();
-      }
-    }
-    bool moved = false;
-    ncclResult_t r = startSends();
-    if (r == ncclSuccess) r = postHeaders();
-    if (r == ncclSuccess) r = progress(&moved);
-    if (r != ncclSuccess) {  // this rank's own fault (out of memory, say): every call fails
-      std::lock_guard<std::mutex> lock(mutex_);
-      error_ = r;
-      errorText_ = lastError();
-      changed_.notify_all();
-      continue;
-    }
-    idle = moved ? 0 : idle + 1;
-    if (idle > 64 && idle <= 4096) std::this_thread::yield();
-    const auto now = std::chrono::steady_clock::now();
-    if (now - lastCheck > std::chrono::milliseconds(100)) {
-      lastCheck = now;
-      checkLiveness();
-    }
-  }
-}
-
-void OneSided::failPeer(int peer, ncclResult_t r, const std::string& why) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (peerErrors_[static_cast<size_t>(peer)] == ncclSuccess) {
-    peerErrors_[static_cast<size_t>(peer)] = r;
-    peerWhy_[static_cast<size_t>(peer)] = why;
-    HETCCL_INFO("rank %d: one-sided calls with rank %d fail from now on: %s", rank_, peer, why.c_str());
-  }
-  // Its messages stay in flight (their requests are the connections'), never driven again.
-  for (auto& out : inFlight_)
-    if (out->peer == peer && !out->done) {
-      out->result = r;
-      out->error = why;
-      out->done = true;
-    }
-  changed_.notify_all();
-}
-
-ncclResult_t OneSided::startSends() {
-  for (auto& out : inFlight_) {
-    if (out->posted || out->done) continue;
-    if (peerErrors_[static_cast<size_t>(out->peer)] != ncclSuccess) {
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        out->result = peerErrors_[static_cast<size_t>(out->peer)];
-        out->error = peerWhy_[static_cast<size_t>(out->peer)];
-        out->done = true;
-      }
-      changed_.notify_all();
-      continue;
-    }
-    out->posted = true;
-    out->postedAt = std::chrono::steady_clock::now();
-    ncclResult_t r = net_->postSend(out->peer, &out->header, sizeof(Header), kHeaderTag, &out->requests[0]);
-    if (r == ncclSuccess && out->header.bytes)
-      r = net_->postSend(out->peer, out->data, out->header.bytes, kDataTag, &out->requests[1]);
-    if (r != ncclSuccess) failPeer(out->peer, r, lastError());
-  }
-  return ncclSuccess;
-}
-
-ncclResult_t OneSided::postHeaders() {
-  for (int p = 0; p < nranks_; ++p) {
-    Incoming& in = incoming_[static_cast<size_t>(p)];
-    if (p == rank_ || in.posted || peerErrors_[static_cast<size_t>(p)] != ncclSuccess) continue;
-    in.posted = true;
-    in.inData = in.dropped = false;
-    if (net_->postRecv(p, &in.header, sizeof(Header), kHeaderTag, nullptr, &in.headerRequest) != ncclSuccess)
-      failPeer(p, ncclSystemError, lastError());
-  }
-  return ncclSuccess;
-}
-
-ncclResult_t OneSided::progress(bool* moved) {
-  // What arrives.
-  for (int p = 0; p < nranks_; ++p) {
-    Incoming& in = incoming_[static_cast<size_t>(p)];
-    // (peerErrors_ is written by this thread alone: read here without the lock)
-    if (p == rank_ || !in.posted || peerErrors_[static_cast<size_t>(p)] != ncclSuccess) continue;
-    Request* r = in.inData ? &in.dataRequest : &in.headerRequest;
-    if (const ncclResult_t e = net_->poll(&r, 1, moved); e != ncclSuccess) {
-      failPeer(p, e, lastError());
-      continue;
-    }
-    if (!r->complete) continue;
-    if (in.inData || in.header.bytes == 0) {
-      landed(p, in.header, in.dropped);
-      in.posted = false;  // the next header is posted on the next pass
-      continue;
-    }
-    // A header with bytes: they go straight into the window (or are read and dropped).
-    const Header h = in.header;
-    char* to = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      const bool known = h.window < windows_.size() && windows_[h.window].live;
-      const uint64_t size = known ? windows_[h.window].sizes[static_cast<size_t>(rank_)] : 0;
-      if (known && h.offset <= size && h.bytes <= size - h.offset) to = windows_[h.window].base + h.offset;
-    }
-    in.dropped = !to;
-    if (!to) {
-      in.discard.resize(h.bytes);
-      to = in.discard.data();
-    }
-    in.inData = true;
-    if (net_->postRecv(p, to, h.bytes, kDataTag, nullptr, &in.dataRequest) != ncclSuccess)
-      failPeer(p, ncclSystemError, lastError());
-    *moved = true;
-  }
-  // What leaves.
-  for (auto it = inFlight_.begin(); it != inFlight_.end();) {
-    Outgoing& out = **it;
-    if (out.done) {  // failed (its peer's error): its requests may still be a connection's
-      ++it;
-      continue;
-    }
-    Request* last = out.header.bytes ? &out.requests[1] : &out.requests[0];
-    if (const ncclResult_t e = net_->poll(&last, 1, moved); e != ncclSuccess) {
-      failPeer(out.peer, e, lastError());
-      ++it;
-      continue;
-    }
-    if (!last->complete) {
-      if (std::chrono::steady_clock::now() - out.postedAt > std::chrono::duration<double>(setup_.transport.timeoutSeconds))
-        failPeer(out.peer, timedOut("one-sided message to rank %d not taken for %.0f s (HETCCL_TIMEOUT)", out.peer,
-                                    setup_.transport.timeoutSeconds),
-                 lastError());
-      ++it;
-      continue;
-    }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      out.done = true;
-    }
-    changed_.notify_all();
-    it = inFlight_.erase(it);
-  }
-  return ncclSuccess;
-}
-
-void OneSided::landed(int peer, const Header& h, bool dropped) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!dropped) {
-      ++arrived_[SignalKey{peer, h.ctx, h.sigIdx}];
-    } else if (badPuts_[static_cast<size_t>(peer)].empty()) {
-      // The application's mistake (a window deregistered while a peer put
-      // into it): its waits for that peer fail; the peer's messages are
-      // still read, so that the peer never blocks.
-      char why[256];
-      snprintf(why, sizeof(why),
-               "rank %d put %llu bytes at offset %llu into window %llu, which this rank has deregistered or which "
-               "is smaller here; the bytes were dropped and its signal not counted",
-               peer, static_cast<unsigned long long>(h.bytes), static_cast<unsigned long long>(h.offset),
-               static_cast<unsigned long long>(h.window));
-      badPuts_[static_cast<size_t>(peer)] = why;
-      HETCCL_WARN("rank %d: %s", rank_, why);
-    }
-  }
-  changed_.notify_all();
-}
-
-ncclResult_t OneSided::checkLiveness() {
-  for (int p = 0; p < nranks_; ++p) {
-    if (p == rank_ || peerErrors_[static_cast<size_t>(p)] != ncclSuccess) continue;
-    if (const ncclResult_t e = net_->checkPeer(p); e != ncclSuccess) failPeer(p, e, lastError());
-  }
-  return ncclSuccess;
 }
 
 }  // namespace hetccl

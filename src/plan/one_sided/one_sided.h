@@ -22,10 +22,18 @@
 //
 // On CPU ranks a put returns once its bytes are sent (the buffer may be
 // reused) and a wait once the signals are in: the calls take no stream.
-// GPU ranks of a communicator of several domains take part in the windows'
-// registration (so that the numbers agree) but their calls, and puts into
-// their windows, are refused with ncclInvalidUsage: hetccl does not queue
-// one-sided calls on GPU streams yet.
+//
+// GPU ranks (and CPU ranks with HETCCL_FORCE_STAGING, so that CI runs this
+// on the host runtime's streams, which block) are stream-ordered: a put
+// records an event on the caller's stream and makes the stream wait for a
+// pinned counter of puts read; the thread, once the event has passed,
+// copies the bytes to pinned staging, raises the counter and sends them. A
+// wait makes the stream wait until the pinned counter of each (peer,
+// context, index) reaches what it waits for; the thread raises it after
+// the bytes before the signal are in the window (through pinned staging
+// into device memory). A failure there (a dead peer, no news for
+// HETCCL_TIMEOUT, a dropped put) is the communicator's asynchronous error,
+// and every counter is raised so that no stream waits for ever.
 #pragma once
 
 #include <chrono>
@@ -33,6 +41,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -44,6 +53,8 @@
 
 #include "bootstrap/bootstrap.h"
 #include "nccl.h"
+#include "runtime/owned.h"
+#include "runtime/runtime.h"
 #include "transport/net.h"
 #include "transport/transport_context.h"
 
@@ -53,7 +64,10 @@ struct OneSidedSetup {
   TransportContext transport;   // the communicator's, any lane (the engine takes Lane::OneSided)
   const Ring* ring = nullptr;   // for the windows' all-gather (under the communicator's operation lock)
   int contexts = 1;             // ncclConfig_t::numRmaCtx
-  bool gpu = false;             // this rank is a GPU rank (its calls are refused: see the top)
+  // Stream-ordered calls through this runtime (GPU ranks; see the top);
+  // null: CPU ranks' calls complete before they return.
+  Runtime* streams = nullptr;
+  std::function<void(ncclResult_t)> onError;  // stream-ordered: the communicator turns fatal
 };
 
 class OneSided {
@@ -67,15 +81,14 @@ class OneSided {
 
   // Collective, in the same order on every rank: the window's number.
   ncclResult_t addWindow(void* base, size_t bytes, uint64_t* id);
-  // Whether this rank's calls can run here (GPU ranks: not yet).
-  ncclResult_t usable(const char* caller) const;
   // Local: puts into it from now on fail at the target.
   ncclResult_t removeWindow(uint64_t id);
   // `bytes` of `data` into `peer`'s window `window` at `offset`, then
-  // signal `sigIdx` of context `ctx` there; returns once sent.
-  ncclResult_t put(const void* data, size_t bytes, int peer, uint64_t window, size_t offset, int sigIdx, int ctx);
-  ncclResult_t signal(int peer, int sigIdx, int ctx);
-  ncclResult_t wait(std::span<const ncclWaitSignalDesc_t> descs);
+  // signal `sigIdx` of context `ctx` there (see the top for `stream`).
+  ncclResult_t put(const void* data, size_t bytes, int peer, uint64_t window, size_t offset, int sigIdx, int ctx,
+                   Stream stream);
+  ncclResult_t signal(int peer, int sigIdx, int ctx, Stream stream);
+  ncclResult_t wait(std::span<const ncclWaitSignalDesc_t> descs, Stream stream);
   // Checks a signal index and context against this engine's ranges.
   ncclResult_t checkSignal(int sigIdx, int ctx, const char* caller) const;
   // An abort: every call and wait fails from now on.
@@ -84,6 +97,13 @@ class OneSided {
   int contexts() const { return setup_.contexts; }
 
  private:
+  static constexpr uint64_t kHeaderTag = 0x6f6e657369646564ull;  // "onesided"
+  static constexpr uint64_t kDataTag = kHeaderTag + 1;
+  static constexpr uint64_t kNoWindow = ~uint64_t(0);  // a signal alone
+  // A put's bytes travel in messages of at most this many (so that a
+  // receiver stages bound for device memory through a buffer of this size).
+  static constexpr size_t kChunkBytes = size_t(1) << 20;
+
   struct Header {  // what precedes every put and signal on the wire
     uint64_t window;
     uint64_t offset;
@@ -95,7 +115,14 @@ class OneSided {
     int peer;
     Header header;
     const void* data;
-    Request requests[2];
+    std::vector<Request> requests;  // the header's, then one per chunk
+    // Stream-ordered: sent from staging once `ready` has passed; `ticket`
+    // raises the counter of puts read.
+    OwnedEvent ready;
+    PinnedMemory staging;
+    size_t stagingBytes = 0;
+    uint32_t ticket = 0;
+    bool staged = false;
     bool posted = false, done = false;
     std::chrono::steady_clock::time_point postedAt;
     ncclResult_t result = ncclSuccess;
@@ -104,14 +131,21 @@ class OneSided {
   struct Incoming {  // what arrives from one peer
     Header header{};
     Request headerRequest, dataRequest;
-    bool posted = false, inData = false, dropped = false;
-    std::vector<char> discard;  // the bytes of a put into no window, read and dropped
+    bool posted = false, inData = false, dropped = false, toDevice = false;
+    char* target = nullptr;     // where the put's bytes go (in the window)
+    size_t received = 0;        // of them, so far
+    std::vector<char> discard;  // a chunk of a put into no window, read and dropped
+    PinnedMemory staging;       // stream-ordered: a chunk bound for device memory, on its way
+  };
+  struct Staging {  // pinned memory for puts' bytes, kept for the next put (never freed while streams wait)
+    PinnedMemory memory;
+    size_t bytes = 0;
   };
   struct Window {
     char* base;
     std::vector<uint64_t> sizes;  // by rank
-    std::vector<uint8_t> onGpu;   // by rank: a GPU rank's window (no puts into it)
     bool live;
+    bool staged;                  // puts into this rank's window go through pinned staging (device memory)
   };
   using SignalKey = std::tuple<int, int, int>;  // peer, context, index
 
@@ -124,7 +158,17 @@ class OneSided {
   void landed(int peer, const Header& h, bool dropped);
   void failPeer(int peer, ncclResult_t r, const std::string& why);
   ncclResult_t checkLiveness();
-  ncclResult_t send(Outgoing* out);
+  // Stream-ordered parts (see the top).
+  ncclResult_t checkPut(int peer, uint64_t window, size_t offset, size_t bytes) const;  // under mutex_
+  ncclResult_t putOnStream(const std::shared_ptr<Outgoing>& out, Stream stream);
+  ncclResult_t waitOnStream(std::span<const ncclWaitSignalDesc_t> descs, Stream stream);
+  ncclResult_t stage(Outgoing& out, bool* ready);
+  ncclResult_t deliverToMyself(Outgoing& out);
+  ncclResult_t postChunk(int peer, Incoming& in);
+  ncclResult_t chunkArrived(int peer, Incoming& in);
+  void watchWaits();
+  void fatal(ncclResult_t r, const std::string& why);
+  volatile uint32_t* counter(int peer, int ctx, int sigIdx) const;
   // Under mutex_: the abort's error, else the peer's (its connection; with
   // itsPuts, also a put of its that this rank dropped).
   ncclResult_t errorFor(int peer, bool itsPuts) const;
@@ -141,6 +185,21 @@ class OneSided {
   std::vector<std::shared_ptr<Outgoing>> inFlight_;  // the thread's
   std::vector<Window> windows_;
   std::map<SignalKey, uint64_t> arrived_, consumed_;
+  // Stream-ordered: pinned counters the streams wait on (puts read, then
+  // signals by peer, context, index), the waits queued on streams not yet
+  // satisfied, and the thread's stream for its copies.
+  Runtime* rt_ = nullptr;
+  int device_ = -1;  // the thread's, for its copies
+  PinnedMemory counters_;
+  uint32_t putTickets_ = 0;
+  struct StreamWait {
+    SignalKey key;
+    uint64_t target, seen;
+    std::chrono::steady_clock::time_point since;  // of the last news (a signal for it)
+  };
+  std::vector<Staging> stagingPool_;
+  std::vector<StreamWait> streamWaits_;
+  StreamOwner copies_;
   std::vector<ncclResult_t> peerErrors_;  // by peer: its connection failed or it is gone
   std::vector<std::string> peerWhy_;
   std::vector<std::string> badPuts_;      // by peer: its first put into no window here (the application's mistake)
