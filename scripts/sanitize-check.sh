@@ -18,6 +18,10 @@
 # StreamCollectives.SendRecvThroughTheRelayWrongSizeIsAnError, for the same
 # reason. Both are left out below; the relay's send/recv without a failure
 # runs (SendRecvThroughTheRelayPatterns).
+# And OneSided*.EveryTypeLands*: a window is written by the progress thread
+# after the application last read it, ordered only through the other
+# processes (the peer puts after a barrier), which ThreadSanitizer cannot
+# see; the other one-sided tests run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-address}
@@ -58,7 +62,7 @@ case "$mode" in
     filter=${2:--*EveryCollectiveTypeOpCountAndPlacement*:*EveryTypeAndCount*:*ThroughTheRelayEveryCollectiveIsRight*:*DeadPeerThroughTheRelay*:*ThroughTheRelayWrongSizeIsAnError*}
     layouts='Domains.*:*pieces_two_domains*:*pieces_consecutive_three_domains*:*async_staged_like_gpu_ranks*'
     runs=(group_test lifecycle_test bad_input_test "stream_collectives_test --gtest_filter=$filter" stream_hierarchy_test
-          "domains_test --gtest_filter=$layouts" reliability_test one_sided_test)
+          "domains_test --gtest_filter=$layouts" reliability_test "one_sided_test --gtest_filter=-*EveryTypeLands*")
     ;;
   *)
     echo "usage: $0 address [quick] | thread [filter]" >&2

@@ -40,7 +40,7 @@ ncclResult_t combineAmongHolders(Ctx& x, const int* holders, char* data, size_t 
     list.push_back(&reqs[D + d]);
   }
   HETCCL_TRY(x.c.net->wait(list.data(), list.size()));
-  if (D > 2) {
+  if (D > 2 && mineCount) {  // (a part of no elements: the staging may be no memory at all)
     auto partial = [&](int d) -> const char* { return d == me ? myPart : slots + d * mineCount * es; };
     char* acc = slots + D * mineCount * es;
     reduceInto(merge, acc, partial(0), partial(1), mineCount);
