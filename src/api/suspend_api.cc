@@ -1,28 +1,26 @@
 // NCCL 2.30's suspend, resume and memory statistics (GPU memory). A
 // communicator of one GPU vendor's domain (pass-through) hands them to the
 // vendor library, whose memory they are about: NCCL 2.30 or later has
-// them, an older library gets a clear ncclInvalidUsage naming it. On host
-// ranks hetccl holds no GPU memory (every statistic is 0 bytes) and a
-// suspended communicator refuses every call until it is resumed. GPU
-// ranks of hetccl's own communicators (across domains) refuse them for now:
-// their device and pinned memory is not yet counted or released here.
+// them, an older library gets a clear ncclInvalidUsage naming it. hetccl's
+// own communicators count the device memory their engines hold (host
+// ranks: none); suspending frees what the next call makes again (the
+// stream path's piece buffers, the hierarchy's scratch; refused while a
+// call still runs on the GPU), and a suspended communicator refuses every
+// call until it is resumed. Not counted: the vendor library's own memory
+// inside GPU domains of several ranks, and pinned host memory.
 #include "api/api_util.h"
 
 using namespace hetccl;
 
 namespace {
 
-constexpr const char* kNotYet = "hetccl passes it to the vendor library of a communicator within one GPU vendor's "
-                                "domain and handles it on host ranks, but does not support it yet on GPU ranks "
-                                "across domains";
-
-// Host ranks are handled here (*vendor stays null); a pass-through
-// communicator's vendor is returned in *vendor; anything else is refused.
+// hetccl's own communicators are handled here (*vendor stays null); a
+// pass-through communicator's vendor is returned in *vendor.
 template <typename F>
 ncclResult_t whoHandles(const Communicator& c, F VendorApi::*entry, const char* caller, VendorCommunicator** vendor) {
   *vendor = nullptr;
-  if (c.device < 0 && !vendorOf(c)) return ncclSuccess;  // host ranks: hetccl's own
-  return passThroughEntry(c, entry, caller, "2.30", kNotYet, vendor);
+  if (!vendorOf(c)) return ncclSuccess;
+  return passThroughEntry(c, entry, caller, "2.30", "", vendor);
 }
 
 }  // namespace
@@ -38,7 +36,9 @@ HETCCL_EXPORT ncclResult_t pncclCommSuspend(ncclComm_t comm, int flags) {
     return lib.check(lib.api().commSuspend(vendor->handle(), flags), "ncclCommSuspend", vendor->handle());
   }
   std::lock_guard<std::mutex> lock(c->opMutex);  // after every call in flight on it
-  if (c->suspended.exchange(true)) return fail(ncclInvalidUsage, "ncclCommSuspend: the communicator is already suspended");
+  if (c->suspended.load()) return fail(ncclInvalidUsage, "ncclCommSuspend: the communicator is already suspended");
+  HETCCL_TRY(routerOf(*c).releaseDeviceMemory());
+  c->suspended.store(true);
   return ncclSuccess;
 }
 HETCCL_WEAK_ALIAS(ncclCommSuspend)
@@ -69,7 +69,17 @@ HETCCL_EXPORT ncclResult_t pncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t 
     VendorLibrary& lib = vendor->library();
     return lib.check(lib.api().commMemStats(vendor->handle(), stat, value), "ncclCommMemStats", vendor->handle());
   }
-  *value = stat == ncclStatGpuMemSuspended ? (c->suspended.load() ? 1 : 0) : 0;  // no GPU memory on host ranks
+  uint64_t total = 0, releasable = 0;
+  {
+    std::lock_guard<std::mutex> lock(c->opMutex);  // not while a call makes or frees buffers
+    routerOf(*c).deviceMemory(&total, &releasable);
+  }
+  switch (stat) {
+    case ncclStatGpuMemSuspend: *value = releasable; break;
+    case ncclStatGpuMemSuspended: *value = c->suspended.load() ? 1 : 0; break;
+    case ncclStatGpuMemPersist: *value = total - releasable; break;
+    default: *value = total; break;
+  }
   return ncclSuccess;
 }
 HETCCL_WEAK_ALIAS(ncclCommMemStats)

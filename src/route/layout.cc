@@ -213,6 +213,31 @@ ncclResult_t Router::oneSided(OneSided** out) {
   return ncclSuccess;
 }
 
+void Router::deviceMemory(uint64_t* total, uint64_t* releasable) const {
+  *total = *releasable = 0;
+  if (streamCollectives_) {
+    *total += streamCollectives_->deviceBytes();
+    *releasable += streamCollectives_->releasableBytes();
+  }
+  if (streamHierarchy_) {
+    *total += streamHierarchy_->deviceBytes();
+    *releasable += streamHierarchy_->deviceBytes();
+  }
+  if (crossGroup_ && crossGroup_->router) {  // the hierarchy's cross group: its stream engine
+    uint64_t t = 0, r = 0;
+    crossGroup_->router->deviceMemory(&t, &r);
+    *total += t;
+    *releasable += r;
+  }
+}
+
+ncclResult_t Router::releaseDeviceMemory() {
+  if (streamCollectives_) HETCCL_TRY(streamCollectives_->releaseBuffers());
+  if (streamHierarchy_) HETCCL_TRY(streamHierarchy_->releaseScratch());
+  if (crossGroup_ && crossGroup_->router) HETCCL_TRY(crossGroup_->router->releaseDeviceMemory());
+  return ncclSuccess;
+}
+
 void Router::release() {
   {
     std::lock_guard<std::mutex> lock(oneSidedMutex_);

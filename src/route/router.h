@@ -55,6 +55,11 @@ class Router {
   // communicator, made on first use (its first window): every layout but
   // pass-through (the vendor's own) has one.
   ncclResult_t oneSided(OneSided** out);
+  // ncclCommMemStats on GPU ranks of several domains: the device memory
+  // this communicator's engines hold, and of it what releaseDeviceMemory
+  // frees (ncclCommSuspend; made again by the next call).
+  void deviceMemory(uint64_t* total, uint64_t* releasable) const;
+  ncclResult_t releaseDeviceMemory();
   // An abort: no engine waits for a peer any longer.
   void release();
   // An error an engine met outside a call (a stall or a dead peer in the

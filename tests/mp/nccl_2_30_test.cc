@@ -363,6 +363,55 @@ TEST(Nccl230, ACollectiveThatStopsIsNcclTimeoutForAnApplicationOf230) {
     });
 }
 
+// GPU ranks' paths on CPU ranks (HETCCL_FORCE_STAGING: the stream path's
+// buffers are the host runtime's "device" memory): the statistics count
+// them, suspending frees them (a collective is refused meanwhile), resuming
+// and the next collective make them again, and the sums stay exact.
+int suspendFreesTheStreamBuffers(int rank, int n, const ncclUniqueId& id) {
+  ncclComm_t comm;
+  RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+  auto stat = [&](ncclCommMemStat_t s) {
+    uint64_t v = ~uint64_t(0);
+    RANK_EXPECT(ncclCommMemStats(comm, s, &v) == ncclSuccess, "statistic %d: %s", static_cast<int>(s),
+                ncclGetLastError(comm));
+    return v;
+  };
+  auto sumIsExact = [&](float base) {
+    std::vector<float> x(1000, base + static_cast<float>(rank));
+    RANK_EXPECT(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr) == ncclSuccess,
+                "all-reduce: %s", ncclGetLastError(comm));
+    const float expect = static_cast<float>(n) * base + static_cast<float>(n * (n - 1) / 2);
+    RANK_EXPECT(std::all_of(x.begin(), x.end(), [&](float v) { return v == expect; }), "sum %g, not %g", x[0], expect);
+  };
+  sumIsExact(1.0f);
+  const uint64_t total = stat(ncclStatGpuMemTotal), suspendable = stat(ncclStatGpuMemSuspend);
+  RANK_EXPECT(suspendable >= (size_t(1) << 20) && total == suspendable + stat(ncclStatGpuMemPersist),
+              "total %llu, suspendable %llu", static_cast<unsigned long long>(total),
+              static_cast<unsigned long long>(suspendable));
+  RANK_NCCL(ncclCommSuspend(comm, NCCL_SUSPEND_MEM));
+  RANK_EXPECT(stat(ncclStatGpuMemSuspended) == 1 && stat(ncclStatGpuMemSuspend) == 0 &&
+                  stat(ncclStatGpuMemTotal) == total - suspendable,
+              "after suspend: suspendable %llu, total %llu", static_cast<unsigned long long>(stat(ncclStatGpuMemSuspend)),
+              static_cast<unsigned long long>(stat(ncclStatGpuMemTotal)));
+  float probe = 0;
+  RANK_EXPECT(ncclAllReduce(&probe, &probe, 1, ncclFloat32, ncclSum, comm, nullptr) == ncclInvalidUsage,
+              "a collective on a suspended communicator");
+  RANK_NCCL(ncclCommResume(comm));
+  sumIsExact(2.0f);
+  RANK_EXPECT(stat(ncclStatGpuMemSuspended) == 0 && stat(ncclStatGpuMemSuspend) == suspendable,
+              "after resume and a call: suspendable %llu", static_cast<unsigned long long>(stat(ncclStatGpuMemSuspend)));
+  RANK_NCCL(ncclCommDestroy(comm));
+  return 0;
+}
+
+TEST(Nccl230, SuspendFreesTheStreamPathsBuffersOnStreams) {
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, {{"HETCCL_FORCE_STAGING", "1"}}), 60,
+                         suspendFreesTheStreamBuffers);
+  // Domains of two ranks: the stream hierarchy and its cross group's stream path.
+  EXPECT_RANKS_PASS_EACH(4, mp::domainLayout({"a", "a", "b", "b"}, {{"HETCCL_FORCE_STAGING", "1"}}), 60,
+                         suspendFreesTheStreamBuffers);
+}
+
 TEST(Nccl230, TimeoutHasAName) {
   EXPECT_STREQ(ncclGetErrorString(ncclTimeout), "a wait ran past its timeout");
   EXPECT_EQ(static_cast<int>(ncclNumResults), 9);

@@ -197,6 +197,19 @@ ncclResult_t StreamHierarchy::check(const Op& op) {
   return ncclSuccess;  // a capturing stream never gets here: dispatch sends captures to HostStaging::capture
 }
 
+ncclResult_t StreamHierarchy::releaseScratch() {
+  bool done = true;
+  if (done_) HETCCL_TRY(rt_.eventDone(done_.get(), &done));
+  if (!done)
+    return fail(ncclInvalidUsage, "ncclCommSuspend: a collective queued on this communicator is still running on "
+                                  "the GPU; synchronize its stream first");
+  for (int i = 0; i < 3; ++i) {
+    scratch_[i].reset();
+    scratchBytes_[i] = 0;
+  }
+  return ncclSuccess;
+}
+
 ncclResult_t StreamHierarchy::scratch(int which, size_t bytes, char** out) {
   if (bytes > scratchBytes_[which]) {
     scratch_[which].reset();  // (freeing device memory synchronizes with the device)

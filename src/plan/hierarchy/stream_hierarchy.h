@@ -76,6 +76,11 @@ struct HierarchyGroup {
 
 class StreamHierarchy {
  public:
+  // ncclCommMemStats and ncclCommSuspend: the scratch this engine holds
+  // (device memory), and freeing it once the last call has finished (it
+  // grows again on the next call; ncclInvalidUsage while one still runs).
+  size_t deviceBytes() const { return scratchBytes_[0] + scratchBytes_[1] + scratchBytes_[2]; }
+  ncclResult_t releaseScratch();
   // Whether the layout fits (every rank answers the same).
   static bool fits(const HierarchyGroup& g);
   // The communicator's ranks in `rank`'s cross group (rank i of every

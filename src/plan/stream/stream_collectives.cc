@@ -71,8 +71,7 @@ ncclResult_t StreamCollectives::prepare() {
   else
     HETCCL_TRY(mine.shared.createPrivate(segmentBytes()));
   HETCCL_TRY(registerHost(rt_, mine.shared.base(), mine.shared.bytes(), &mine.registration));
-  HETCCL_TRY(allocDevice(rt_, static_cast<size_t>(slots_) * static_cast<size_t>(nranks_) * partBytes_, &incoming_));
-  HETCCL_TRY(allocDevice(rt_, static_cast<size_t>(nranks_) * partBytes_, &outgoing_));
+  HETCCL_TRY(makeBuffers());
   for (StreamOwner* s : {&send_, &reduce_, &result_, &gather_, &p2pSend_, &p2pRecv_}) HETCCL_TRY(createStream(rt_, s));
   for (OwnedEvent& e : startEvents_) HETCCL_TRY(createEvent(rt_, &e));
   for (OwnedEvent& e : finished_) HETCCL_TRY(createEvent(rt_, &e));
@@ -82,6 +81,34 @@ ncclResult_t StreamCollectives::prepare() {
   recvCalls_.assign(static_cast<size_t>(nranks_), 0);
   reduced_.resize(static_cast<size_t>(slots_));
   for (OwnedEvent& e : reduced_) HETCCL_TRY(createEvent(rt_, &e));
+  return ncclSuccess;
+}
+
+ncclResult_t StreamCollectives::makeBuffers() {
+  HETCCL_TRY(allocDevice(rt_, static_cast<size_t>(slots_) * static_cast<size_t>(nranks_) * partBytes_, &incoming_));
+  return allocDevice(rt_, static_cast<size_t>(nranks_) * partBytes_, &outgoing_);
+}
+
+size_t StreamCollectives::deviceBytes() const {
+  size_t lane = 0;
+  if (lane_ && lane_->incoming)
+    lane = (GraphLane::kSlots + 1) * lane_->nranks * lane_->partBytes;  // its incoming and outgoing parts
+  return releasableBytes() + lane;
+}
+
+ncclResult_t StreamCollectives::releaseBuffers() {
+  if (!incoming_) return ncclSuccess;
+  DeviceGuard onMyDevice(rt_, device_);
+  HETCCL_TRY(onMyDevice.status());
+  for (OwnedEvent& e : finished_) {  // the last call's end on each of my streams
+    bool done = false;
+    HETCCL_TRY(rt_.eventDone(e.get(), &done));
+    if (!done)
+      return fail(ncclInvalidUsage, "ncclCommSuspend: a collective queued on this communicator is still running on "
+                                    "the GPU; synchronize its stream first");
+  }
+  incoming_.reset();
+  outgoing_.reset();
   return ncclSuccess;
 }
 
@@ -229,6 +256,7 @@ ncclResult_t StreamCollectives::enqueue(const Op& op) {
   // caller's current device may be another (one thread, several GPUs).
   DeviceGuard onMyDevice(rt_, device_);
   HETCCL_TRY(onMyDevice.status());
+  if (!incoming_) HETCCL_TRY(makeBuffers());  // released by a suspend
   const uint32_t ticket = ++tickets_;
   const Job job{op, ticket, startEvents_[ticket % kStartEvents].get()};
   HETCCL_TRY(rt_.recordEvent(job.start, op.stream));

@@ -116,6 +116,15 @@ class StreamCollectives {
   struct Segment;  // stream_segment.h
   // Raises every flag so that no stream waits any longer (abort, dead peer).
   void release();
+  // Device memory held (ncclCommMemStats), and of it what releaseBuffers
+  // frees: the pieces' buffers, made again by the next call (the graph
+  // lane's stay: captured chains point into them).
+  size_t deviceBytes() const;
+  size_t releasableBytes() const { return incoming_ ? bufferBytes() : 0; }
+  // ncclCommSuspend: frees the pieces' buffers once every call queued on
+  // my streams has finished (ncclInvalidUsage while one still runs: the
+  // application synchronizes its streams first).
+  ncclResult_t releaseBuffers();
   bool relayed() const { return relay_ != nullptr; }  // some peers are reached through the relay
   std::string relayLinks() const;                     // StreamRelay::describeLinks; "" when none
   // Send/recv (alone or a group of them, one stream): on the streams when
@@ -207,6 +216,8 @@ class StreamCollectives {
   OwnedEvent finished_[4];                // issued in the call: the end of the call on each of my streams
   DeviceMemory incoming_;                 // per slot and peer, the peer's copy of my part
   DeviceMemory outgoing_;                 // per peer, my scaled input (PreMulSum)
+  size_t bufferBytes() const { return (static_cast<size_t>(slots_) + 1) * static_cast<size_t>(nranks_) * partBytes_; }
+  ncclResult_t makeBuffers();             // incoming_ and outgoing_ (at setup, and after releaseBuffers)
   std::atomic<uint32_t> issued_{0};  // pieces queued so far (their sequence numbers are 1..issued_)
   std::atomic<uint64_t> calls_{0};   // calls published so far
   int device_ = -1;
