@@ -176,6 +176,11 @@ inline int runMatrix(int rank, int n, const ncclUniqueId& id, uint64_t seed, siz
       }
     }
   }
+  // No rank leaves before every rank has made its last call: a call after a
+  // peer's exit has been seen finds the communicator in an error state.
+  // (An all-gather: no reduction, whatever types the ranks may reduce.)
+  std::vector<char> tokens(static_cast<size_t>(n));
+  RANK_NCCL(ncclAllGather(tokens.data() + rank, tokens.data(), 1, ncclInt8, comm, nullptr));
   RANK_NCCL(ncclCommDestroy(comm));
   return 0;
 }
