@@ -6,15 +6,26 @@
 // Skipped where there is no GPU (CI runs the same logic on CPU ranks:
 // tests/mp/one_sided_test.cc, OneSidedOnStreams).
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "../mp/mp_util.h"
 #include "gpu_util.h"
+#include "reference.h"
 #include "runtime/runtime.h"
 
 namespace {
 
-int putsOnStreams(int rank, int n, const ncclUniqueId& id) {
+// The floats rank `from` puts in `round`: fresh for every run's seed, exact
+// as floats (integers below 2^24).
+std::vector<float> payload(uint64_t seed, int from, int round, size_t count) {
+  std::mt19937_64 g(seed * 1000003u + static_cast<uint64_t>(from) * 7919u + static_cast<uint64_t>(round));
+  std::vector<float> out(count);
+  for (float& v : out) v = static_cast<float>(g() % (1u << 24));
+  return out;
+}
+
+int putsOnStreams(uint64_t seed, int rank, int n, const ncclUniqueId& id) {
   hetccl::Runtime& rt = hetccl::processRuntime();
   RANK_EXPECT(rt.setDevice(0) == ncclSuccess, "set device");
   ncclComm_t comm;
@@ -31,9 +42,9 @@ int putsOnStreams(int rank, int n, const ncclUniqueId& id) {
   ncclWindow_t win;
   RANK_NCCL(ncclCommWindowRegister(comm, window, 2 * count * 4, &win, NCCL_WIN_DEFAULT));
   const int peer = 1 - rank;
-  std::vector<float> host(count), back(count);
+  std::vector<float> back(count);
   for (int round = 0; round < 3; ++round) {
-    for (size_t i = 0; i < count; ++i) host[i] = static_cast<float>(rank * 1000003 + round * 7919 + static_cast<int>(i % 65521));
+    const std::vector<float> host = payload(seed, rank, round, count);
     RANK_EXPECT(rt.copyAsync(source, host.data(), count * 4, s) == ncclSuccess, "upload");
     RANK_NCCL(ncclPutSignal(source, count, ncclFloat32, peer, win, (round % 2) * count * 4, 2, 0, 0, comm,
                             static_cast<cudaStream_t>(s)));
@@ -44,10 +55,11 @@ int putsOnStreams(int rank, int n, const ncclUniqueId& id) {
     RANK_EXPECT(rt.copyAsync(back.data(), static_cast<char*>(window) + (round % 2) * count * 4, count * 4, s) ==
                         ncclSuccess && rt.synchronize(s) == ncclSuccess,
                 "read back");
+    const std::vector<float> expect = payload(seed, peer, round, count);
     size_t wrong = 0;
-    for (size_t i = 0; i < count; ++i)
-      wrong += back[i] != static_cast<float>(peer * 1000003 + round * 7919 + static_cast<int>(i % 65521));
-    RANK_EXPECT(wrong == 0, "round %d: %zu of %zu elements from rank %d wrong", round, wrong, count, peer);
+    for (size_t i = 0; i < count; ++i) wrong += back[i] != expect[i];
+    RANK_EXPECT(wrong == 0, "round %d: %zu of %zu elements from rank %d wrong (seed %llu)", round, wrong, count, peer,
+                static_cast<unsigned long long>(seed));
     // Both have read before the next round's puts land.
     RANK_NCCL(ncclAllReduce(token, token, 1, ncclFloat32, ncclSum, comm, static_cast<cudaStream_t>(s)));
     RANK_EXPECT(rt.synchronize(s) == ncclSuccess, "barrier");
@@ -66,8 +78,9 @@ int putsOnStreams(int rank, int n, const ncclUniqueId& id) {
 
 TEST(GpuOneSided, PutsFromDeviceMemoryAreOrderedOnTheStreams) {
   REQUIRE_GPUS(1);
+  const uint64_t seed = hetccl::testing::runSeed();  // chosen here, before the ranks fork: the same on both
   EXPECT_RANKS_PASS_EACH(2, [](int rank) { return mp::Env{{"HETCCL_DOMAIN", rank == 0 ? "a" : "b"}}; }, 180,
-                         putsOnStreams);
+                         [seed](int rank, int n, const ncclUniqueId& id) { return putsOnStreams(seed, rank, n, id); });
 }
 
 }  // namespace

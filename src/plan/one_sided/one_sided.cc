@@ -1,8 +1,6 @@
 #include "plan/one_sided/one_sided.h"
 
-#include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 
 #include "common/deadline.h"

@@ -111,6 +111,10 @@ class OneSided {
     int32_t sigIdx;
     int32_t ctx;
   };
+  struct Staging {  // pinned memory for puts' bytes, kept for the next put (never freed while streams wait)
+    PinnedMemory memory;
+    size_t bytes = 0;
+  };
   struct Outgoing {  // a call's message, until the thread has sent it
     int peer;
     Header header;
@@ -119,10 +123,8 @@ class OneSided {
     // Stream-ordered: sent from staging once `ready` has passed; `ticket`
     // raises the counter of puts read.
     OwnedEvent ready;
-    PinnedMemory staging;
-    size_t stagingBytes = 0;
+    Staging staging;
     uint32_t ticket = 0;
-    bool staged = false;
     bool posted = false, done = false;
     std::chrono::steady_clock::time_point postedAt;
     ncclResult_t result = ncclSuccess;
@@ -136,10 +138,6 @@ class OneSided {
     size_t received = 0;        // of them, so far
     std::vector<char> discard;  // a chunk of a put into no window, read and dropped
     PinnedMemory staging;       // stream-ordered: a chunk bound for device memory, on its way
-  };
-  struct Staging {  // pinned memory for puts' bytes, kept for the next put (never freed while streams wait)
-    PinnedMemory memory;
-    size_t bytes = 0;
   };
   struct Window {
     char* base;
@@ -165,6 +163,7 @@ class OneSided {
   ncclResult_t stage(Outgoing& out, bool* ready);
   ncclResult_t deliverToMyself(Outgoing& out);
   ncclResult_t postChunk(int peer, Incoming& in);
+  void finished(Outgoing& out);  // done: its staging back to the pool, the caller told
   ncclResult_t chunkArrived(int peer, Incoming& in);
   void watchWaits();
   void fatal(ncclResult_t r, const std::string& why);

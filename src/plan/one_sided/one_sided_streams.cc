@@ -2,8 +2,9 @@
 // puts and waits queued on the caller's stream through pinned counters the
 // progress thread raises.
 #include <chrono>
-#include <climits>
-#include <cstring>
+#include <cstdint>
+#include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -28,17 +29,15 @@ ncclResult_t OneSided::putOnStream(const std::shared_ptr<Outgoing>& out, Stream 
     // Staging from the pool (allocated here, by the caller's thread, when none is big enough).
     for (auto it = stagingPool_.begin(); h.bytes && it != stagingPool_.end(); ++it)
       if (it->bytes >= h.bytes) {
-        out->staging = std::move(it->memory);
-        out->stagingBytes = it->bytes;
+        out->staging = std::move(*it);
         stagingPool_.erase(it);
         break;
       }
   }
-  if (h.bytes && !out->staging) {
-    HETCCL_TRY(allocPinned(*rt_, h.bytes, &out->staging));
-    out->stagingBytes = h.bytes;
+  if (h.bytes && !out->staging.memory) {
+    HETCCL_TRY(allocPinned(*rt_, h.bytes, &out->staging.memory));
+    out->staging.bytes = h.bytes;
   }
-  out->staged = true;
   HETCCL_TRY(createEvent(*rt_, &out->ready));
   HETCCL_TRY(rt_->recordEvent(out->ready.get(), stream));
   uint32_t ticket = 0;
@@ -87,7 +86,7 @@ ncclResult_t OneSided::stage(Outgoing& out, bool* ready) {
   HETCCL_TRY(rt_->eventDone(out.ready.get(), ready));
   if (!*ready) return ncclSuccess;
   if (out.header.bytes) {
-    HETCCL_TRY(rt_->copyAsync(out.staging.get(), out.data, out.header.bytes, copies_.get()));
+    HETCCL_TRY(rt_->copyAsync(out.staging.memory.get(), out.data, out.header.bytes, copies_.get()));
     HETCCL_TRY(rt_->synchronize(copies_.get()));
   }
   out.ready.reset();
@@ -104,16 +103,11 @@ ncclResult_t OneSided::deliverToMyself(Outgoing& out) {
     if (h.window < windows_.size() && windows_[h.window].live) to = windows_[h.window].base + h.offset;
   }
   if (h.bytes && to) {
-    HETCCL_TRY(rt_->copyAsync(to, out.staging.get(), h.bytes, copies_.get()));
+    HETCCL_TRY(rt_->copyAsync(to, out.staging.memory.get(), h.bytes, copies_.get()));
     HETCCL_TRY(rt_->synchronize(copies_.get()));
   }
   landed(rank_, h, h.bytes && !to);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    out.done = true;
-    if (out.staging) stagingPool_.push_back(Staging{std::move(out.staging), out.stagingBytes});
-  }
-  changed_.notify_all();
+  finished(out);
   return ncclSuccess;
 }
 

@@ -75,7 +75,7 @@ void OneSided::failPeer(int peer, ncclResult_t r, const std::string& why) {
         out->result = r;
         out->error = why;
         out->done = true;
-        streamsWait |= out->staged;
+        streamsWait |= rt_ != nullptr;
       }
   }
   changed_.notify_all();
@@ -95,7 +95,7 @@ ncclResult_t OneSided::startSends() {
       changed_.notify_all();
       continue;
     }
-    if (out->staged) {  // stream-ordered: once its stream has passed it, its bytes into staging; in order
+    if (rt_) {  // stream-ordered: once its stream has passed it, its bytes into staging; in order
       bool ready = false;
       HETCCL_TRY(stage(*out, &ready));
       if (!ready) break;
@@ -107,7 +107,7 @@ ncclResult_t OneSided::startSends() {
     out->posted = true;
     out->postedAt = std::chrono::steady_clock::now();
     const size_t bytes = out->header.bytes;
-    const char* from = static_cast<const char*>(out->staged ? out->staging.get() : out->data);
+    const char* from = static_cast<const char*>(rt_ ? out->staging.memory.get() : out->data);
     out->requests.resize(1 + (bytes + kChunkBytes - 1) / kChunkBytes);
     ncclResult_t r = net_->postSend(out->peer, &out->header, sizeof(Header), kHeaderTag, &out->requests[0]);
     for (size_t at = 0, k = 1; r == ncclSuccess && at < bytes; at += kChunkBytes, ++k)
@@ -215,15 +215,19 @@ ncclResult_t OneSided::progress(bool* moved) {
       ++it;
       continue;
     }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      out.done = true;
-      if (out.staging) stagingPool_.push_back(Staging{std::move(out.staging), out.stagingBytes});
-    }
-    changed_.notify_all();
+    finished(out);
     it = inFlight_.erase(it);
   }
   return ncclSuccess;
+}
+
+void OneSided::finished(Outgoing& out) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    out.done = true;
+    if (out.staging.memory) stagingPool_.push_back(std::move(out.staging));
+  }
+  changed_.notify_all();
 }
 
 void OneSided::landed(int peer, const Header& h, bool dropped) {
