@@ -149,11 +149,14 @@ def main():
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        # the global batch's mean loss: each rank's weighted by its share (for the log only)
-        logged = loss.detach() * (len(indices) / a.global_batch)
-        if a.mode != "solo":
-            dist.all_reduce(logged)
-        losses.append(logged)
+        # this rank's part of the global batch's mean loss, summed over the
+        # ranks once at the end: a collective per step would hold the fast
+        # rank until the slow one has run its optimizer step too. Without
+        # DDP's exchange (nocomm) that collective is the step's one meeting
+        # of the ranks, as the exchange is otherwise.
+        losses.append(loss.detach() * (len(indices) / a.global_batch))
+        if a.mode == "nocomm":
+            dist.all_reduce(losses[-1].clone())
         if balancer is not None:
             counts_seen.append(list(balancer.counts))
         if a.trace:
@@ -163,6 +166,9 @@ def main():
     if cuda:
         torch.cuda.synchronize()
     seconds = time.perf_counter() - start
+    losses = torch.stack(losses)
+    if a.mode != "solo":
+        dist.all_reduce(losses)
     timed = a.steps - a.warmup_steps
     mine = (a.global_batch // world if a.mode == "solo" else a.global_batch) * timed / seconds
     rates = [None] * world

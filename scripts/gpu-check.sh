@@ -120,6 +120,15 @@ step one_process_two_gpus "$build/hetccl-perf" $all -g 2 -b 8 -e 4M -f 64 -d flo
 # 3. hetccl preloaded into a program linked against NVIDIA's NCCL (the
 #    vendor library is then already loaded: hetccl uses a private copy).
 step preload_into_nccl_program env LD_PRELOAD="$lib" NCCL_DEBUG=WARN HETCCL_DEBUG=INFO "$build/hetccl-perf-nccl" $all -N 2 -b 8 -e 1M -f 32 -n 2 -w 1 -c 1
+# 3b. A program built against NVIDIA's NCCL 2.30.7 header (built where the
+#    reference header is: -DNCCL_2_30_REFERENCE_HEADER=...) calling 2.29's
+#    and 2.30's calls on device memory, under LD_PRELOAD: two ranks in two
+#    domains (hetccl's own communicator: everything works, data checked)
+#    and one rank passed through to the system NCCL (works, or a clear
+#    error where that NCCL is older than the call).
+step nccl_2_30_gpu_program_two_domains bash -c 'for r in 0 1; do HETCCL_DOMAIN=d$r LD_PRELOAD="$1" "$2" $r 2 "$3" & done; wait -n && wait -n' \
+  _ "$lib" "$build/tests/nccl_2_30_gpu_program" "$work/nccl_2_30_id"
+step nccl_2_30_gpu_program_passthrough env LD_PRELOAD="$lib" "$build/tests/nccl_2_30_gpu_program" 0 1 "$work/nccl_2_30_id_single"
 # 4. Side by side, alternating: raw NCCL vs hetccl preloaded, same binary
 #    (small sizes with many iterations, large with fewer).
 mkdir -p "$work/side"
