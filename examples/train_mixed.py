@@ -74,7 +74,7 @@ def main():
     p.add_argument("--heads", type=int, default=8)
     p.add_argument("--vocab", type=int, default=4096)
     p.add_argument("--seed", type=int, default=1234)
-    p.add_argument("--interval", type=int, default=5, help="steps between speed exchanges (balanced)")
+    p.add_argument("--interval", type=int, default=1, help="steps between speed exchanges (balanced)")
     p.add_argument("--wrap", choices=["ddp", "fsdp2"], default="ddp")
     p.add_argument("--slowdown", default="", help="STEP:RANK:FACTOR")
     p.add_argument("--trace", action="store_true")

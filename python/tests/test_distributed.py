@@ -191,6 +191,49 @@ def rebalancing_body(rank, slow_pass):
     assert line.startswith(f"hetccl rank {rank}: cpu, share {counts[rank]}/24"), line
 
 
+class SlowFromStep(nn.Module):
+    """Every rank's forward costs `base` seconds a sample; from the
+    `slow_step`-th forward on, `slow_rank`'s costs `slow` seconds a sample."""
+
+    def __init__(self, rank, slow_rank, slow_step, base, slow):
+        super().__init__()
+        self.layer = nn.Linear(4, 1)
+        self.rank, self.slow_rank, self.slow_step, self.base, self.slow = rank, slow_rank, slow_step, base, slow
+        self.calls = 0
+
+    def forward(self, x):
+        late = self.rank == self.slow_rank and self.calls >= self.slow_step
+        self.calls += 1
+        time.sleep((self.slow if late else self.base) * x.shape[0])
+        return self.layer(x)
+
+
+def slowdown_body(rank, slow_step):
+    torch.manual_seed(0)
+    data = torch.randn(24 * 40, 4)
+    balancer = ht.Balancer(global_batch=24, warmup=2)  # an exchange every step (the default)
+    sampler = balancer.sampler(len(data), seed=3)
+    model = balancer.attach(DDP(SlowFromStep(rank, slow_rank=1, slow_step=slow_step, base=0.001, slow=0.008)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    sizes = []
+    for step, indices in enumerate(sampler):
+        sizes.append(len(indices))
+        opt.zero_grad()
+        model(data[indices]).pow(2).mean().backward()
+        opt.step()
+        if step == slow_step + 8:
+            break
+    # Batches slow_step .. slow_step + 3 are drawn before the split can know
+    # (two slow steps make the median of three, one step to exchange); from
+    # the next on rank 1 (8x slower) has at most a fifth of the global batch.
+    late = sizes[slow_step + 4:]
+    if rank == 1:
+        assert max(late) <= 24 // 5, (sizes, balancer.counts)
+    everyone = [torch.zeros(len(sizes), dtype=torch.int64) for _ in range(WORLD)]
+    dist.all_gather(everyone, torch.tensor(sizes))
+    assert all(int(s) == 24 for s in sum(everyone)), sum(everyone)
+
+
 def probe_body(rank):
     # each rank's step costs 2 * (rank + 1) ms per sample: the probe ranks them, every rank holds the same list
     speeds = ht.measure_speed(lambda: time.sleep(0.004 * (rank + 1)), samples=2, steps=3, warmup=1)
@@ -287,6 +330,9 @@ class Distributed(unittest.TestCase):
     def test_shares_follow_a_slow_backward(self):
         # DDP: the Balancer times the backward too (to the last gradient bucket)
         run(rebalancing_body, "backward")
+
+    def test_shares_follow_a_slowdown_within_four_steps(self):
+        run(slowdown_body, 12)
 
     def test_bad_input_is_refused_on_every_rank(self):
         run(bad_input_body)

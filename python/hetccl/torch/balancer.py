@@ -6,14 +6,14 @@ batch that follow them, gradients weighted by the shares.
     model = balancer.attach(DistributedDataParallel(model))
 
 Every rank decides the same: the speeds are gathered (one small
-collective every `interval` steps) and the shares derived from them on
-every rank alike (split_batch)."""
+collective every `interval` steps, read at the next) and the shares
+derived from them on every rank alike (split_batch)."""
 import time
 
 import torch
 import torch.distributed as dist
 
-from .exchange import collective_device, gather
+from .exchange import PendingGather, collective_device, gather
 from .native import describe_local_rank
 from .sampler import BalancedBatchSampler
 from .speed import StepTimer
@@ -38,8 +38,13 @@ class Balancer:
     """Shares of a fixed global batch proportional to the ranks' speeds.
 
     global_batch: samples per step over all ranks (never changes).
-    interval: steps between two speed exchanges; warmup: steps before the
-    first (their times include compilation and caching).
+    interval: steps between two speed exchanges. An exchange starts at a
+    step's forward and is read at the next (the collective runs behind the
+    queued work meanwhile, so the host never waits for the slowest rank's
+    current step): with interval 1 the split follows a change of speed
+    within about three steps (two slow steps make the median of the last
+    three, one to exchange). warmup: steps before the first exchange (their
+    times include compilation and caching).
     threshold: a new split is taken when some rank's share moves by more
     than this fraction of the global batch (and by at least one sample), so
     that measurement noise does not move samples back and forth.
@@ -48,7 +53,7 @@ class Balancer:
     same on every rank); equal shares when None.
     """
 
-    def __init__(self, global_batch, interval=10, warmup=3, threshold=0.01, group=None, report=False, speeds=None):
+    def __init__(self, global_batch, interval=1, warmup=3, threshold=0.01, group=None, report=False, speeds=None):
         if not dist.is_available() or not dist.is_initialized():
             raise RuntimeError("hetccl: Balancer needs torch.distributed initialised (init_process_group) first")
         self.group = group
@@ -76,7 +81,8 @@ class Balancer:
         self.changes = 0
         self._sampler = None
         self._timer = StepTimer(self.device)
-        self._silent_rounds = 0
+        self._silent_since = None  # the step of the first exchange in which some rank had measured nothing
+        self._pending = None       # the exchange started at the last exchange step (PendingGather)
         self._scale_outputs = False
         self._time_backward = False
         self.premul = None
@@ -129,7 +135,7 @@ class Balancer:
         if module.training and torch.is_grad_enabled():
             self.steps += 1
             if self.steps > self.warmup and (self.steps - self.warmup) % self.interval == 0:
-                self.rebalance()
+                self._exchange()
             first = _first_tensor(inputs)
             self.local_batch = int(first.shape[0]) if first is not None and first.dim() > 0 else self.counts[self.rank]
             self._timer.start(self.local_batch)
@@ -141,20 +147,34 @@ class Balancer:
             self._timer.end()
 
     # -- rebalancing ---------------------------------------------------
+    # Each rank's speed: the median of its last three measured steps (one
+    # odd step moves nothing; a lasting change shows after two).
+    _LAST = 3
+
+    def _exchange(self):
+        """The forward hook's exchange: applies the one started at the last
+        exchange step, starts the next."""
+        if self._pending is not None:
+            self._apply([row[0] for row in self._pending.result()])
+        self._pending = PendingGather([self._timer.speed(last=self._LAST)], self.group, self.device)
+
     def rebalance(self):
-        """Gathers every rank's measured speed and moves samples between the
-        ranks where the speeds call for it. Called every `interval` steps by
-        the forward hook; collective (every rank calls it at the same step)."""
-        # (the median of the last interval's steps: a change of speed shows within about half an interval)
-        speeds = [row[0] for row in gather([self._timer.speed(last=max(3, self.interval))], self.group, self.device)]
-        if any(s == 0.0 for s in speeds):  # a rank without a measured step yet
-            self._silent_rounds += 1
-            if self._silent_rounds >= 3:
+        """Gathers every rank's measured speed now and moves samples between
+        the ranks where the speeds call for it; collective (every rank calls
+        it at the same step). The forward hook does the same every
+        `interval` steps without waiting (see the class)."""
+        return self._apply([row[0] for row in gather([self._timer.speed(last=self._LAST)], self.group, self.device)])
+
+    def _apply(self, speeds):
+        if any(s == 0.0 for s in speeds):  # a rank without a measured step yet (a GPU's come in late)
+            if self._silent_since is None:
+                self._silent_since = self.steps
+            if self.steps - self._silent_since >= 10:
                 rank = speeds.index(0.0)
                 raise RuntimeError(f"hetccl: rank {rank} has measured no step after {self.steps} steps "
                                    "(its forward or backward never reached the Balancer's hooks)")
             return False
-        self._silent_rounds = 0
+        self._silent_since = None
         check_speeds(speeds)
         self.speeds = speeds
         counts = split_batch(self.global_batch, speeds)

@@ -14,7 +14,20 @@ def collective_device(group=None):
 
 def gather(values, group=None, device=None, dtype=torch.float64):
     """Every rank's `values` (a list of numbers), as a list per rank."""
-    mine = torch.tensor(values, dtype=dtype, device=device or collective_device(group))
-    everyone = [torch.empty_like(mine) for _ in range(dist.get_world_size(group))]
-    dist.all_gather(everyone, mine, group=group)
-    return [t.tolist() for t in everyone]
+    return PendingGather(values, group, device, dtype).result()
+
+
+class PendingGather:
+    """gather() started now and read later: the collective runs behind the
+    work already queued (on a GPU, on the backend's stream) while the
+    caller goes on; result() waits for it. Every rank reads it at the same
+    point of its program, so every rank still decides the same."""
+
+    def __init__(self, values, group=None, device=None, dtype=torch.float64):
+        mine = torch.tensor(values, dtype=dtype, device=device or collective_device(group))
+        self._everyone = [torch.empty_like(mine) for _ in range(dist.get_world_size(group))]
+        self._work = dist.all_gather(self._everyone, mine, group=group, async_op=True)
+
+    def result(self):
+        self._work.wait()
+        return [t.tolist() for t in self._everyone]
