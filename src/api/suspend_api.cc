@@ -2,12 +2,17 @@
 // communicator of one GPU vendor's domain (pass-through) hands them to the
 // vendor library, whose memory they are about: NCCL 2.30 or later has
 // them, an older library gets a clear ncclInvalidUsage naming it. hetccl's
-// own communicators count the device memory their engines hold (host
-// ranks: none); suspending frees what the next call makes again (the
-// stream path's piece buffers, the hierarchy's scratch; refused while a
-// call still runs on the GPU), and a suspended communicator refuses every
-// call until it is resumed. Not counted: the vendor library's own memory
-// inside GPU domains of several ranks, and pinned host memory.
+// own communicators count the memory their engines hold for the GPUs'
+// transfers, device and pinned host memory alike (host ranks: none);
+// suspending frees what the next call makes again (the stream path's
+// piece buffers, the hierarchy's scratch, host staging's and the one-sided
+// puts' pinned staging; refused while a call still runs on the GPU), and a
+// suspended communicator refuses every call until it is resumed. What
+// stays: the shared segments the peers read and write, the one-sided
+// counters, graphs' captured staging. The vendor library's communicator
+// inside this rank's domain (GPU domains) is suspended, resumed and
+// counted with it where the library has these calls (NCCL 2.30 or later;
+// an older library's memory is neither freed nor counted).
 #include "api/api_util.h"
 
 using namespace hetccl;
@@ -21,6 +26,14 @@ ncclResult_t whoHandles(const Communicator& c, F VendorApi::*entry, const char* 
   *vendor = nullptr;
   if (!vendorOf(c)) return ncclSuccess;
   return passThroughEntry(c, entry, caller, "2.30", "", vendor);
+}
+
+// The vendor library's communicator inside c's domain, where the library
+// has `entry`; else null.
+template <typename F>
+VendorCommunicator* domainVendor(const Communicator& c, F VendorApi::*entry) {
+  VendorCommunicator* v = c.domainComm ? vendorOf(*c.domainComm) : nullptr;
+  return v && v->library().api().*entry ? v : nullptr;
 }
 
 }  // namespace
@@ -37,7 +50,11 @@ HETCCL_EXPORT ncclResult_t pncclCommSuspend(ncclComm_t comm, int flags) {
   }
   std::lock_guard<std::mutex> lock(c->opMutex);  // after every call in flight on it
   if (c->suspended.load()) return fail(ncclInvalidUsage, "ncclCommSuspend: the communicator is already suspended");
-  HETCCL_TRY(routerOf(*c).releaseDeviceMemory());
+  HETCCL_TRY(routerOf(*c).releaseMemory());
+  if (VendorCommunicator* v = domainVendor(*c, &VendorApi::commSuspend)) {
+    VendorLibrary& lib = v->library();
+    HETCCL_TRY(lib.check(lib.api().commSuspend(v->handle(), flags), "ncclCommSuspend", v->handle()));
+  }
   c->suspended.store(true);
   return ncclSuccess;
 }
@@ -52,7 +69,13 @@ HETCCL_EXPORT ncclResult_t pncclCommResume(ncclComm_t comm) {
     VendorLibrary& lib = vendor->library();
     return lib.check(lib.api().commResume(vendor->handle()), "ncclCommResume", vendor->handle());
   }
-  if (!c->suspended.exchange(false)) return fail(ncclInvalidUsage, "ncclCommResume: the communicator is not suspended");
+  std::lock_guard<std::mutex> lock(c->opMutex);
+  if (!c->suspended.load()) return fail(ncclInvalidUsage, "ncclCommResume: the communicator is not suspended");
+  if (VendorCommunicator* v = domainVendor(*c, &VendorApi::commResume)) {
+    VendorLibrary& lib = v->library();
+    HETCCL_TRY(lib.check(lib.api().commResume(v->handle()), "ncclCommResume", v->handle()));
+  }
+  c->suspended.store(false);
   return ncclSuccess;
 }
 HETCCL_WEAK_ALIAS(ncclCommResume)
@@ -72,7 +95,17 @@ HETCCL_EXPORT ncclResult_t pncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t 
   uint64_t total = 0, releasable = 0;
   {
     std::lock_guard<std::mutex> lock(c->opMutex);  // not while a call makes or frees buffers
-    routerOf(*c).deviceMemory(&total, &releasable);
+    routerOf(*c).memory(&total, &releasable);
+  }
+  if (VendorCommunicator* v = domainVendor(*c, &VendorApi::commMemStats)) {
+    VendorLibrary& lib = v->library();
+    uint64_t theirs = 0, theirsReleasable = 0;
+    HETCCL_TRY(lib.check(lib.api().commMemStats(v->handle(), ncclStatGpuMemTotal, &theirs), "ncclCommMemStats",
+                         v->handle()));
+    HETCCL_TRY(lib.check(lib.api().commMemStats(v->handle(), ncclStatGpuMemSuspend, &theirsReleasable),
+                         "ncclCommMemStats", v->handle()));
+    total += theirs;
+    releasable += theirsReleasable;
   }
   switch (stat) {
     case ncclStatGpuMemSuspend: *value = releasable; break;

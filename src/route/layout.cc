@@ -213,28 +213,43 @@ ncclResult_t Router::oneSided(OneSided** out) {
   return ncclSuccess;
 }
 
-void Router::deviceMemory(uint64_t* total, uint64_t* releasable) const {
+void Router::memory(uint64_t* total, uint64_t* releasable) {
   *total = *releasable = 0;
-  if (streamCollectives_) {
-    *total += streamCollectives_->deviceBytes();
-    *releasable += streamCollectives_->releasableBytes();
-  }
-  if (streamHierarchy_) {
-    *total += streamHierarchy_->deviceBytes();
-    *releasable += streamHierarchy_->deviceBytes();
-  }
-  if (crossGroup_ && crossGroup_->router) {  // the hierarchy's cross group: its stream engine
-    uint64_t t = 0, r = 0;
-    crossGroup_->router->deviceMemory(&t, &r);
+  auto add = [&](uint64_t t, uint64_t r) {
     *total += t;
     *releasable += r;
+  };
+  uint64_t t = 0, r = 0;
+  if (hostStaging_) {
+    hostStaging_->pinnedMemory(&t, &r);
+    add(t, r);
+  }
+  {
+    std::lock_guard<std::mutex> lock(oneSidedMutex_);
+    if (oneSided_) {
+      oneSided_->pinnedMemory(&t, &r);
+      add(t, r);
+    }
+  }
+  if (streamCollectives_)
+    add(streamCollectives_->deviceBytes() + streamCollectives_->sharedPinnedBytes(),
+        streamCollectives_->releasableBytes());
+  if (streamHierarchy_) add(streamHierarchy_->deviceBytes(), streamHierarchy_->deviceBytes());
+  if (crossGroup_ && crossGroup_->router) {  // the hierarchy's cross group: its stream engine
+    crossGroup_->router->memory(&t, &r);
+    add(t, r);
   }
 }
 
-ncclResult_t Router::releaseDeviceMemory() {
+ncclResult_t Router::releaseMemory() {
+  {
+    std::lock_guard<std::mutex> lock(oneSidedMutex_);
+    if (oneSided_) HETCCL_TRY(oneSided_->releaseStaging());
+  }
   if (streamCollectives_) HETCCL_TRY(streamCollectives_->releaseBuffers());
   if (streamHierarchy_) HETCCL_TRY(streamHierarchy_->releaseScratch());
-  if (crossGroup_ && crossGroup_->router) HETCCL_TRY(crossGroup_->router->releaseDeviceMemory());
+  if (crossGroup_ && crossGroup_->router) HETCCL_TRY(crossGroup_->router->releaseMemory());
+  if (hostStaging_) hostStaging_->releasePinned();
   return ncclSuccess;
 }
 

@@ -55,11 +55,11 @@ class Router {
   // communicator, made on first use (its first window): every layout but
   // pass-through (the vendor's own) has one.
   ncclResult_t oneSided(OneSided** out);
-  // ncclCommMemStats on GPU ranks of several domains: the device memory
-  // this communicator's engines hold, and of it what releaseDeviceMemory
-  // frees (ncclCommSuspend; made again by the next call).
-  void deviceMemory(uint64_t* total, uint64_t* releasable) const;
-  ncclResult_t releaseDeviceMemory();
+  // ncclCommMemStats on GPU ranks of several domains: the device and
+  // pinned host memory this communicator's engines hold, and of it what
+  // releaseMemory frees (ncclCommSuspend; made again by the next call).
+  void memory(uint64_t* total, uint64_t* releasable);
+  ncclResult_t releaseMemory();
   // An abort: no engine waits for a peer any longer.
   void release();
   // An error an engine met outside a call (a stall or a dead peer in the

@@ -363,11 +363,14 @@ TEST(Nccl230, ACollectiveThatStopsIsNcclTimeoutForAnApplicationOf230) {
     });
 }
 
-// GPU ranks' paths on CPU ranks (HETCCL_FORCE_STAGING: the stream path's
-// buffers are the host runtime's "device" memory): the statistics count
-// them, suspending frees them (a collective is refused meanwhile), resuming
-// and the next collective make them again, and the sums stay exact.
-int suspendFreesTheStreamBuffers(int rank, int n, const ncclUniqueId& id) {
+// GPU ranks' paths on CPU ranks (HETCCL_FORCE_STAGING: the engines'
+// buffers are the host runtime's "device" and "pinned" memory): the
+// statistics count what the collectives' path holds (the stream path's
+// piece buffers, or host staging's pinned copy of the call) and the
+// one-sided puts' staging where puts are stream-ordered (`putsStaged`);
+// suspending frees them (a collective and a put are refused meanwhile),
+// resuming and the next calls make them again, and the data stays exact.
+int suspendFreesTheBuffers(int rank, int n, const ncclUniqueId& id, bool putsStaged) {
   ncclComm_t comm;
   RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
   auto stat = [&](ncclCommMemStat_t s) {
@@ -376,18 +379,43 @@ int suspendFreesTheStreamBuffers(int rank, int n, const ncclUniqueId& id) {
                 ncclGetLastError(comm));
     return v;
   };
+  const size_t count = (size_t(1) << 18) + 3;  // a little over 1 MiB of floats
   auto sumIsExact = [&](float base) {
-    std::vector<float> x(1000, base + static_cast<float>(rank));
+    std::vector<float> x(count, base + static_cast<float>(rank));
     RANK_EXPECT(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr) == ncclSuccess,
                 "all-reduce: %s", ncclGetLastError(comm));
     const float expect = static_cast<float>(n) * base + static_cast<float>(n * (n - 1) / 2);
     RANK_EXPECT(std::all_of(x.begin(), x.end(), [&](float v) { return v == expect; }), "sum %g, not %g", x[0], expect);
   };
+  // A put of 64 KiB to the next rank, seen landed (its staging then waits in the engine's pool).
+  const size_t putCount = 16384;
+  std::vector<float> window(putCount, 0.0f), mine(putCount, static_cast<float>(rank + 1));
+  ncclWindow_t win;
+  RANK_NCCL(ncclCommWindowRegister(comm, window.data(), putCount * 4, &win, NCCL_WIN_DEFAULT));
+  const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+  auto putLands = [&]() {
+    RANK_NCCL(ncclPutSignal(mine.data(), putCount, ncclFloat32, next, win, 0, 0, 0, 0, comm, nullptr));
+    ncclWaitSignalDesc_t d{1, prev, 0, 0};
+    RANK_NCCL(ncclWaitSignal(1, &d, comm, nullptr));
+    RANK_EXPECT(window[0] == static_cast<float>(prev + 1) && window[putCount - 1] == static_cast<float>(prev + 1),
+                "the put from rank %d: %g", prev, window[0]);
+    return 0;
+  };
+  // A put's staging goes back to the engine's pool once the put is done,
+  // a little after the peer saw it: wait for it there.
+  auto poolHoldsAPut = [&](uint64_t without) {
+    for (int i = 0; i < 400 && stat(ncclStatGpuMemSuspend) < without + putCount * 4; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return stat(ncclStatGpuMemSuspend) >= without + putCount * 4;
+  };
   sumIsExact(1.0f);
+  const uint64_t collectives = stat(ncclStatGpuMemSuspend);
+  RANK_EXPECT(putLands() == 0, "put");
+  RANK_EXPECT(!putsStaged || poolHoldsAPut(collectives), "the put's staging is not counted");
   const uint64_t total = stat(ncclStatGpuMemTotal), suspendable = stat(ncclStatGpuMemSuspend);
-  RANK_EXPECT(suspendable >= (size_t(1) << 20) && total == suspendable + stat(ncclStatGpuMemPersist),
-              "total %llu, suspendable %llu", static_cast<unsigned long long>(total),
-              static_cast<unsigned long long>(suspendable));
+  RANK_EXPECT(collectives >= count * 4 && total == suspendable + stat(ncclStatGpuMemPersist),
+              "total %llu, suspendable %llu (%llu before the put)", static_cast<unsigned long long>(total),
+              static_cast<unsigned long long>(suspendable), static_cast<unsigned long long>(collectives));
   RANK_NCCL(ncclCommSuspend(comm, NCCL_SUSPEND_MEM));
   RANK_EXPECT(stat(ncclStatGpuMemSuspended) == 1 && stat(ncclStatGpuMemSuspend) == 0 &&
                   stat(ncclStatGpuMemTotal) == total - suspendable,
@@ -396,20 +424,38 @@ int suspendFreesTheStreamBuffers(int rank, int n, const ncclUniqueId& id) {
   float probe = 0;
   RANK_EXPECT(ncclAllReduce(&probe, &probe, 1, ncclFloat32, ncclSum, comm, nullptr) == ncclInvalidUsage,
               "a collective on a suspended communicator");
+  RANK_EXPECT(ncclPutSignal(mine.data(), putCount, ncclFloat32, next, win, 0, 0, 0, 0, comm, nullptr) ==
+                  ncclInvalidUsage,
+              "a put on a suspended communicator");
   RANK_NCCL(ncclCommResume(comm));
   sumIsExact(2.0f);
-  RANK_EXPECT(stat(ncclStatGpuMemSuspended) == 0 && stat(ncclStatGpuMemSuspend) == suspendable,
-              "after resume and a call: suspendable %llu", static_cast<unsigned long long>(stat(ncclStatGpuMemSuspend)));
+  std::fill(window.begin(), window.end(), 0.0f);
+  RANK_NCCL(ncclAllReduce(&probe, &probe, 1, ncclFloat32, ncclSum, comm, nullptr));  // all have cleared
+  RANK_EXPECT(stat(ncclStatGpuMemSuspended) == 0 && stat(ncclStatGpuMemSuspend) == collectives,
+              "after resume and a collective (%d ranks): suspendable %llu, not %llu", n,
+              static_cast<unsigned long long>(stat(ncclStatGpuMemSuspend)),
+              static_cast<unsigned long long>(collectives));
+  RANK_EXPECT(putLands() == 0, "put after resume");
+  RANK_EXPECT(!putsStaged || poolHoldsAPut(collectives), "the put's staging is not counted after resume");
+  RANK_NCCL(ncclAllReduce(&probe, &probe, 1, ncclFloat32, ncclSum, comm, nullptr));  // all have seen their puts
+  RANK_NCCL(ncclCommWindowDeregister(comm, win));
   RANK_NCCL(ncclCommDestroy(comm));
   return 0;
 }
 
 TEST(Nccl230, SuspendFreesTheStreamPathsBuffersOnStreams) {
   EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, {{"HETCCL_FORCE_STAGING", "1"}}), 60,
-                         suspendFreesTheStreamBuffers);
-  // Domains of two ranks: the stream hierarchy and its cross group's stream path.
+                         [](int rank, int n, const ncclUniqueId& id) { return suspendFreesTheBuffers(rank, n, id, true); });
+  // Domains of two ranks: the stream hierarchy and its cross group's stream
+  // path (the puts of such host ranks are the calling thread's: no staging).
   EXPECT_RANKS_PASS_EACH(4, mp::domainLayout({"a", "a", "b", "b"}, {{"HETCCL_FORCE_STAGING", "1"}}), 60,
-                         suspendFreesTheStreamBuffers);
+                         [](int rank, int n, const ncclUniqueId& id) { return suspendFreesTheBuffers(rank, n, id, false); });
+}
+
+TEST(Nccl230, SuspendFreesHostStagingsPinnedMemory) {
+  EXPECT_RANKS_PASS_EACH(
+      2, mp::domainLayout({"a", "b"}, {{"HETCCL_FORCE_STAGING", "1"}, {"HETCCL_STREAM_COLLECTIVES", "0"}}), 60,
+      [](int rank, int n, const ncclUniqueId& id) { return suspendFreesTheBuffers(rank, n, id, true); });
 }
 
 TEST(Nccl230, TimeoutHasAName) {

@@ -107,6 +107,22 @@ HostStaging::Layout HostStaging::layout(const std::vector<Op>& ops) const {
   return l;
 }
 
+void HostStaging::pinnedMemory(uint64_t* total, uint64_t* releasable) {
+  std::lock_guard<std::mutex> lock(captureMutex_);
+  *releasable = pinnedBytes_;
+  for (const auto& [bytes, block] : pool_) *releasable += bytes;
+  *total = *releasable;
+  for (const auto& call : captured_)
+    if (call->pinned) *total += call->bytes;
+}
+
+void HostStaging::releasePinned() {  // no eager call runs: the communicator's calls are serialised
+  pinned_.reset();
+  pinnedBytes_ = 0;
+  std::lock_guard<std::mutex> lock(captureMutex_);
+  pool_.clear();
+}
+
 ncclResult_t HostStaging::reserve(size_t bytes) {
   if (bytes <= pinnedBytes_) return ncclSuccess;
   pinned_.reset();

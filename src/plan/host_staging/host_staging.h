@@ -72,6 +72,12 @@ class HostStaging {
   ncclResult_t capture(std::span<const Op* const> ops);
   // Captures are refused, for `why`.
   void refuseCaptures(std::string why) { captureRefusal_ = std::move(why); }
+  // The pinned host memory it holds (ncclCommMemStats): the eager calls'
+  // staging and the blocks of destroyed graphs, which releasePinned frees
+  // (ncclCommSuspend; the next call makes its staging again), and the
+  // blocks of captured calls whose graphs live, which stay.
+  void pinnedMemory(uint64_t* total, uint64_t* releasable);
+  void releasePinned();
 
  private:
   struct Region {

@@ -65,6 +65,34 @@ void OneSided::release() {
   if (net_) net_->markGone();
 }
 
+void OneSided::pinnedMemory(uint64_t* total, uint64_t* releasable) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  *releasable = 0;
+  for (const Staging& s : stagingPool_) *releasable += s.bytes;
+  *total = *releasable;
+  if (!counters_) return;  // calls completed by the calling thread: nothing pinned
+  *total += (1 + static_cast<uint64_t>(nranks_) * static_cast<uint64_t>(setup_.contexts) * kSignals) * sizeof(uint32_t);
+  for (const Incoming& in : incoming_)
+    if (in.staging) *total += kChunkBytes;
+}
+
+ncclResult_t OneSided::releaseStaging() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto pending = [&] {
+    std::erase_if(streamPuts_, [](const std::shared_ptr<Outgoing>& o) { return o->done; });
+    return !streamPuts_.empty();
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                                std::chrono::duration<double>(setup_.transport.timeoutSeconds));
+  while (pending())
+    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && pending())
+      return fail(ncclInvalidUsage, "ncclCommSuspend: a put to rank %d queued on this communicator is not done after "
+                  "%.0f s (HETCCL_TIMEOUT); synchronize its stream first", streamPuts_.front()->peer,
+                  setup_.transport.timeoutSeconds);
+  stagingPool_.clear();  // what the pool holds waits for no stream
+  return ncclSuccess;
+}
+
 ncclResult_t OneSided::errorFor(int peer, bool itsPuts) const {
   if (error_ != ncclSuccess) return fail(error_, "%s", errorText_.c_str());
   if (peer < 0) return ncclSuccess;

@@ -95,6 +95,13 @@ class OneSided {
   void release();
 
   int contexts() const { return setup_.contexts; }
+  // The pinned host memory of stream-ordered calls (ncclCommMemStats): the
+  // counters and each peer's incoming chunk, which stay, and the staging
+  // kept for the next puts, which releaseStaging frees (ncclCommSuspend),
+  // once the puts queued before are done (ncclInvalidUsage if one is not
+  // within HETCCL_TIMEOUT: its stream never reached it, say).
+  void pinnedMemory(uint64_t* total, uint64_t* releasable);
+  ncclResult_t releaseStaging();
 
  private:
   static constexpr uint64_t kHeaderTag = 0x6f6e657369646564ull;  // "onesided"
@@ -197,6 +204,7 @@ class OneSided {
     std::chrono::steady_clock::time_point since;  // of the last news (a signal for it)
   };
   std::vector<Staging> stagingPool_;
+  std::vector<std::shared_ptr<Outgoing>> streamPuts_;  // stream-ordered puts maybe not done (releaseStaging)
   std::vector<StreamWait> streamWaits_;
   StreamOwner copies_;
   std::vector<ncclResult_t> peerErrors_;  // by peer: its connection failed or it is gone

@@ -46,6 +46,8 @@ ncclResult_t OneSided::putOnStream(const std::shared_ptr<Outgoing>& out, Stream 
     HETCCL_TRY(errorFor(-1, false));
     ticket = out->ticket = ++putTickets_;
     queued_.push_back(out);
+    std::erase_if(streamPuts_, [](const std::shared_ptr<Outgoing>& o) { return o->done; });
+    streamPuts_.push_back(out);
   }
   changed_.notify_all();
   // The stream goes on once the thread has read the bytes (the buffer may then change).

@@ -96,6 +96,13 @@ size_t StreamCollectives::deviceBytes() const {
   return releasableBytes() + lane;
 }
 
+size_t StreamCollectives::sharedPinnedBytes() const {
+  size_t bytes = 0;
+  for (const auto& seg : segments_)
+    if (seg && seg->registration) bytes += seg->shared.bytes();
+  return bytes;
+}
+
 ncclResult_t StreamCollectives::releaseBuffers() {
   if (!incoming_) return ncclSuccess;
   DeviceGuard onMyDevice(rt_, device_);

@@ -121,6 +121,10 @@ class StreamCollectives {
   // lane's stay: captured chains point into them).
   size_t deviceBytes() const;
   size_t releasableBytes() const { return incoming_ ? bufferBytes() : 0; }
+  // Host memory pinned for this engine: the shared segments (mine and the
+  // peers' this process mapped), registered with the runtime; they stay
+  // while the communicator lives (the peers read and write them).
+  size_t sharedPinnedBytes() const;
   // ncclCommSuspend: frees the pieces' buffers once every call queued on
   // my streams has finished (ncclInvalidUsage while one still runs: the
   // application synchronizes its streams first).
