@@ -268,6 +268,38 @@ int deadPeer(int rank, int n, const ncclUniqueId& id) {
   return 0;
 }
 
+// A rank that puts and at once destroys its communicator, with no barrier:
+// the put still lands whole and its signal is seen (the sender's engine
+// sends what its streams passed before it stops; the receiver takes in
+// what a departed peer sent before it fails that peer).
+int aPutThenDestroyLands(int rank, int n, const ncclUniqueId& id) {
+  ncclComm_t comm;
+  RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+  const size_t count = (size_t(3) << 18) + 7;  // 3 MiB and a tail: several chunks
+  std::vector<float> window(count, 0.0f);
+  ncclWindow_t win;
+  RANK_NCCL(ncclCommWindowRegister(comm, window.data(), count * 4, &win, NCCL_WIN_DEFAULT));
+  auto value = [](size_t i) { return static_cast<float>(i % 100003) + 0.5f; };
+  if (rank == 0) {
+    std::vector<float> data(count);
+    for (size_t i = 0; i < count; ++i) data[i] = value(i);
+    RANK_NCCL(ncclPutSignal(data.data(), count, ncclFloat32, 1, win, 0, 3, 0, 0, comm, nullptr));
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  }
+  ncclWaitSignalDesc_t d{1, 0, 3, 0};
+  RANK_NCCL(ncclWaitSignal(1, &d, comm, nullptr));
+  size_t wrong = 0;
+  for (size_t i = 0; i < count; ++i) wrong += window[i] != value(i);
+  RANK_EXPECT(wrong == 0, "%zu of %zu elements wrong", wrong, count);
+  ncclCommDestroy(comm);  // (the peer is gone: its result is not this test's)
+  return 0;
+}
+
+TEST(OneSided, APutThenDestroyStillLands) {
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}), 60, aPutThenDestroyLands);
+}
+
 TEST(OneSided, EveryTypeLandsBeforeItsSignalInOneDomain) {
   EXPECT_RANKS_PASS(3, mp::Env{}, 120, everyTypeLands);
 }
@@ -333,6 +365,10 @@ TEST(OneSidedOnStreams, SignalsCountAndAWaitForNoneIsTheCommunicatorsTimeout) {
 
 TEST(OneSidedOnStreams, APutIntoADeregisteredWindowIsTheCommunicatorsError) {
   EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, kOnStreams), 60, putIntoADeregisteredWindow);
+}
+
+TEST(OneSidedOnStreams, APutThenDestroyStillLands) {
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, kOnStreams), 60, aPutThenDestroyLands);
 }
 
 TEST(OneSidedOnStreams, ADeadPeerIsAnErrorNotAHang) {

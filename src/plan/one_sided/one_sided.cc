@@ -25,12 +25,14 @@ ncclResult_t OneSided::create(const OneSidedSetup& setup, std::unique_ptr<OneSid
     return fail(ncclInvalidArgument, "numRmaCtx is %d in the communicator's config; one-sided calls need at least 1",
                 setup.contexts);
   std::unique_ptr<OneSided> s(new OneSided(setup));
-  if (setup.streams) {  // the pinned counters the streams wait on, zeroed; the thread's copy stream
+  if (setup.streams) {  // the pinned counters and flags, zeroed; the thread's copy stream
     Runtime& rt = *setup.streams;
     s->rt_ = &rt;
-    const size_t words = 1 + static_cast<size_t>(s->nranks_) * static_cast<size_t>(setup.contexts) * kSignals;
+    const size_t words = static_cast<size_t>(s->nranks_) * static_cast<size_t>(setup.contexts) * kSignals;
     HETCCL_TRY(allocPinned(rt, words * sizeof(uint32_t), &s->counters_));
     memset(s->counters_.get(), 0, words * sizeof(uint32_t));
+    HETCCL_TRY(allocPinned(rt, kPutSlots * sizeof(uint32_t), &s->putFlags_));
+    memset(s->putFlags_.get(), 0, kPutSlots * sizeof(uint32_t));
     HETCCL_TRY(rt.currentDevice(&s->device_));
     HETCCL_TRY(createStream(rt, &s->copies_));
     for (int p = 0; p < s->nranks_; ++p)  // each peer's chunks bound for device memory
@@ -46,7 +48,18 @@ ncclResult_t OneSided::create(const OneSidedSetup& setup, std::unique_ptr<OneSid
 
 OneSided::~OneSided() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    // The stream-ordered puts whose streams have passed them are sent
+    // first (their callers may have synchronized and gone on), up to
+    // HETCCL_TIMEOUT; those a stream never reached are dropped.
+    std::unique_lock<std::mutex> lock(mutex_);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                                  std::chrono::duration<double>(setup_.transport.timeoutSeconds));
+    changed_.wait_until(lock, deadline, [&] {
+      if (error_ != ncclSuccess) return true;
+      for (const auto& o : streamPuts_)
+        if (!o->done && staged(*o)) return false;
+      return true;
+    });
     stop_ = true;
   }
   changed_.notify_all();
@@ -71,7 +84,8 @@ void OneSided::pinnedMemory(uint64_t* total, uint64_t* releasable) {
   for (const Staging& s : stagingPool_) *releasable += s.bytes;
   *total = *releasable;
   if (!counters_) return;  // calls completed by the calling thread: nothing pinned
-  *total += (1 + static_cast<uint64_t>(nranks_) * static_cast<uint64_t>(setup_.contexts) * kSignals) * sizeof(uint32_t);
+  *total += (static_cast<uint64_t>(nranks_) * static_cast<uint64_t>(setup_.contexts) * kSignals + kPutSlots) *
+            sizeof(uint32_t);
   for (const Incoming& in : incoming_)
     if (in.staging) *total += kChunkBytes;
 }

@@ -25,15 +25,20 @@
 //
 // GPU ranks (and CPU ranks with HETCCL_FORCE_STAGING, so that CI runs this
 // on the host runtime's streams, which block) are stream-ordered: a put
-// records an event on the caller's stream and makes the stream wait for a
-// pinned counter of puts read; the thread, once the event has passed,
-// copies the bytes to pinned staging, raises the counter and sends them. A
-// wait makes the stream wait until the pinned counter of each (peer,
-// context, index) reaches what it waits for; the thread raises it after
-// the bytes before the signal are in the window (through pinned staging
-// into device memory). A failure there (a dead peer, no news for
-// HETCCL_TIMEOUT, a dropped put) is the communicator's asynchronous error,
-// and every counter is raised so that no stream waits for ever.
+// queues on the caller's stream a copy of its bytes into pinned staging
+// (into the window itself when it is this rank's own), then a write of the
+// put's ticket into its pinned flag; the thread sends the staged bytes once
+// it reads the ticket there (no CUDA call: a thread that waited in one
+// could wait for ever behind an application thread blocked in a
+// synchronous copy on a stream that waits for this put). The stream goes
+// on at once: its own copy has read the bytes. A wait makes the stream
+// wait until the pinned counter of each (peer, context, index) reaches
+// what it waits for; the thread raises it after the bytes before the
+// signal are in the window (through pinned staging into device memory: the
+// copy the receiving thread still makes). A failure there (a dead peer, no
+// news for HETCCL_TIMEOUT, a dropped put) is the communicator's
+// asynchronous error, and every counter is raised so that no stream waits
+// for ever.
 #pragma once
 
 #include <chrono>
@@ -127,11 +132,11 @@ class OneSided {
     Header header;
     const void* data;
     std::vector<Request> requests;  // the header's, then one per chunk
-    // Stream-ordered: sent from staging once `ready` has passed; `ticket`
-    // raises the counter of puts read.
-    OwnedEvent ready;
+    // Stream-ordered: sent from staging once the stream has written
+    // `ticket` into flag `slot` (staged()).
     Staging staging;
     uint32_t ticket = 0;
+    size_t slot = 0;
     bool posted = false, done = false;
     std::chrono::steady_clock::time_point postedAt;
     ncclResult_t result = ncclSuccess;
@@ -167,8 +172,7 @@ class OneSided {
   ncclResult_t checkPut(int peer, uint64_t window, size_t offset, size_t bytes) const;  // under mutex_
   ncclResult_t putOnStream(const std::shared_ptr<Outgoing>& out, Stream stream);
   ncclResult_t waitOnStream(std::span<const ncclWaitSignalDesc_t> descs, Stream stream);
-  ncclResult_t stage(Outgoing& out, bool* ready);
-  ncclResult_t deliverToMyself(Outgoing& out);
+  bool staged(const Outgoing& out) const;  // its stream has copied its bytes (reads its flag)
   ncclResult_t postChunk(int peer, Incoming& in);
   void finished(Outgoing& out);  // done: its staging back to the pool, the caller told
   ncclResult_t chunkArrived(int peer, Incoming& in);
@@ -191,12 +195,16 @@ class OneSided {
   std::vector<std::shared_ptr<Outgoing>> inFlight_;  // the thread's
   std::vector<Window> windows_;
   std::map<SignalKey, uint64_t> arrived_, consumed_;
-  // Stream-ordered: pinned counters the streams wait on (puts read, then
-  // signals by peer, context, index), the waits queued on streams not yet
-  // satisfied, and the thread's stream for its copies.
+  // Stream-ordered: pinned counters the streams wait on (signals by peer,
+  // context, index), the puts' pinned flags the streams write (a put's
+  // ticket in slot ticket % kPutSlots: at most kPutSlots puts not done),
+  // the waits queued on streams not yet satisfied, and the thread's stream
+  // for its copies into device windows.
+  static constexpr size_t kPutSlots = 1024;
   Runtime* rt_ = nullptr;
   int device_ = -1;  // the thread's, for its copies
   PinnedMemory counters_;
+  PinnedMemory putFlags_;
   uint32_t putTickets_ = 0;
   struct StreamWait {
     SignalKey key;
@@ -204,7 +212,7 @@ class OneSided {
     std::chrono::steady_clock::time_point since;  // of the last news (a signal for it)
   };
   std::vector<Staging> stagingPool_;
-  std::vector<std::shared_ptr<Outgoing>> streamPuts_;  // stream-ordered puts maybe not done (releaseStaging)
+  std::vector<std::shared_ptr<Outgoing>> streamPuts_;  // stream-ordered puts maybe not done (slots, releaseStaging)
   std::vector<StreamWait> streamWaits_;
   StreamOwner copies_;
   std::vector<ncclResult_t> peerErrors_;  // by peer: its connection failed or it is gone

@@ -12,46 +12,65 @@
 
 namespace hetccl {
 
-// Word 0 counts the puts whose bytes the thread has read; then one word
-// per (peer, context, signal index): the signals arrived.
+// One word per (peer, context, signal index): the signals arrived.
 volatile uint32_t* OneSided::counter(int peer, int ctx, int sigIdx) const {
-  auto* words = static_cast<volatile uint32_t*>(counters_.get());
-  if (peer < 0) return words;
-  return words + 1 + (static_cast<size_t>(peer) * static_cast<size_t>(setup_.contexts) + static_cast<size_t>(ctx)) *
-                         kSignals + static_cast<size_t>(sigIdx);
+  return static_cast<volatile uint32_t*>(counters_.get()) +
+         (static_cast<size_t>(peer) * static_cast<size_t>(setup_.contexts) + static_cast<size_t>(ctx)) * kSignals +
+         static_cast<size_t>(sigIdx);
+}
+
+bool OneSided::staged(const Outgoing& out) const {
+  return __atomic_load_n(static_cast<const uint32_t*>(putFlags_.get()) + out.slot, __ATOMIC_ACQUIRE) == out.ticket;
 }
 
 ncclResult_t OneSided::putOnStream(const std::shared_ptr<Outgoing>& out, Stream stream) {
   const Header& h = out->header;
+  char* own = nullptr;  // a put into this rank's own window goes straight there
   {
     std::lock_guard<std::mutex> lock(mutex_);
     HETCCL_TRY(checkPut(out->peer, h.window, h.offset, h.bytes));
+    if (out->peer == rank_ && h.bytes) own = windows_[h.window].base + h.offset;
     // Staging from the pool (allocated here, by the caller's thread, when none is big enough).
-    for (auto it = stagingPool_.begin(); h.bytes && it != stagingPool_.end(); ++it)
+    for (auto it = stagingPool_.begin(); h.bytes && !own && it != stagingPool_.end(); ++it)
       if (it->bytes >= h.bytes) {
         out->staging = std::move(*it);
         stagingPool_.erase(it);
         break;
       }
   }
-  if (h.bytes && !out->staging.memory) {
+  if (h.bytes && !own && !out->staging.memory) {
     HETCCL_TRY(allocPinned(*rt_, h.bytes, &out->staging.memory));
     out->staging.bytes = h.bytes;
   }
-  HETCCL_TRY(createEvent(*rt_, &out->ready));
-  HETCCL_TRY(rt_->recordEvent(out->ready.get(), stream));
   uint32_t ticket = 0;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
     HETCCL_TRY(errorFor(-1, false));
-    ticket = out->ticket = ++putTickets_;
+    ticket = ++putTickets_;
+    if (ticket == 0) ticket = ++putTickets_;  // 0 is every flag's first value
+    // The put kPutSlots before this one holds the slot until it is done.
+    auto slotTaken = [&] {
+      std::erase_if(streamPuts_, [](const std::shared_ptr<Outgoing>& o) { return o->done; });
+      for (const auto& o : streamPuts_)
+        if (o->slot == ticket % kPutSlots) return true;
+      return false;
+    };
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                                  std::chrono::duration<double>(setup_.transport.timeoutSeconds));
+    while (slotTaken())
+      if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && slotTaken())
+        return fail(ncclInvalidUsage, "ncclPutSignal: %zu puts queued on streams are not done after %.0f s "
+                    "(HETCCL_TIMEOUT); their streams never reached them?", kPutSlots, setup_.transport.timeoutSeconds);
+    out->ticket = ticket;
+    out->slot = ticket % kPutSlots;
     queued_.push_back(out);
-    std::erase_if(streamPuts_, [](const std::shared_ptr<Outgoing>& o) { return o->done; });
     streamPuts_.push_back(out);
   }
+  // On the stream: the bytes where they go (read there, so the buffer may
+  // change once the stream goes on), then the flag the thread reads.
+  if (h.bytes) HETCCL_TRY(rt_->copyAsync(own ? own : out->staging.memory.get(), out->data, h.bytes, stream));
+  HETCCL_TRY(rt_->writeFlag(stream, static_cast<volatile uint32_t*>(putFlags_.get()) + out->slot, ticket));
   changed_.notify_all();
-  // The stream goes on once the thread has read the bytes (the buffer may then change).
-  HETCCL_TRY(rt_->waitFlag(stream, counter(-1, 0, 0), ticket));
   if (rt_->hasDevices()) return ncclSuccess;  // a failure from now on is the communicator's asynchronous error
   // The host runtime's streams block: the bytes are read; a failure so far is this call's.
   std::lock_guard<std::mutex> lock(mutex_);
@@ -80,37 +99,6 @@ ncclResult_t OneSided::waitOnStream(std::span<const ncclWaitSignalDesc_t> descs,
   if (rt_->hasDevices()) return ncclSuccess;
   std::lock_guard<std::mutex> lock(mutex_);  // host runtime: the wait is over, or was released by a failure
   return errorFor(-1, false);
-}
-
-// The thread: once the put's stream has passed it, its bytes into staging
-// and the counter of puts read raised.
-ncclResult_t OneSided::stage(Outgoing& out, bool* ready) {
-  HETCCL_TRY(rt_->eventDone(out.ready.get(), ready));
-  if (!*ready) return ncclSuccess;
-  if (out.header.bytes) {
-    HETCCL_TRY(rt_->copyAsync(out.staging.memory.get(), out.data, out.header.bytes, copies_.get()));
-    HETCCL_TRY(rt_->synchronize(copies_.get()));
-  }
-  out.ready.reset();
-  __atomic_store_n(counter(-1, 0, 0), out.ticket, __ATOMIC_RELEASE);
-  return ncclSuccess;
-}
-
-// A stream-ordered put into this rank's own window: no message.
-ncclResult_t OneSided::deliverToMyself(Outgoing& out) {
-  const Header& h = out.header;
-  char* to = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (h.window < windows_.size() && windows_[h.window].live) to = windows_[h.window].base + h.offset;
-  }
-  if (h.bytes && to) {
-    HETCCL_TRY(rt_->copyAsync(to, out.staging.memory.get(), h.bytes, copies_.get()));
-    HETCCL_TRY(rt_->synchronize(copies_.get()));
-  }
-  landed(rank_, h, h.bytes && !to);
-  finished(out);
-  return ncclSuccess;
 }
 
 // The thread, every 100 ms: a wait queued on a stream whose peer failed, or
@@ -163,8 +151,8 @@ void OneSided::fatal(ncclResult_t r, const std::string& why) {
       errorText_ = why;
       HETCCL_WARN("rank %d: one-sided calls failed: %s", rank_, why.c_str());
     }
-    const size_t words = 1 + static_cast<size_t>(nranks_) * static_cast<size_t>(setup_.contexts) * kSignals;
-    for (size_t i = 0; i < words; ++i) __atomic_store_n(counter(-1, 0, 0) + i, UINT32_MAX, __ATOMIC_RELEASE);
+    const size_t words = static_cast<size_t>(nranks_) * static_cast<size_t>(setup_.contexts) * kSignals;
+    for (size_t i = 0; i < words; ++i) __atomic_store_n(counter(0, 0, 0) + i, UINT32_MAX, __ATOMIC_RELEASE);
     streamWaits_.clear();
     for (auto& out : inFlight_)
       if (!out->done) {

@@ -95,12 +95,11 @@ ncclResult_t OneSided::startSends() {
       changed_.notify_all();
       continue;
     }
-    if (rt_) {  // stream-ordered: once its stream has passed it, its bytes into staging; in order
-      bool ready = false;
-      HETCCL_TRY(stage(*out, &ready));
-      if (!ready) break;
-      if (out->peer == rank_) {
-        HETCCL_TRY(deliverToMyself(*out));
+    if (rt_) {  // stream-ordered: once its stream has copied the bytes (puts of other streams may go first)
+      if (!staged(*out)) continue;
+      if (out->peer == rank_) {  // the stream copied them into my window: its signal counts
+        landed(rank_, out->header, false);
+        finished(*out);
         continue;
       }
     }
@@ -197,6 +196,10 @@ ncclResult_t OneSided::progress(bool* moved) {
   // What leaves.
   for (auto it = inFlight_.begin(); it != inFlight_.end();) {
     Outgoing& out = **it;
+    if (out.done && !out.posted) {  // a put into my own window, or one failed before it was sent
+      it = inFlight_.erase(it);
+      continue;
+    }
     if (out.done || !out.posted) {  // failed (its requests may still be a connection's), or not ready yet
       ++it;
       continue;
@@ -258,7 +261,16 @@ void OneSided::landed(int peer, const Header& h, bool dropped) {
 ncclResult_t OneSided::checkLiveness() {
   for (int p = 0; p < nranks_; ++p) {
     if (p == rank_ || peerErrors_[static_cast<size_t>(p)] != ncclSuccess) continue;
-    if (const ncclResult_t e = net_->checkPeer(p); e != ncclSuccess) failPeer(p, e, lastError());
+    if (const ncclResult_t e = net_->checkPeer(p); e != ncclSuccess) {
+      // What the peer sent before it left is taken in first: the waits it satisfies still succeed.
+      const std::string why = lastError();
+      for (int i = 0; i < 4096; ++i) {
+        bool moved = false;
+        HETCCL_TRY(progress(&moved));
+        if (!moved || peerErrors_[static_cast<size_t>(p)] != ncclSuccess) break;
+      }
+      if (peerErrors_[static_cast<size_t>(p)] == ncclSuccess) failPeer(p, e, why);
+    }
   }
   if (rt_) watchWaits();
   return ncclSuccess;
