@@ -13,6 +13,7 @@ class Deadline {
       : end_(std::chrono::steady_clock::now() +
              std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds))) {}
   bool expired() const { return std::chrono::steady_clock::now() >= end_; }
+  std::chrono::steady_clock::time_point end() const { return end_; }  // for condition_variable::wait_until
   // Milliseconds left, clamped to [0, cap].
   int remainingMs(int cap) const {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end_ - std::chrono::steady_clock::now()).count();

@@ -52,8 +52,7 @@ OneSided::~OneSided() {
     // first (their callers may have synchronized and gone on), up to
     // HETCCL_TIMEOUT; those a stream never reached are dropped.
     std::unique_lock<std::mutex> lock(mutex_);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                                  std::chrono::duration<double>(setup_.transport.timeoutSeconds));
+    const auto deadline = Deadline(setup_.transport.timeoutSeconds).end();
     changed_.wait_until(lock, deadline, [&] {
       if (error_ != ncclSuccess) return true;
       for (const auto& o : streamPuts_)
@@ -96,8 +95,7 @@ ncclResult_t OneSided::releaseStaging() {
     std::erase_if(streamPuts_, [](const std::shared_ptr<Outgoing>& o) { return o->done; });
     return !streamPuts_.empty();
   };
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                                std::chrono::duration<double>(setup_.transport.timeoutSeconds));
+  const auto deadline = Deadline(setup_.transport.timeoutSeconds).end();
   while (pending())
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && pending())
       return fail(ncclInvalidUsage, "ncclCommSuspend: a put to rank %d queued on this communicator is not done after "

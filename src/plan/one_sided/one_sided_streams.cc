@@ -1,11 +1,13 @@
 // The one-sided engine's stream-ordered calls (GPU ranks; see one_sided.h):
-// puts and waits queued on the caller's stream through pinned counters the
-// progress thread raises.
+// a put's copy and flag queued on the caller's stream for the progress
+// thread to send; waits queued on it through pinned counters the thread
+// raises.
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "common/deadline.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "plan/one_sided/one_sided.h"
@@ -55,8 +57,7 @@ ncclResult_t OneSided::putOnStream(const std::shared_ptr<Outgoing>& out, Stream 
         if (o->slot == ticket % kPutSlots) return true;
       return false;
     };
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                                  std::chrono::duration<double>(setup_.transport.timeoutSeconds));
+    const auto deadline = Deadline(setup_.transport.timeoutSeconds).end();
     while (slotTaken())
       if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && slotTaken())
         return fail(ncclInvalidUsage, "ncclPutSignal: %zu puts queued on streams are not done after %.0f s "
@@ -68,8 +69,16 @@ ncclResult_t OneSided::putOnStream(const std::shared_ptr<Outgoing>& out, Stream 
   }
   // On the stream: the bytes where they go (read there, so the buffer may
   // change once the stream goes on), then the flag the thread reads.
-  if (h.bytes) HETCCL_TRY(rt_->copyAsync(own ? own : out->staging.memory.get(), out->data, h.bytes, stream));
-  HETCCL_TRY(rt_->writeFlag(stream, static_cast<volatile uint32_t*>(putFlags_.get()) + out->slot, ticket));
+  ncclResult_t r = h.bytes ? rt_->copyAsync(own ? own : out->staging.memory.get(), out->data, h.bytes, stream)
+                           : ncclSuccess;
+  if (r == ncclSuccess) r = rt_->writeFlag(stream, static_cast<volatile uint32_t*>(putFlags_.get()) + out->slot, ticket);
+  if (r != ncclSuccess) {  // never staged: the thread drops it
+    std::lock_guard<std::mutex> lock(mutex_);
+    out->result = r;
+    out->error = lastError();
+    out->done = true;
+    return r;
+  }
   changed_.notify_all();
   if (rt_->hasDevices()) return ncclSuccess;  // a failure from now on is the communicator's asynchronous error
   // The host runtime's streams block: the bytes are read; a failure so far is this call's.
