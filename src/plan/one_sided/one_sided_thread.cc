@@ -265,9 +265,8 @@ ncclResult_t OneSided::checkLiveness() {
       // What the peer sent before it left is taken in first: the waits it satisfies still succeed.
       const std::string why = lastError();
       for (int i = 0; i < 4096; ++i) {
-        bool moved = false;
-        HETCCL_TRY(progress(&moved));
-        if (!moved || peerErrors_[static_cast<size_t>(p)] != ncclSuccess) break;
+        bool moved = false;  // (a failure here is the loop's next pass's to handle)
+        if (progress(&moved) != ncclSuccess || !moved || peerErrors_[static_cast<size_t>(p)] != ncclSuccess) break;
       }
       if (peerErrors_[static_cast<size_t>(p)] == ncclSuccess) failPeer(p, e, why);
     }
