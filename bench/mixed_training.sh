@@ -6,6 +6,9 @@
 # (hetccl.torch), REPEATS alternating runs; then efficiency = samples/s of
 # the job / sum of the solo samples/s (medians), and the losses of the
 # balanced run against one process over the same global batches.
+# A share "cpu" makes that rank a CPU rank (HETCCL_DEVICE=host), and the
+# job's gradients go through hetccl.torch.ProcessGroup (--backend hetccl):
+# SPLITS="100:cpu" is one whole-GPU rank beside a CPU rank.
 # MODES (default "solo equal balanced") may add nocomm: DDP without its
 # gradient all-reduce, the ceiling of any exchange.
 # SLOWDOWN=STEP:RANK:FACTOR adds, on the first split, equal and balanced
@@ -32,10 +35,18 @@ run() {  # run MODE SPLIT FILE [ARGS...]: one job, a process per rank with its S
   local mode=$1 split=$2 file=$3 rank=0 pids=() share
   shift 3
   port=$((port + 1))
+  local world=$(wc -w <<< "${split//:/ }") where backend=()
+  [[ $split == *cpu* ]] && backend=(--backend hetccl)
   for share in ${split//:/ }; do
-    env LD_PRELOAD="$build/libhetccl.so" HETCCL_DOMAIN="d$rank" CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$share" \
-      MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RANK=$rank WORLD_SIZE=2 LOCAL_RANK=0 \
-      timeout 300 python3 examples/train_mixed.py --mode "$mode" --out "$file" $args "$@" > "$file.rank$rank.log" 2>&1 &
+    if [ "$share" = cpu ]; then  # a CPU rank: no GPU in sight, the host's cores less two
+      where=(HETCCL_DEVICE=host CUDA_VISIBLE_DEVICES= OMP_NUM_THREADS=$(( $(nproc) > 4 ? $(nproc) - 2 : 2 )))
+    else
+      where=(CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$share")
+    fi
+    env LD_PRELOAD="$build/libhetccl.so" HETCCL_DOMAIN="d$rank" "${where[@]}" \
+      MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RANK=$rank WORLD_SIZE=$world LOCAL_RANK=0 \
+      timeout 300 python3 examples/train_mixed.py --mode "$mode" --out "$file" $args "${backend[@]}" "$@" \
+      > "$file.rank$rank.log" 2>&1 &
     pids+=($!)
     rank=$((rank + 1))
   done

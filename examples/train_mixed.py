@@ -17,7 +17,10 @@ job's). reference: one process over the same global batches (the losses
 must match the others').
 Rank 0 prints and writes (--out) the global samples/s after the warm-up
 steps, the loss of each step (the global batch's mean) and the shares.
---wrap fsdp2 shards the model with FSDP2 (fully_shard, PyTorch 2.6 or
+--backend hetccl puts the ranks' gradients through hetccl.torch.ProcessGroup
+(the job's small exchanges through Gloo) instead of PyTorch's NCCL
+backend: for jobs with CPU ranks (HETCCL_DEVICE=host: that rank trains on
+the CPU). --wrap fsdp2 shards the model with FSDP2 (fully_shard, PyTorch 2.6 or
 later) instead of DDP. --slowdown STEP:RANK:FACTOR makes a rank FACTOR
 times slower from STEP on, as another job on its GPU would (its forward
 and backward run FACTOR times, the extra passes weighted by zero: the
@@ -41,12 +44,13 @@ import hetccl.torch as ht  # noqa: E402
 from train_gpt import TinyGPT  # noqa: E402
 
 
-def wrap(model, how, device, cuda):
-    """DDP, or FSDP2 with each transformer block sharded on its own."""
+def wrap(model, how, device, cuda, group=None):
+    """DDP (through `group`, the default group when None), or FSDP2 with
+    each transformer block sharded on its own."""
     if how == "ddp":
         # Small buckets: the last one (the first layers) is all-reduced after
         # the backward ends, in full view (docs/performance.md).
-        return DDP(model, device_ids=[device.index] if cuda else None, bucket_cap_mb=4)
+        return DDP(model, device_ids=[device.index] if cuda else None, bucket_cap_mb=4, process_group=group)
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
     mesh = init_device_mesh(device.type, (dist.get_world_size(),))
@@ -76,16 +80,19 @@ def main():
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--interval", type=int, default=1, help="steps between speed exchanges (balanced)")
     p.add_argument("--wrap", choices=["ddp", "fsdp2"], default="ddp")
+    p.add_argument("--backend", choices=["nccl", "hetccl"], default="nccl", help="the gradients' process group")
     p.add_argument("--slowdown", default="", help="STEP:RANK:FACTOR")
     p.add_argument("--trace", action="store_true")
     p.add_argument("--out", default="")
     a = p.parse_args()
     if a.mode == "nocomm" and a.wrap != "ddp":
         p.error("--mode nocomm needs --wrap ddp (it replaces DDP's communication hook)")
+    if a.backend == "hetccl" and a.wrap != "ddp":
+        p.error("--backend hetccl needs --wrap ddp")
     if a.slowdown and (a.wrap != "ddp" or a.mode not in ("solo", "equal", "balanced")):
         p.error("--slowdown needs --wrap ddp and --mode solo, equal or balanced (the slowed rank's extra forward is local)")
 
-    cuda = torch.cuda.is_available()
+    cuda = torch.cuda.is_available() and os.environ.get("HETCCL_DEVICE") != "host"
     device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)) % max(1, torch.cuda.device_count())) \
         if cuda else torch.device("cpu")
     if cuda:
@@ -94,8 +101,10 @@ def main():
         os.environ.update(RANK="0", WORLD_SIZE="1")
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         os.environ.setdefault("MASTER_PORT", "29533")
-    dist.init_process_group("nccl" if cuda else "gloo")
+    hetccl_group = a.backend == "hetccl" and a.mode != "reference"
+    dist.init_process_group("nccl" if cuda and not hetccl_group else "gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
+    group = ht.ProcessGroup() if hetccl_group and a.mode != "solo" else None
 
     torch.manual_seed(a.seed)  # the same model on every rank
     model = TinyGPT(a.vocab, a.dim, a.layers, a.heads, a.seq).to(device)
@@ -114,10 +123,10 @@ def main():
                                interval=a.interval if a.mode == "balanced" else 10**9, report=a.mode == "balanced")
         batches = balancer.sampler(samples, seed=a.seed)
         if a.mode == "nocomm":
-            model = wrap(model, a.wrap, device, cuda)
+            model = wrap(model, a.wrap, device, cuda, group)
             model.register_comm_hook(None, no_exchange)
         else:
-            model = balancer.attach(wrap(model, a.wrap, device, cuda))
+            model = balancer.attach(wrap(model, a.wrap, device, cuda, group))
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
     now = {"step": 0}
     if a.slowdown:
@@ -156,7 +165,7 @@ def main():
         # of the ranks, as the exchange is otherwise.
         losses.append(loss.detach() * (len(indices) / a.global_batch))
         if a.mode == "nocomm":
-            dist.all_reduce(losses[-1].clone())
+            dist.all_reduce(losses[-1].clone() if not hetccl_group else losses[-1].cpu())
         if balancer is not None:
             counts_seen.append(list(balancer.counts))
         if a.trace:
@@ -167,6 +176,8 @@ def main():
         torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     losses = torch.stack(losses)
+    if hetccl_group:  # the default group is Gloo's: host tensors
+        losses = losses.cpu()
     if a.mode != "solo":
         dist.all_reduce(losses)
     timed = a.steps - a.warmup_steps

@@ -129,6 +129,10 @@ step preload_into_nccl_program env LD_PRELOAD="$lib" NCCL_DEBUG=WARN HETCCL_DEBU
 step nccl_2_30_gpu_program_two_domains bash -c 'for r in 0 1; do HETCCL_DOMAIN=d$r LD_PRELOAD="$1" "$2" $r 2 "$3" & done; wait -n && wait -n' \
   _ "$lib" "$build/tests/nccl_2_30_gpu_program" "$work/nccl_2_30_id"
 step nccl_2_30_gpu_program_passthrough env LD_PRELOAD="$lib" "$build/tests/nccl_2_30_gpu_program" 0 1 "$work/nccl_2_30_id_single"
+# The stream order of collectives called through PyTorch's NCCL backend
+# (its own stream, read on a third): two ranks in two domains, preloaded.
+step torch_stream_order_two_domains bash -c 'for r in 0 1; do HETCCL_DOMAIN=d$r LD_PRELOAD="$1" RANK=$r WORLD_SIZE=2 \
+  MASTER_ADDR=127.0.0.1 MASTER_PORT=29631 python3 tests/gpu/torch_stream_order.py & done; wait -n && wait -n' _ "$lib"
 # 4. Side by side, alternating: raw NCCL vs hetccl preloaded, same binary
 #    (small sizes with many iterations, large with fewer).
 mkdir -p "$work/side"

@@ -310,6 +310,23 @@ def bad_input_body(rank):
         raise AssertionError("a global batch of 2 for 3 ranks was taken")
 
 
+def disagreement_body(rank):
+    # a rank that holds another split (as if an exchange had delivered it
+    # other numbers): every rank stops at the next exchange, naming it
+    balancer = ht.Balancer(global_batch=12, warmup=0, interval=1)
+    model = balancer.attach(DDP(nn.Linear(2, 2)))
+    if rank == 2:
+        balancer.counts = [3, 4, 5]
+    try:
+        for _ in range(3):
+            model(torch.randn(balancer.counts[rank], 2)).sum().backward()
+    except RuntimeError as e:
+        assert "rank 2 holds the split [3, 4, 5]" in str(e) or rank == 2, str(e)
+        assert "different numbers" in str(e), str(e)
+    else:
+        raise AssertionError("a rank with another split was not found")
+
+
 class Distributed(unittest.TestCase):
     def test_weighted_update_is_the_full_batch_gradient(self):
         run(weighted_update_body, fresh_seed())
@@ -336,6 +353,9 @@ class Distributed(unittest.TestCase):
 
     def test_bad_input_is_refused_on_every_rank(self):
         run(bad_input_body)
+
+    def test_ranks_holding_different_splits_stop_every_rank(self):
+        run(disagreement_body)
 
 
 if __name__ == "__main__":

@@ -88,6 +88,23 @@ class Sampler(unittest.TestCase):
             s.set_counts([8, 0])
 
 
+class Timer(unittest.TestCase):
+    def test_a_pause_is_left_out_of_the_step(self):
+        import time
+        from hetccl.torch import StepTimer
+        timer = StepTimer("cpu")
+        timer.start(10)
+        time.sleep(0.02)
+        timer.pause()
+        time.sleep(0.3)  # e.g. an all-reduce call that waits for a slower peer
+        timer.resume()
+        time.sleep(0.02)
+        timer.end()
+        # 10 samples in the ~0.04 s computed (sleeps run long on a loaded machine: at most 0.2 s)
+        self.assertGreater(timer.speed(), 10 / 0.2)
+        self.assertLess(timer.speed(), 10 / 0.04 * 1.01)
+
+
 class Native(unittest.TestCase):
     def test_hetccls_line_for_this_process(self):
         """Through the library CI builds (HETCCL_LIB), LD_PRELOADed as a user would."""

@@ -15,6 +15,7 @@ import torch.distributed as dist
 
 from .exchange import PendingGather, collective_device, gather
 from .native import describe_local_rank
+from .process_group import ProcessGroup
 from .sampler import BalancedBatchSampler
 from .speed import StepTimer
 from .split import check_speeds, split_batch
@@ -86,6 +87,7 @@ class Balancer:
         self._scale_outputs = False
         self._time_backward = False
         self.premul = None
+        self.gradient_group = None  # DDP's own group where it is hetccl's ProcessGroup, else self.group
         self.issue_seconds = 0.0  # time the gradient all-reduce calls held this thread (DDP), all steps
 
     # -- setup ---------------------------------------------------------
@@ -119,10 +121,15 @@ class Balancer:
                 if a != b:
                     raise ValueError(f"hetccl: rank {rank} has {name} {b:g} but rank {self.rank} has {a:g}: "
                                      "every rank must pass the same")
+        device = _model_device(model)
+        if device is not None and device != self._timer.device:  # a GPU rank of a host (Gloo) group: time the GPU
+            self._timer = StepTimer(device)
         if kind == "ddp":
             # Timed from the forward to the last gradient bucket (StepTimer).
             self._time_backward = True
             check_same_parameters(model, self.group)
+            if isinstance(getattr(model, "process_group", None), ProcessGroup):
+                self.gradient_group = model.process_group
             self.premul = has_premul_sum(self.group)  # decided once, read by every bucket's hook
             model.register_comm_hook(self, _timed_hook)
         self._scale_outputs = kind == "fsdp"
@@ -155,15 +162,31 @@ class Balancer:
         """The forward hook's exchange: applies the one started at the last
         exchange step, starts the next."""
         if self._pending is not None:
-            self._apply([row[0] for row in self._pending.result()])
-        self._pending = PendingGather([self._timer.speed(last=self._LAST)], self.group, self.device)
+            self._apply(self._agreed_speeds(self._pending.result()))
+        self._pending = PendingGather(self._mine(), self.group, self.device)
 
     def rebalance(self):
         """Gathers every rank's measured speed now and moves samples between
         the ranks where the speeds call for it; collective (every rank calls
         it at the same step). The forward hook does the same every
         `interval` steps without waiting (see the class)."""
-        return self._apply([row[0] for row in gather([self._timer.speed(last=self._LAST)], self.group, self.device)])
+        return self._apply(self._agreed_speeds(gather(self._mine(), self.group, self.device)))
+
+    def _mine(self):
+        # my speed, and the split I hold: every rank must hold the same one
+        return [self._timer.speed(last=self._LAST)] + [float(c) for c in self.counts]
+
+    def _agreed_speeds(self, rows):
+        """The speeds of the gathered rows, once every rank's split is found
+        to be mine: a split that differs means the ranks decided from
+        different data, and training on would be silently wrong."""
+        for rank, row in enumerate(rows):
+            if row[1:] != rows[self.rank][1:]:
+                raise RuntimeError(f"hetccl: rank {rank} holds the split {[int(c) for c in row[1:]]} of the global "
+                                   f"batch but rank {self.rank} holds {[int(c) for c in rows[self.rank][1:]]}: an "
+                                   "exchange gave the ranks different numbers (a collective's result read before it "
+                                   "landed?)")
+        return [row[0] for row in rows]
 
     def _apply(self, speeds):
         if any(s == 0.0 for s in speeds):  # a rank without a measured step yet (a GPU's come in late)
@@ -194,7 +217,7 @@ class Balancer:
         device and library where hetccl is loaded), its share, its measured
         samples/s (of its computation: see StepTimer)."""
         share = self.counts[self.rank] / self.global_batch
-        where = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
+        where = torch.cuda.get_device_name(self._timer.device) if self._timer.cuda else "cpu"
         known = describe_local_rank()
         if known:
             where = f"{known} ({where})"
@@ -208,13 +231,23 @@ class Balancer:
 def _timed_hook(balancer, bucket):
     """weighted_allreduce_hook, timing how long the call holds the thread
     (it should only queue the all-reduce: the backward pass goes on
-    meanwhile); the last bucket ends the step's timed computation."""
+    meanwhile); the call is left out of the step's computation (StepTimer
+    pause), and the last bucket ends it."""
+    timer = balancer._timer
     if bucket.is_last():  # the backward's computation ends here (StepTimer)
-        balancer._timer.end()
+        timer.end()
+    timer.pause()
     begin = time.perf_counter()
     future = weighted_allreduce_hook(balancer, bucket)
     balancer.issue_seconds += time.perf_counter() - begin
+    timer.resume()
     return future
+
+
+def _model_device(model):
+    for p in model.parameters():
+        return p.device
+    return None
 
 
 def _wrapper_kind(model):

@@ -20,40 +20,61 @@ class StepTimer:
     at 70% of the SMs look 2.76 times as fast as one at 30%, the whole
     step 2.49 times), hence the whole computation where it can be timed.
     On a GPU the two ends are events on the compute stream, read once the
-    GPU has passed them: the host never waits for them."""
+    GPU has passed them: the host never waits for them. What lies between
+    pause() and resume() is left out: the Balancer pauses around each
+    gradient bucket's all-reduce call, which on some paths blocks the host
+    until the peers are there (a GPU rank beside CPU ranks): the GPU idles
+    meanwhile, and a step that counted it would make the fast rank look as
+    slow as the slow one."""
 
     def __init__(self, device, keep=16):
-        self.cuda = device.type == "cuda"
+        self.device = torch.device(device)
+        self.cuda = self.device.type == "cuda"
         self.keep = keep
-        self._open = None        # the step being timed: (samples, start)
+        self._open = None        # the step being timed: (samples, start, [(pause, resume), ...])
+        self._paused = None      # the open pause's start
         self._pending = []       # GPU steps whose events have not completed yet
         self.rates = []          # samples/s of the last `keep` steps
 
-    def start(self, samples):
+    def _mark(self):
         if self.cuda:
             event = torch.cuda.Event(enable_timing=True)
             event.record()
-            self._open = (samples, event)
-        else:
-            self._open = (samples, time.perf_counter())
+            return event
+        return time.perf_counter()
+
+    def _between(self, begin, end):
+        return begin.elapsed_time(end) / 1000.0 if self.cuda else end - begin
+
+    def start(self, samples):
+        self._open = (samples, self._mark(), [])
+        self._paused = None
         self._collect()
+
+    def pause(self):
+        if self._open is not None and self._paused is None:
+            self._paused = self._mark()
+
+    def resume(self):
+        if self._open is not None and self._paused is not None:
+            self._open[2].append((self._paused, self._mark()))
+            self._paused = None
 
     def end(self):
         if self._open is None:
             return
-        samples, begin = self._open
+        self.resume()
+        samples, begin, gaps = self._open
         self._open = None
-        if self.cuda:
-            event = torch.cuda.Event(enable_timing=True)
-            event.record()
-            self._pending.append((samples, begin, event))
-        else:
-            self._add(samples, time.perf_counter() - begin)
+        self._pending.append((samples, begin, self._mark(), gaps))
+        self._collect()
 
     def _collect(self):
-        while self._pending and self._pending[0][2].query():
-            samples, begin, end = self._pending.pop(0)
-            self._add(samples, begin.elapsed_time(end) / 1000.0)
+        # (a GPU step's events are read once its end has completed: its
+        # pauses' events came before it on the same stream)
+        while self._pending and (not self.cuda or self._pending[0][2].query()):
+            samples, begin, end, gaps = self._pending.pop(0)
+            self._add(samples, self._between(begin, end) - sum(self._between(a, b) for a, b in gaps))
 
     def _add(self, samples, seconds):
         if seconds > 0:

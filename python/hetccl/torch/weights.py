@@ -3,11 +3,14 @@
 With rank i computing the mean loss over its b_i samples, the full-batch
 gradient is sum_i (b_i / B) * g_i. On NCCL (hetccl included) the weight
 rides on the reduction itself (PreMulSum: no extra pass over the
-gradients); elsewhere (Gloo) the bucket is scaled in place first. Wrappers that take
+gradients), hetccl's own process group included; elsewhere (Gloo) the
+bucket is scaled in place first. Wrappers that take
 no communication hook and average (FSDP) get the same update from a
 scaled gradient at the model's outputs instead (scale_output_gradients)."""
 import torch
 import torch.distributed as dist
+
+from .process_group import ProcessGroup
 
 
 def has_premul_sum(group=None):
@@ -19,6 +22,9 @@ def has_premul_sum(group=None):
 def weighted_all_reduce(tensor, weight, group=None, async_op=False, premul=None):
     """tensor <- sum over ranks of weight_i * tensor_i. `premul`: whether
     to use PreMulSum (has_premul_sum(group) when None)."""
+    if isinstance(group, ProcessGroup):
+        work = group.weighted_allreduce(tensor, weight)
+        return work if async_op else work.wait()
     if premul is None:
         premul = has_premul_sum(group)
     if premul:
@@ -36,10 +42,12 @@ def bucket_tensor(bucket):
 
 def weighted_allreduce_hook(state, bucket):
     """A DDP communication hook: `state` has `local_batch`, `global_batch`
-    and `group`, and may have `premul` (a Balancer has all four). Register
-    with `ddp.register_comm_hook(state, weighted_allreduce_hook)`."""
+    and `group`, and may have `premul` and `gradient_group` (the group the
+    gradients go through, when not `group`: a Balancer has them all).
+    Register with `ddp.register_comm_hook(state, weighted_allreduce_hook)`."""
     tensor = bucket_tensor(bucket)
-    work = weighted_all_reduce(tensor, state.local_batch / state.global_batch, state.group, async_op=True,
+    group = getattr(state, "gradient_group", None) or state.group
+    work = weighted_all_reduce(tensor, state.local_batch / state.global_batch, group, async_op=True,
                                premul=getattr(state, "premul", None))
     return work.get_future().then(lambda fut: fut.value()[0])
 
