@@ -155,6 +155,46 @@ class HetcclProcessGroup(unittest.TestCase):
         run(bad_input_body)
 
 
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@unittest.skipUnless(LIBRARY, "HETCCL_LIB not set (scripts/python-check.sh sets it)")
+class Example(unittest.TestCase):
+    def test_train_mixed_through_it_matches_one_process(self):
+        """examples/train_mixed.py --backend hetccl on two CPU ranks in two
+        domains: its losses are those of one process over the same batches."""
+        import json
+        import subprocess
+        import sys
+        example = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "train_mixed.py")
+        small = ["--steps", "6", "--warmup-steps", "2", "--global-batch", "12", "--dim", "32", "--layers", "2",
+                 "--heads", "2", "--vocab", "128", "--seq", "16", "--backend", "hetccl"]
+        with tempfile.TemporaryDirectory() as folder:
+            port = str(free_port())
+            ranks = []
+            for rank in range(2):
+                env = dict(os.environ, HETCCL_DOMAIN=f"d{rank}", HETCCL_DEVICE="host", MASTER_ADDR="127.0.0.1",
+                           MASTER_PORT=port, RANK=str(rank), WORLD_SIZE="2", HETCCL_TIMEOUT="60")
+                out = os.path.join(folder, "balanced.json")
+                ranks.append(subprocess.Popen([sys.executable, example, "--mode", "balanced", "--out", out] + small,
+                                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+            logs = [r.communicate(timeout=240)[0] for r in ranks]
+            self.assertEqual([r.returncode for r in ranks], [0, 0], logs)
+            env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+            ref = os.path.join(folder, "reference.json")
+            subprocess.run([sys.executable, example, "--mode", "reference", "--out", ref] + small, env=env, check=True,
+                           capture_output=True, timeout=240)
+            got = json.load(open(os.path.join(folder, "balanced.json")))["losses"]
+            expect = json.load(open(ref))["losses"]
+        self.assertEqual(len(got), len(expect))
+        for a, b in zip(got, expect):
+            self.assertAlmostEqual(a, b, delta=1e-5 * abs(b))
+
+
 class WithoutHetccl(unittest.TestCase):
     def test_a_missing_library_is_named(self):
         import subprocess
