@@ -322,6 +322,11 @@ const Setting kSettings[] = {
    "`1`: CPU ranks of a multi-domain communicator take the GPU ranks' paths, so that CI runs them on CPU ranks "
    "(slower beside real GPU ranks: docs/performance.md)",
    [](Params& p, const Reading& r, const char* v) { p.forceStaging = r.yesNo(v, false); }},
+  {"HETCCL_HOST_STREAMS", nullptr, "`0`", false,
+   "`1`: the streams a CPU rank's runtime creates (hetccl's own, a test's) run their operations in order on threads "
+   "of their own, as a GPU runs a stream, instead of completing each as it is queued: tests of the stream paths' "
+   "ordering on CPU ranks (with `HETCCL_FORCE_STAGING`)",
+   [](Params& p, const Reading& r, const char* v) { p.hostStreams = r.yesNo(v, false); }},
   {"HETCCL_STREAM_FAIL_SETUP", nullptr, "`0`", false,
    "`1`: this rank's stream setup fails on purpose (tests that every rank then falls back together)",
    [](Params& p, const Reading& r, const char* v) { p.streamFailSetup = r.yesNo(v, false); }},

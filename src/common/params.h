@@ -85,6 +85,7 @@ struct Params {
   bool streamFailSetup = false;       // HETCCL_STREAM_FAIL_SETUP=1: this rank's stream setup fails (tests)
   bool allowTwoNccl = false;          // HETCCL_ALLOW_TWO_NCCL=1: init even when another NCCL's symbols come first
   bool forceStaging = false;          // HETCCL_FORCE_STAGING=1: host ranks take the GPU ranks' paths (rank 0's counts)
+  bool hostStreams = false;           // HETCCL_HOST_STREAMS=1: the host runtime's streams run on threads (tests)
   std::string cacheDir;               // HETCCL_CACHE_DIR: where private copies of vendor libraries are kept
   bool vendorIsolation = true;        // HETCCL_VENDOR_ISOLATION=0: plain dlopen (tests the self-check)
   std::string domain;                 // HETCCL_DOMAIN: put this rank in the named domain

@@ -1,5 +1,7 @@
 #include "kernels/reducer.h"
 
+#include <utility>
+
 #include "common/error.h"
 #include "kernels/device/device_kernels.h"
 #include "kernels/host_reduce.h"
@@ -8,25 +10,40 @@ namespace hetccl {
 
 namespace {
 
+// Host ranks reduce on the CPU, in the stream's order: at once on the host
+// runtime's synchronous streams, queued on a threaded one
+// (HETCCL_HOST_STREAMS) behind the copies it waits for.
 class HostReducer : public Reducer {
  public:
-  ncclResult_t reduce(const Reduction& r, void* dst, const void* incoming, const void* local, size_t n, Stream) override {
-    reduceInto(r, dst, incoming, local, n);
-    return ncclSuccess;
+  explicit HostReducer(Runtime& runtime) : rt_(runtime) {}
+  ncclResult_t reduce(const Reduction& r, void* dst, const void* incoming, const void* local, size_t n, Stream s) override {
+    return onStream(s, [=] { reduceInto(r, dst, incoming, local, n); });
   }
-  ncclResult_t prepare(const Reduction& r, void* dst, const void* local, size_t n, Stream) override {
-    prepareLocal(r, dst, local, n);
-    return ncclSuccess;
+  ncclResult_t prepare(const Reduction& r, void* dst, const void* local, size_t n, Stream s) override {
+    return onStream(s, [=] { prepareLocal(r, dst, local, n); });
   }
-  ncclResult_t average(const Reduction& r, void* data, size_t n, int nranks, Stream) override {
-    finishAverage(r, data, n, nranks);
-    return ncclSuccess;
+  ncclResult_t average(const Reduction& r, void* data, size_t n, int nranks, Stream s) override {
+    return onStream(s, [=] { finishAverage(r, data, n, nranks); });
   }
-  ncclResult_t castFp8(const Fp8Cast& c, void* dst, const void* src, size_t n, Stream) override {
+  ncclResult_t castFp8(const Fp8Cast& c, void* dst, const void* src, size_t n, Stream s) override {
     HETCCL_TRY(checkFp8Cast(c));
-    castFp8OnHost(c, dst, src, n);
-    return ncclSuccess;
+    return onStream(s, [=] { castFp8OnHost(c, dst, src, n); });
   }
+
+ private:
+  template <typename F>
+  ncclResult_t onStream(Stream s, F f) {
+    auto* job = new F(std::move(f));
+    return rt_.launchHostFunc(
+        s,
+        [](void* p) {
+          auto* j = static_cast<F*>(p);
+          (*j)();
+          delete j;
+        },
+        job);
+  }
+  Runtime& rt_;
 };
 
 class KernelReducer : public Reducer {
@@ -53,7 +70,7 @@ class KernelReducer : public Reducer {
 
 ncclResult_t makeReducer(Runtime& runtime, std::unique_ptr<Reducer>* out) {
   if (!runtime.hasDevices()) {
-    *out = std::make_unique<HostReducer>();
+    *out = std::make_unique<HostReducer>(runtime);
     return ncclSuccess;
   }
   std::unique_ptr<DeviceKernels> kernels;

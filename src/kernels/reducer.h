@@ -1,6 +1,6 @@
 // Element-wise reductions queued on a runtime's stream, whatever the
 // device: the GPU kernels (DeviceKernels) on CUDA and HIP ranks, the host
-// reductions (done at once, the host's streams being synchronous) on CPU
+// reductions (on the CPU, in the stream's order) on CPU
 // ranks. Stream plans use it so they run, and are tested, on either.
 #pragma once
 

@@ -1,14 +1,19 @@
 // The host CPU as a runtime: device memory is host memory, streams are
-// synchronous (every operation completes before it returns), and there
-// are no kernels: host ranks reduce with src/kernels/host_reduce.cc. In a
-// header of its own so that tests can build runtimes on it.
+// synchronous (every operation completes before it returns; with
+// HETCCL_HOST_STREAMS=1 the streams it creates run on threads of their
+// own: host_streams.h), and there are no kernels: host ranks reduce with
+// src/kernels/host_reduce.cc. In a header of its own so that tests can
+// build runtimes on it.
 #pragma once
 
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 #include "common/error.h"
+#include "common/params.h"
+#include "runtime/host_streams.h"
 #include "runtime/runtime.h"
 
 namespace hetccl {
@@ -60,11 +65,17 @@ class HostRuntime : public Runtime {
   }
 
   ncclResult_t createStream(Stream* s) override {
-    *s = nullptr;
+    *s = params().hostStreams ? new HostStream() : nullptr;
     return ncclSuccess;
   }
-  ncclResult_t destroyStream(Stream) override { return ncclSuccess; }
-  ncclResult_t synchronize(Stream) override { return ncclSuccess; }
+  ncclResult_t destroyStream(Stream s) override {
+    delete asHostStream(s);
+    return ncclSuccess;
+  }
+  ncclResult_t synchronize(Stream s) override {
+    if (HostStream* h = asHostStream(s)) h->drain();
+    return ncclSuccess;
+  }
   ncclResult_t streamDevice(Stream, int* device) override {
     *device = -1;
     return ncclSuccess;
@@ -77,49 +88,78 @@ class HostRuntime : public Runtime {
     *id = 0;
     return ncclSuccess;
   }
-  ncclResult_t launchHostFunc(Stream, void (*fn)(void*), void* arg) override {  // synchronous streams: now
-    fn(arg);
-    return ncclSuccess;
+  ncclResult_t launchHostFunc(Stream s, void (*fn)(void*), void* arg) override {
+    return run(s, [fn, arg] { fn(arg); });
   }
   ncclResult_t releaseWithCapturedGraph(Stream, void (*)(void*), void*, bool* tied) override {  // no graphs
     *tied = false;
     return ncclSuccess;
   }
   ncclResult_t exchangeCaptureMode(int*) override { return ncclSuccess; }
-  ncclResult_t streamIdle(Stream, bool* idle) override {  // host "streams" finish within the call
-    *idle = true;
+  ncclResult_t streamIdle(Stream s, bool* idle) override {
+    HostStream* h = asHostStream(s);
+    *idle = !h || h->idle();
     return ncclSuccess;
   }
   ncclResult_t createEvent(Event* e) override {
-    *e = nullptr;
+    *e = params().hostStreams ? new HostEvent() : nullptr;
     return ncclSuccess;
   }
-  ncclResult_t destroyEvent(Event) override { return ncclSuccess; }
-  ncclResult_t recordEvent(Event, Stream) override { return ncclSuccess; }
-  ncclResult_t eventDone(Event, bool* done) override {
-    *done = true;
+  ncclResult_t destroyEvent(Event e) override {
+    delete static_cast<HostEvent*>(e);
     return ncclSuccess;
   }
-  ncclResult_t waitEvent(Stream, Event) override { return ncclSuccess; }
-  ncclResult_t waitFlag(Stream, volatile uint32_t* flag, uint32_t value) override {
-    while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) < value) std::this_thread::yield();
+  ncclResult_t recordEvent(Event e, Stream s) override {
+    if (!e) return ncclSuccess;
+    auto* event = static_cast<HostEvent*>(e);
+    HostStream* h = asHostStream(s);
+    event->progress = h ? h->progress() : nullptr;
+    event->ticket = h ? h->queued() : 0;
     return ncclSuccess;
   }
-  ncclResult_t writeFlag(Stream, volatile uint32_t* flag, uint32_t value) override {
-    __atomic_store_n(flag, value, __ATOMIC_RELEASE);
+  ncclResult_t eventDone(Event e, bool* done) override {
+    const auto* event = static_cast<const HostEvent*>(e);
+    *done = !event || !event->progress || event->progress->reached(event->ticket);
     return ncclSuccess;
   }
-  ncclResult_t waitFlagBits(Stream, volatile uint32_t* flag, uint32_t mask) override {
-    while (!(__atomic_load_n(flag, __ATOMIC_ACQUIRE) & mask)) std::this_thread::yield();
-    return ncclSuccess;
+  ncclResult_t waitEvent(Stream s, Event e) override {
+    const auto* event = static_cast<const HostEvent*>(e);
+    if (!event || !event->progress) return ncclSuccess;
+    auto progress = event->progress;
+    const uint64_t ticket = event->ticket;  // the record in effect now, as CUDA's wait takes it
+    return run(s, [progress, ticket] { progress->waitFor(ticket); });
+  }
+  ncclResult_t waitFlag(Stream s, volatile uint32_t* flag, uint32_t value) override {
+    return run(s, [flag, value] {
+      while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) < value) std::this_thread::yield();
+    });
+  }
+  ncclResult_t writeFlag(Stream s, volatile uint32_t* flag, uint32_t value) override {
+    return run(s, [flag, value] { __atomic_store_n(flag, value, __ATOMIC_RELEASE); });
+  }
+  ncclResult_t waitFlagBits(Stream s, volatile uint32_t* flag, uint32_t mask) override {
+    return run(s, [flag, mask] {
+      while (!(__atomic_load_n(flag, __ATOMIC_ACQUIRE) & mask)) std::this_thread::yield();
+    });
   }
 
-  ncclResult_t copyAsync(void* dst, const void* src, size_t bytes, Stream) override {
-    if (dst != src && bytes) memmove(dst, src, bytes);
-    return ncclSuccess;
+  ncclResult_t copyAsync(void* dst, const void* src, size_t bytes, Stream s) override {
+    return run(s, [dst, src, bytes] {
+      if (dst != src && bytes) memmove(dst, src, bytes);
+    });
   }
-  ncclResult_t memsetAsync(void* dst, int value, size_t bytes, Stream) override {
-    memset(dst, value, bytes);
+  ncclResult_t memsetAsync(void* dst, int value, size_t bytes, Stream s) override {
+    return run(s, [dst, value, bytes] { memset(dst, value, bytes); });
+  }
+
+  // Runs `op` on stream `s`: queued on its thread where it is a threaded
+  // stream, else now.
+  template <typename Op>
+  ncclResult_t run(Stream s, Op op) {
+    if (HostStream* h = asHostStream(s))
+      h->enqueue(std::move(op));
+    else
+      op();
     return ncclSuccess;
   }
 

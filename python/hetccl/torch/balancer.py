@@ -184,8 +184,7 @@ class Balancer:
             if row[1:] != rows[self.rank][1:]:
                 raise RuntimeError(f"hetccl: rank {rank} holds the split {[int(c) for c in row[1:]]} of the global "
                                    f"batch but rank {self.rank} holds {[int(c) for c in rows[self.rank][1:]]}: an "
-                                   "exchange gave the ranks different numbers (a collective's result read before it "
-                                   "landed?)")
+                                   "exchange gave the ranks different numbers")
         return [row[0] for row in rows]
 
     def _apply(self, speeds):

@@ -1,0 +1,23 @@
+// Stream order on CPU ranks whose streams run on threads of their own
+// (HETCCL_HOST_STREAMS=1), taking the GPU ranks' stream paths
+// (HETCCL_FORCE_STAGING=1): stream_order_check.h. The same check on GPUs:
+// tests/gpu/stream_order_gpu_test.cc.
+#include "stream_order_check.h"
+
+namespace {
+
+using stream_order::Kind;
+
+void runKind(Kind kind) {
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, {{"HETCCL_FORCE_STAGING", "1"}, {"HETCCL_HOST_STREAMS", "1"}}),
+                         120, [kind](int rank, int n, const ncclUniqueId& id) {
+                           return stream_order::threeStreams(kind, rank, n, id);
+                         });
+}
+
+TEST(StreamOrderOnThreadedHostStreams, AllGather) { runKind(Kind::AllGather); }
+TEST(StreamOrderOnThreadedHostStreams, AllReduce) { runKind(Kind::AllReduce); }
+TEST(StreamOrderOnThreadedHostStreams, Broadcast) { runKind(Kind::Broadcast); }
+TEST(StreamOrderOnThreadedHostStreams, ReduceScatter) { runKind(Kind::ReduceScatter); }
+
+}  // namespace
