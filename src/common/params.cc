@@ -325,7 +325,8 @@ const Setting kSettings[] = {
   {"HETCCL_HOST_STREAMS", nullptr, "`0`", false,
    "`1`: the streams a CPU rank's runtime creates (hetccl's own, a test's) run their operations in order on threads "
    "of their own, as a GPU runs a stream, instead of completing each as it is queued: tests of the stream paths' "
-   "ordering on CPU ranks (with `HETCCL_FORCE_STAGING`)",
+   "ordering on CPU ranks (with `HETCCL_FORCE_STAGING`); every non-NULL stream a CPU rank passes must then be one of "
+   "them",
    [](Params& p, const Reading& r, const char* v) { p.hostStreams = r.yesNo(v, false); }},
   {"HETCCL_STREAM_FAIL_SETUP", nullptr, "`0`", false,
    "`1`: this rank's stream setup fails on purpose (tests that every rank then falls back together)",
