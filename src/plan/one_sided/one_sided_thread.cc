@@ -234,28 +234,39 @@ void OneSided::finished(Outgoing& out) {
 }
 
 void OneSided::landed(int peer, const Header& h, bool dropped) {
-  std::string bad;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!dropped) {
+  if (!dropped) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
       const uint64_t now = ++arrived_[SignalKey{peer, h.ctx, h.sigIdx}];
       if (rt_) __atomic_store_n(counter(peer, h.ctx, h.sigIdx), static_cast<uint32_t>(now), __ATOMIC_RELEASE);
-    } else if (badPuts_[static_cast<size_t>(peer)].empty()) {
-      // The application's mistake (a window deregistered while a peer put
-      // into it): its waits for that peer fail; the peer's messages are
-      // still read, so that the peer never blocks.
-      char why[256];
-      snprintf(why, sizeof(why),
-               "rank %d put %llu bytes at offset %llu into window %llu, which this rank has deregistered or which "
-               "is smaller here; the bytes were dropped and its signal not counted",
-               peer, static_cast<unsigned long long>(h.bytes), static_cast<unsigned long long>(h.offset),
-               static_cast<unsigned long long>(h.window));
-      badPuts_[static_cast<size_t>(peer)] = bad = why;
-      HETCCL_WARN("rank %d: %s", rank_, why);
     }
+    changed_.notify_all();
+    return;
+  }
+  // The application's mistake (a window deregistered while a peer put into
+  // it): its waits for that peer fail; the peer's messages are still read,
+  // so that the peer never blocks. (Only the progress thread lands dropped puts.)
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    first = badPuts_[static_cast<size_t>(peer)].empty();
+  }
+  if (!first) return;
+  char why[256];
+  snprintf(why, sizeof(why),
+           "rank %d put %llu bytes at offset %llu into window %llu, which this rank has deregistered or which is "
+           "smaller here; the bytes were dropped and its signal not counted",
+           peer, static_cast<unsigned long long>(h.bytes), static_cast<unsigned long long>(h.offset),
+           static_cast<unsigned long long>(h.window));
+  HETCCL_WARN("rank %d: %s", rank_, why);
+  // Stream-ordered (a stream may wait for that signal): the communicator
+  // turns fatal first, so that a wait failing on this finds it so.
+  if (rt_) fatal(ncclInvalidUsage, why);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    badPuts_[static_cast<size_t>(peer)] = why;
   }
   changed_.notify_all();
-  if (rt_ && !bad.empty()) fatal(ncclInvalidUsage, bad);  // stream-ordered: a stream may wait for that signal
 }
 
 ncclResult_t OneSided::checkLiveness() {
