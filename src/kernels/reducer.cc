@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "kernels/device/device_kernels.h"
 #include "kernels/host_reduce.h"
+#include "runtime/host_streams.h"
 
 namespace hetccl {
 
@@ -33,6 +34,10 @@ class HostReducer : public Reducer {
  private:
   template <typename F>
   ncclResult_t onStream(Stream s, F f) {
+    if (!asHostStream(s)) {  // a synchronous stream: now, nothing allocated
+      f();
+      return ncclSuccess;
+    }
     auto* job = new F(std::move(f));
     return rt_.launchHostFunc(
         s,

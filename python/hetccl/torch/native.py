@@ -35,21 +35,23 @@ _SIGNATURES = {  # name: (argument types); every call returns an ncclResult_t (i
 }
 
 
-def _loaded_hetccl():
-    """The process's hetccl: already loaded (LD_PRELOAD, or installed as
-    libnccl.so.2), else HETCCL_LIB, else libhetccl.so on the loader's path;
-    None where there is none."""
-    candidates = [None, "libnccl.so.2", os.environ.get("HETCCL_LIB"), "libhetccl.so"]
-    for library in candidates:
-        if library == "":
+def _find_hetccl(names):
+    """The first of `names` (None: the process's global symbols) that is
+    hetccl (it alone has hetcclDescribeLocalRank), or None."""
+    for name in names:
+        if name == "":
             continue
         try:
-            handle = ctypes.CDLL(library)
+            handle = ctypes.CDLL(name)
             handle.hetcclDescribeLocalRank  # noqa: B018 (only hetccl has it)
         except (OSError, AttributeError, TypeError):
             continue
         return handle
     return None
+
+
+# hetccl already in the process: LD_PRELOADed, or installed as libnccl.so.2
+LOADED = (None, "libnccl.so.2")
 
 
 _library = None
@@ -60,7 +62,7 @@ def library():
     where hetccl cannot be found."""
     global _library
     if _library is None:
-        handle = _loaded_hetccl()
+        handle = _find_hetccl(LOADED + (os.environ.get("HETCCL_LIB"), "libhetccl.so"))
         if handle is None:
             raise RuntimeError("hetccl: libhetccl.so is not loaded and not found: LD_PRELOAD it, set HETCCL_LIB to "
                                "its path, or put its folder on LD_LIBRARY_PATH")
@@ -89,12 +91,10 @@ def check(result, call, rank, comm=None):
 def describe_local_rank():
     """hetccl's line for this process ("domain nvidia, cuda device 0,
     nccl 2.28.9"), or None where hetccl is not loaded."""
-    for name in (None, "libnccl.so.2"):  # the process's global symbols, then NCCL as loaded
-        try:
-            describe = ctypes.CDLL(name).hetcclDescribeLocalRank
-        except (OSError, AttributeError):
-            continue
-        describe.restype = ctypes.c_char_p
-        text = describe()
-        return text.decode() if text else None
-    return None
+    handle = _find_hetccl(LOADED)
+    if handle is None:
+        return None
+    describe = handle.hetcclDescribeLocalRank
+    describe.restype = ctypes.c_char_p
+    text = describe()
+    return text.decode() if text else None

@@ -80,6 +80,12 @@ class ProcessGroup(dist.ProcessGroup):
             raise ValueError(f"hetccl: rank {self._rank}: {call} takes one tensor per call, not {len(tensors)}")
         return tensors[0]
 
+    def _holds_every_rank(self, big, part, what, parts):
+        """`big` must be one `part` per rank, of the same type."""
+        if big.numel() != part.numel() * self.size() or big.dtype != part.dtype:
+            raise ValueError(f"hetccl: rank {self._rank}: {what} must hold {self.size()} {parts} "
+                             f"({part.numel() * self.size()} of {part.dtype}), not {big.numel()} of {big.dtype}")
+
     @staticmethod
     def _stream(tensor):
         return torch.cuda.current_stream(tensor.device).cuda_stream if tensor.is_cuda else None
@@ -142,9 +148,7 @@ class ProcessGroup(dist.ProcessGroup):
         return self._done(tensors, tensor.device)
 
     def _allgather_base(self, output, input, opts=None):  # noqa: A002 (PyTorch's names)
-        if output.numel() != input.numel() * self.size() or output.dtype != input.dtype:
-            raise ValueError(f"hetccl: rank {self._rank}: all-gather's output must hold {self.size()} inputs "
-                             f"({input.numel() * self.size()} of {input.dtype}), not {output.numel()} of {output.dtype}")
+        self._holds_every_rank(output, input, "all-gather's output", "inputs")
         send, dtype = self._tensor(input, "all-gather")
         receive, _ = self._tensor(output, "all-gather")
         self._check(native.library().ncclAllGather(send, receive, input.numel(), dtype, self._comm,
@@ -163,9 +167,7 @@ class ProcessGroup(dist.ProcessGroup):
         return self._done(output_lists, tensor.device)
 
     def _reduce_scatter_base(self, output, input, opts=None):  # noqa: A002 (PyTorch's names)
-        if input.numel() != output.numel() * self.size() or output.dtype != input.dtype:
-            raise ValueError(f"hetccl: rank {self._rank}: reduce-scatter's input must hold {self.size()} outputs "
-                             f"({output.numel() * self.size()} of {output.dtype}), not {input.numel()} of {input.dtype}")
+        self._holds_every_rank(input, output, "reduce-scatter's input", "outputs")
         send, dtype = self._tensor(input, "reduce-scatter")
         receive, _ = self._tensor(output, "reduce-scatter")
         op = self._op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "reduce-scatter")
