@@ -209,8 +209,12 @@ int runRank(int rank, int n, const ncclUniqueId& id, Board* board, const Trial& 
   // A victim that died in init before it marked itself (at the very start
   // of ncclCommInitRank) is unknown to everyone: the others wait for it
   // until HETCCL_TIMEOUT, as in NCCL. Once marked, its host's ranks see it.
+  // Rank 0's root answers the waiting ranks that it gave up; a rank whose
+  // root went silent says it got no rank table.
+  const char* initError = ncclGetLastError(nullptr);
   const bool unknownToAll = comm == nullptr && !board->victimMarked.load() &&
-                            strstr(ncclGetLastError(nullptr), "no rank table") != nullptr;
+                            (strstr(initError, "no rank table") != nullptr ||
+                             strstr(initError, "the bootstrap root gave up") != nullptr);
   const double limit = frozen ? kFrozenTimeout + 1 : unknownToAll ? kInitTimeout + 1 : 2.0;
   RANK_EXPECT(after < limit, "error %d %.2f s after the fault (limit %.1f s): %s", r, after, limit,
               ncclGetLastError(comm));
