@@ -105,6 +105,32 @@ class Timer(unittest.TestCase):
         self.assertLess(timer.speed(), 10 / 0.04 * 1.01)
 
 
+    def test_a_whole_step_leaves_out_the_wait_at_its_meeting_point(self):
+        import time
+        from hetccl.torch import StepTimer
+        timer = StepTimer("cpu")
+        timer.start(10)
+        time.sleep(0.02)          # forward and backward
+        timer.end(whole=True)     # the last gradient bucket's call
+        time.sleep(0.3)           # waiting for a slower peer
+        timer.arrived()
+        time.sleep(0.02)          # the optimizer step, the next batch
+        self.assertEqual(timer.speed(), 0.0)  # the step ends where the next begins
+        timer.start(10)
+        self.assertGreater(timer.speed(), 10 / 0.2)
+        self.assertLess(timer.speed(), 10 / 0.04 * 1.01)
+
+    def test_a_whole_step_without_its_arrival_counts_all_of_it(self):
+        import time
+        from hetccl.torch import StepTimer
+        timer = StepTimer("cpu")
+        timer.start(10)
+        timer.end(whole=True)
+        time.sleep(0.1)
+        timer.start(10)
+        self.assertLess(timer.speed(), 10 / 0.1 * 1.01)
+
+
 class Native(unittest.TestCase):
     def test_hetccls_line_for_this_process(self):
         """Through the library CI builds (HETCCL_LIB), LD_PRELOADed as a user would."""

@@ -125,7 +125,7 @@ class Balancer:
         if device is not None and device != self._timer.device:  # a GPU rank of a host (Gloo) group: time the GPU
             self._timer = StepTimer(device)
         if kind == "ddp":
-            # Timed from the forward to the last gradient bucket (StepTimer).
+            # Timed whole steps, less the wait at the last gradient bucket (StepTimer).
             self._time_backward = True
             check_same_parameters(model, self.group)
             if isinstance(getattr(model, "process_group", None), ProcessGroup):
@@ -141,6 +141,7 @@ class Balancer:
     def _before_forward(self, module, inputs):
         if module.training and torch.is_grad_enabled():
             self.steps += 1
+            self._timer.finish()
             if self.steps > self.warmup and (self.steps - self.warmup) % self.interval == 0:
                 self._exchange()
             first = _first_tensor(inputs)
@@ -230,17 +231,26 @@ class Balancer:
 def _timed_hook(balancer, bucket):
     """weighted_allreduce_hook, timing how long the call holds the thread
     (it should only queue the all-reduce: the backward pass goes on
-    meanwhile); the call is left out of the step's computation (StepTimer
-    pause), and the last bucket ends it."""
+    meanwhile). The last bucket is the step's meeting point (StepTimer's
+    whole step): from its call to its completion this rank waits for the
+    others; the other buckets' calls are left out of the step (pauses)."""
     timer = balancer._timer
-    if bucket.is_last():  # the backward's computation ends here (StepTimer)
-        timer.end()
-    timer.pause()
+    last = bucket.is_last()
+    if last:
+        timer.end(whole=True)
+    else:
+        timer.pause()
     begin = time.perf_counter()
     future = weighted_allreduce_hook(balancer, bucket)
     balancer.issue_seconds += time.perf_counter() - begin
-    timer.resume()
-    return future
+    if not last:
+        timer.resume()
+        return future
+
+    def arrived(done):
+        timer.arrived()
+        return done.value()
+    return future.then(arrived)
 
 
 def _model_device(model):

@@ -24,9 +24,11 @@ class PendingGather:
     point of its program, so every rank still decides the same."""
 
     def __init__(self, values, group=None, device=None, dtype=torch.float64):
-        mine = torch.tensor(values, dtype=dtype, device=device or collective_device(group))
-        self._everyone = [torch.empty_like(mine) for _ in range(dist.get_world_size(group))]
-        self._work = dist.all_gather(self._everyone, mine, group=group, async_op=True)
+        # (the input is held until read too: a backend that frees it at the
+        # wait could otherwise see its memory reused before the peers read it)
+        self._mine = torch.tensor(values, dtype=dtype, device=device or collective_device(group))
+        self._everyone = [torch.empty_like(self._mine) for _ in range(dist.get_world_size(group))]
+        self._work = dist.all_gather(self._everyone, self._mine, group=group, async_op=True)
 
     def result(self):
         self._work.wait()
