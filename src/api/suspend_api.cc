@@ -6,13 +6,15 @@
 // transfers, device and pinned host memory alike (host ranks: none);
 // suspending frees what the next call makes again (the stream path's
 // piece buffers, the hierarchy's scratch, host staging's and the one-sided
-// puts' pinned staging; refused while a call still runs on the GPU), and a
-// suspended communicator refuses every call until it is resumed. What
-// stays: the shared segments the peers read and write, the one-sided
-// counters, graphs' captured staging. The vendor library's communicator
-// inside this rank's domain (GPU domains) is suspended, resumed and
-// counted with it where the library has these calls (NCCL 2.30 or later;
-// an older library's memory is neither freed nor counted).
+// puts' pinned staging) and gives back the data pages of the stream
+// path's shared segments, which resuming pins again. Where the stream path
+// runs, suspending is collective as NCCL's is (every rank, or none when
+// some rank cannot: Router::releaseMemory). A suspended communicator
+// refuses every call until it is resumed. What stays: the segments' flags,
+// the one-sided counters, graphs' captured staging. The vendor library's
+// communicator inside this rank's domain (GPU domains) is suspended,
+// resumed and counted with it where the library has these calls (NCCL
+// 2.30 or later; an older library's memory is neither freed nor counted).
 #include "api/api_util.h"
 
 using namespace hetccl;
@@ -75,6 +77,7 @@ HETCCL_EXPORT ncclResult_t pncclCommResume(ncclComm_t comm) {
     VendorLibrary& lib = v->library();
     HETCCL_TRY(lib.check(lib.api().commResume(v->handle()), "ncclCommResume", v->handle()));
   }
+  HETCCL_TRY(routerOf(*c).resumeMemory());
   c->suspended.store(false);
   return ncclSuccess;
 }

@@ -241,15 +241,31 @@ void Router::memory(uint64_t* total, uint64_t* releasable) {
   }
 }
 
-ncclResult_t Router::releaseMemory() {
+ncclResult_t Router::releaseMemory(bool ready) {
+  // What this rank frees alone first; then the stream engines' collective
+  // steps, told whether this rank can go on (so that no peer waits for it).
+  ncclResult_t local = ncclSuccess;
   {
     std::lock_guard<std::mutex> lock(oneSidedMutex_);
-    if (oneSided_) HETCCL_TRY(oneSided_->releaseStaging());
+    if (oneSided_) local = oneSided_->releaseStaging();
   }
-  if (streamCollectives_) HETCCL_TRY(streamCollectives_->releaseBuffers());
-  if (streamHierarchy_) HETCCL_TRY(streamHierarchy_->releaseScratch());
-  if (crossGroup_ && crossGroup_->router) HETCCL_TRY(crossGroup_->router->releaseMemory());
+  if (local == ncclSuccess && streamHierarchy_) local = streamHierarchy_->releaseScratch();
+  const std::string why = local == ncclSuccess ? "" : lastError();
+  ready &= local == ncclSuccess;
+  ncclResult_t shared = streamCollectives_ ? streamCollectives_->suspend(ready) : ncclSuccess;
+  if (crossGroup_ && crossGroup_->router) {
+    const ncclResult_t cross = crossGroup_->router->releaseMemory(ready && shared == ncclSuccess);
+    if (shared == ncclSuccess) shared = cross;
+  }
+  if (local != ncclSuccess) return fail(local, "%s", why.c_str());
+  HETCCL_TRY(shared);
   if (hostStaging_) hostStaging_->releasePinned();
+  return ncclSuccess;
+}
+
+ncclResult_t Router::resumeMemory() {
+  if (streamCollectives_) HETCCL_TRY(streamCollectives_->resume());
+  if (crossGroup_ && crossGroup_->router) HETCCL_TRY(crossGroup_->router->resumeMemory());
   return ncclSuccess;
 }
 

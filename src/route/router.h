@@ -57,9 +57,13 @@ class Router {
   ncclResult_t oneSided(OneSided** out);
   // ncclCommMemStats on GPU ranks of several domains: the device and
   // pinned host memory this communicator's engines hold, and of it what
-  // releaseMemory frees (ncclCommSuspend; made again by the next call).
+  // releaseMemory frees (ncclCommSuspend; made again by the next call, or
+  // by resumeMemory: ncclCommResume). releaseMemory is collective where
+  // the stream engines share segments (every rank suspends, or none:
+  // `ready` false makes every rank fail).
   void memory(uint64_t* total, uint64_t* releasable);
-  ncclResult_t releaseMemory();
+  ncclResult_t releaseMemory(bool ready = true);
+  ncclResult_t resumeMemory();
   // An abort: no engine waits for a peer any longer.
   void release();
   // An error an engine met outside a call (a stall or a dead peer in the

@@ -16,8 +16,30 @@
 #include <vector>
 
 #include "mp_util.h"
+#include "runtime/runtime.h"
 
 namespace {
+
+// Kilobytes of this process's mappings of the stream path's shared
+// segments that are resident (/proc/self/smaps: Rss of every mapping of
+// /dev/shm/hetccl-*stream*), i.e. pages the segments hold.
+long streamSegmentsResidentKb() {
+  FILE* f = fopen("/proc/self/smaps", "r");
+  if (!f) return -1;
+  char line[512];
+  bool segment = false;
+  long kb = 0;
+  while (fgets(line, sizeof(line), f)) {
+    unsigned long from = 0, to = 0;
+    char perms[8];
+    if (sscanf(line, "%lx-%lx %7s", &from, &to, perms) == 3)
+      segment = strstr(line, "/dev/shm/hetccl-") && strstr(line, "stream");
+    else if (segment && strncmp(line, "Rss:", 4) == 0)
+      kb += atol(line + 4);
+  }
+  fclose(f);
+  return kb;
+}
 
 // ncclInvalidUsage whose message names the call and says what hetccl lacks.
 bool refusedClearly(ncclResult_t r, ncclComm_t comm, const char* call, const char* words) {
@@ -416,7 +438,12 @@ int suspendFreesTheBuffers(int rank, int n, const ncclUniqueId& id, bool putsSta
   RANK_EXPECT(collectives >= count * 4 && total == suspendable + stat(ncclStatGpuMemPersist),
               "total %llu, suspendable %llu (%llu before the put)", static_cast<unsigned long long>(total),
               static_cast<unsigned long long>(suspendable), static_cast<unsigned long long>(collectives));
+  const long residentBefore = streamSegmentsResidentKb();
   RANK_NCCL(ncclCommSuspend(comm, NCCL_SUSPEND_MEM));
+  const long residentSuspended = streamSegmentsResidentKb();
+  // The segments' data pages are given back (every rank suspended); their flags stay.
+  RANK_EXPECT(residentSuspended >= 0 && residentSuspended <= 64 && residentSuspended * 8 < residentBefore + 8,
+              "the stream segments keep %ld kB of %ld kB resident when suspended", residentSuspended, residentBefore);
   RANK_EXPECT(stat(ncclStatGpuMemSuspended) == 1 && stat(ncclStatGpuMemSuspend) == 0 &&
                   stat(ncclStatGpuMemTotal) == total - suspendable,
               "after suspend: suspendable %llu, total %llu", static_cast<unsigned long long>(stat(ncclStatGpuMemSuspend)),
@@ -429,6 +456,8 @@ int suspendFreesTheBuffers(int rank, int n, const ncclUniqueId& id, bool putsSta
               "a put on a suspended communicator");
   RANK_NCCL(ncclCommResume(comm));
   sumIsExact(2.0f);
+  RANK_EXPECT(residentBefore == 0 || streamSegmentsResidentKb() > residentSuspended + 256,
+              "the stream segments hold %ld kB after resume and a collective", streamSegmentsResidentKb());
   std::fill(window.begin(), window.end(), 0.0f);
   RANK_NCCL(ncclAllReduce(&probe, &probe, 1, ncclFloat32, ncclSum, comm, nullptr));  // all have cleared
   RANK_EXPECT(stat(ncclStatGpuMemSuspended) == 0 && stat(ncclStatGpuMemSuspend) == collectives,
@@ -450,6 +479,47 @@ TEST(Nccl230, SuspendFreesTheStreamPathsBuffersOnStreams) {
   // path (the puts of such host ranks are the calling thread's: no staging).
   EXPECT_RANKS_PASS_EACH(4, mp::domainLayout({"a", "a", "b", "b"}, {{"HETCCL_FORCE_STAGING", "1"}}), 60,
                          [](int rank, int n, const ncclUniqueId& id) { return suspendFreesTheBuffers(rank, n, id, false); });
+}
+
+// Suspend is collective, as NCCL's: a rank whose all-reduce still waits
+// on its stream (the peer has not called it yet) cannot suspend, and then
+// no rank does, and none waits; once the call is done, both do.
+int aBusyRankStopsEverySuspend(int rank, int n, const ncclUniqueId& id) {
+  hetccl::Runtime& rt = hetccl::processRuntime();
+  ncclComm_t comm;
+  RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+  hetccl::Stream stream = nullptr;
+  RANK_EXPECT(rt.createStream(&stream) == ncclSuccess && stream, "a threaded host stream (HETCCL_HOST_STREAMS=1)");
+  const cudaStream_t s = static_cast<cudaStream_t>(stream);
+  std::vector<float> x(4099, static_cast<float>(rank + 1));
+  auto allReduce = [&] { RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, s)); return 0; };
+  if (rank == 0) {
+    RANK_EXPECT(allReduce() == 0, "all-reduce");
+    RANK_EXPECT(refusedClearly(ncclCommSuspend(comm, NCCL_SUSPEND_MEM), comm, "ncclCommSuspend", "still running"),
+                "suspend with a call on the stream: %s", ncclGetLastError(comm));
+  } else {
+    RANK_EXPECT(refusedClearly(ncclCommSuspend(comm, NCCL_SUSPEND_MEM), comm, "ncclCommSuspend", "rank 0 could not"),
+                "suspend beside a busy rank: %s", ncclGetLastError(comm));
+    RANK_EXPECT(allReduce() == 0, "all-reduce");
+  }
+  RANK_EXPECT(rt.synchronize(stream) == ncclSuccess, "synchronize");
+  RANK_EXPECT(std::all_of(x.begin(), x.end(), [](float v) { return v == 3.0f; }), "sum %g", x[0]);
+  uint64_t suspended = 7;
+  RANK_NCCL(ncclCommMemStats(comm, ncclStatGpuMemSuspended, &suspended));
+  RANK_EXPECT(suspended == 0, "a refused suspend left the communicator suspended");
+  RANK_NCCL(ncclCommSuspend(comm, NCCL_SUSPEND_MEM));
+  RANK_NCCL(ncclCommResume(comm));
+  RANK_EXPECT(allReduce() == 0, "all-reduce after resume");
+  RANK_EXPECT(rt.synchronize(stream) == ncclSuccess, "synchronize");
+  RANK_EXPECT(std::all_of(x.begin(), x.end(), [](float v) { return v == 6.0f; }), "sum after resume %g", x[0]);
+  RANK_EXPECT(rt.destroyStream(stream) == ncclSuccess, "stream");
+  RANK_NCCL(ncclCommDestroy(comm));
+  return 0;
+}
+
+TEST(Nccl230, SuspendIsCollectiveAndABusyRankStopsEveryRank) {
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, {{"HETCCL_FORCE_STAGING", "1"}, {"HETCCL_HOST_STREAMS", "1"}}),
+                         60, aBusyRankStopsEverySuspend);
 }
 
 TEST(Nccl230, SuspendFreesHostStagingsPinnedMemory) {

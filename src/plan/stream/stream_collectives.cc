@@ -70,7 +70,7 @@ ncclResult_t StreamCollectives::prepare() {
     HETCCL_TRY(mine.shared.create(sharedSegmentName(setup_.secret, "stream", rank_, rank_, getpid()), segmentBytes()));
   else
     HETCCL_TRY(mine.shared.createPrivate(segmentBytes()));
-  HETCCL_TRY(registerHost(rt_, mine.shared.base(), mine.shared.bytes(), &mine.registration));
+  HETCCL_TRY(mine.registerAll(rt_));
   HETCCL_TRY(makeBuffers());
   for (StreamOwner* s : {&send_, &reduce_, &result_, &gather_, &p2pSend_, &p2pRecv_}) HETCCL_TRY(createStream(rt_, s));
   for (OwnedEvent& e : startEvents_) HETCCL_TRY(createEvent(rt_, &e));
@@ -93,29 +93,65 @@ size_t StreamCollectives::deviceBytes() const {
   size_t lane = 0;
   if (lane_ && lane_->incoming)
     lane = (GraphLane::kSlots + 1) * lane_->nranks * lane_->partBytes;  // its incoming and outgoing parts
-  return releasableBytes() + lane;
+  return (incoming_ ? bufferBytes() : 0) + lane;
 }
 
 size_t StreamCollectives::sharedPinnedBytes() const {
   size_t bytes = 0;
   for (const auto& seg : segments_)
-    if (seg && seg->registration) bytes += seg->shared.bytes();
+    if (seg) bytes += seg->registeredBytes();
   return bytes;
 }
 
-ncclResult_t StreamCollectives::releaseBuffers() {
-  if (!incoming_) return ncclSuccess;
+size_t StreamCollectives::releasableBytes() const {
+  size_t bytes = incoming_ ? bufferBytes() : 0;
+  if (!relay_)
+    for (const auto& seg : segments_)
+      if (seg && seg->dataRegistration) bytes += seg->dataBytes();
+  return bytes;
+}
+
+ncclResult_t StreamCollectives::suspend(bool ready) {
   DeviceGuard onMyDevice(rt_, device_);
   HETCCL_TRY(onMyDevice.status());
+  bool idle = true;
   for (OwnedEvent& e : finished_) {  // the last call's end on each of my streams
     bool done = false;
     HETCCL_TRY(rt_.eventDone(e.get(), &done));
-    if (!done)
-      return fail(ncclInvalidUsage, "ncclCommSuspend: a collective queued on this communicator is still running on "
-                                    "the GPU; synchronize its stream first");
+    idle &= done;
   }
+  // Every rank agrees first: all suspend, or none does (and none waits).
+  std::vector<uint8_t> can(static_cast<size_t>(nranks_), 0);
+  can[static_cast<size_t>(rank_)] = ready && idle;
+  const Deadline deadline(setup_.timeoutSeconds);
+  HETCCL_TRY(setup_.ring->allGather(can.data(), 1, deadline, setup_.abort));
+  if (!idle)
+    return fail(ncclInvalidUsage, "ncclCommSuspend: a collective queued on this communicator is still running on the "
+                                  "GPU; synchronize its stream first (no rank suspended)");
+  for (int r = 0; r < nranks_; ++r)
+    if (!can[static_cast<size_t>(r)])
+      return fail(ncclInvalidUsage, "ncclCommSuspend: rank %d could not suspend (a call of its still runs); no rank "
+                                    "suspended", r);
   incoming_.reset();
   outgoing_.reset();
+  // The segments' data: every call of every rank is over (agreed above), so
+  // nobody reads it; each process unpins all of it, each rank gives back
+  // its own pages, and nobody pins them again (resume) before all have.
+  // Not where the relay registered segments with a NIC.
+  if (relay_) return ncclSuccess;
+  for (auto& seg : segments_) seg->dataRegistration.reset();
+  Segment& mine = *segments_[static_cast<size_t>(rank_)];
+  HETCCL_TRY(mine.shared.discard(mine.dataOffset(), mine.dataBytes()));
+  dataReleased_ = true;
+  return setup_.ring->barrier(deadline, setup_.abort);
+}
+
+ncclResult_t StreamCollectives::resume() {
+  if (!dataReleased_) return ncclSuccess;
+  DeviceGuard onMyDevice(rt_, device_);
+  HETCCL_TRY(onMyDevice.status());
+  for (auto& seg : segments_) HETCCL_TRY(seg->registerAll(rt_));
+  dataReleased_ = false;
   return ncclSuccess;
 }
 
@@ -182,8 +218,7 @@ ncclResult_t StreamCollectives::join() {
   }
   HETCCL_TRY(setup_.ring->barrier(deadline, setup_.abort));  // everyone holds every segment: drop the names
   for (auto& seg : segments_) seg->shared.unlink();
-  for (auto& seg : segments_)
-    if (!seg->registration) HETCCL_TRY(registerHost(rt_, seg->shared.base(), seg->shared.bytes(), &seg->registration));
+  for (auto& seg : segments_) HETCCL_TRY(seg->registerAll(rt_));
   return ncclSuccess;
 }
 

@@ -116,19 +116,22 @@ class StreamCollectives {
   struct Segment;  // stream_segment.h
   // Raises every flag so that no stream waits any longer (abort, dead peer).
   void release();
-  // Device memory held (ncclCommMemStats), and of it what releaseBuffers
-  // frees: the pieces' buffers, made again by the next call (the graph
-  // lane's stay: captured chains point into them).
+  // ncclCommMemStats: the device memory held (the pieces' buffers, the
+  // graph lane's), and the pinned host memory of the shared segments (mine
+  // and the peers' this process mapped, registered with the runtime).
   size_t deviceBytes() const;
-  size_t releasableBytes() const { return incoming_ ? bufferBytes() : 0; }
-  // Host memory pinned for this engine: the shared segments (mine and the
-  // peers' this process mapped), registered with the runtime; they stay
-  // while the communicator lives (the peers read and write them).
   size_t sharedPinnedBytes() const;
-  // ncclCommSuspend: frees the pieces' buffers once every call queued on
-  // my streams has finished (ncclInvalidUsage while one still runs: the
-  // application synchronizes its streams first).
-  ncclResult_t releaseBuffers();
+  // Of both, what suspend gives back: the pieces' buffers (the graph
+  // lane's stay: captured chains point into them) and the segments' data
+  // (not their flags; all of it stays where the relay reaches some peers).
+  size_t releasableBytes() const;
+  // ncclCommSuspend, collective as NCCL's: once every rank has finished
+  // every call and is `ready` (else every rank fails, nothing freed), frees
+  // the pieces' buffers, made again by the next call, and gives back the
+  // segments' data pages; resume() pins them again (their pages come back
+  // zeroed as they are touched).
+  ncclResult_t suspend(bool ready);
+  ncclResult_t resume();
   bool relayed() const { return relay_ != nullptr; }  // some peers are reached through the relay
   std::string relayLinks() const;                     // StreamRelay::describeLinks; "" when none
   // Send/recv (alone or a group of them, one stream): on the streams when
@@ -221,7 +224,7 @@ class StreamCollectives {
   DeviceMemory incoming_;                 // per slot and peer, the peer's copy of my part
   DeviceMemory outgoing_;                 // per peer, my scaled input (PreMulSum)
   size_t bufferBytes() const { return (static_cast<size_t>(slots_) + 1) * static_cast<size_t>(nranks_) * partBytes_; }
-  ncclResult_t makeBuffers();             // incoming_ and outgoing_ (at setup, and after releaseBuffers)
+  ncclResult_t makeBuffers();             // incoming_ and outgoing_ (at setup, and after suspend)
   std::atomic<uint32_t> issued_{0};  // pieces queued so far (their sequence numbers are 1..issued_)
   std::atomic<uint64_t> calls_{0};   // calls published so far
   int device_ = -1;
@@ -233,6 +236,7 @@ class StreamCollectives {
   std::condition_variable cv_;
   bool stop_ = false;
   std::atomic<bool> released_{false};
+  bool dataReleased_ = false;  // suspend gave the segments' data back (under the communicator's operation lock)
   std::thread watchdog_;
 
   // Send/recv (stream_p2p.cc): pieces and calls per peer so far.

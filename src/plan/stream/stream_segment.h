@@ -8,9 +8,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/error.h"
 #include "plan/stream/stream_collectives.h"
-#include "transport/relay/stream_records.h"
 #include "runtime/owned.h"
+#include "runtime/runtime.h"
+#include "transport/relay/stream_records.h"
 #include "transport/shm/shm_segment.h"
 
 namespace hetccl {
@@ -29,10 +31,24 @@ constexpr size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 // send/recv on the streams (p2pSlots > 0) also per peer: posted/consumed
 // flags, the published sizes of my sends to it, and p2pSlots parts of data
 // for it.
+// The flags and records stay registered (pinned) while the communicator
+// lives; the data (from dataOffset()) is registered apart, so that
+// ncclCommSuspend can give it back (StreamCollectives::suspend).
 struct StreamCollectives::Segment {
   SharedSegment shared;
-  HostRegistration registration;  // as pinned memory with this process's runtime (goes before the mapping)
+  // As pinned memory with this process's runtime (they go before the mapping).
+  HostRegistration registration;      // [0, dataOffset())
+  HostRegistration dataRegistration;  // [dataOffset(), shared.bytes())
   size_t slots = 0, nranks = 0, partBytes = 0, p2pSlots = 0;
+
+  char* data() const { return shared.base() + dataOffset(); }
+  size_t dataBytes() const { return shared.bytes() - dataOffset(); }
+  ncclResult_t registerData(Runtime& rt) { return registerHost(rt, data(), dataBytes(), &dataRegistration); }
+  ncclResult_t registerAll(Runtime& rt) {
+    if (!registration) HETCCL_TRY(registerHost(rt, shared.base(), dataOffset(), &registration));
+    return dataRegistration ? ncclSuccess : registerData(rt);
+  }
+  size_t registeredBytes() const { return (registration ? dataOffset() : 0) + (dataRegistration ? dataBytes() : 0); }
 
   size_t flagLines() const { return 4 * slots + 5 + 2 * nranks * p2pSlots; }
   size_t flagsBytes() const { return stream_layout::alignUp(flagLines() * stream_layout::kLine, stream_layout::kPage); }

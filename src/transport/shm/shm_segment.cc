@@ -126,6 +126,14 @@ ncclResult_t SharedSegment::open(const std::string& name, size_t minBytes, const
   }
 }
 
+ncclResult_t SharedSegment::discard(size_t offset, size_t bytes) {
+  if (offset > bytes_ || bytes > bytes_ - offset)
+    return fail(ncclInternalError, "discard of [%zu, +%zu) in a segment of %zu bytes", offset, bytes, bytes_);
+  if (bytes && madvise(base() + offset, bytes, MADV_REMOVE) != 0)
+    return fail(ncclSystemError, "cannot give back %zu bytes of shared memory: %s", bytes, strerror(errno));
+  return ncclSuccess;
+}
+
 ncclResult_t SharedSegment::map(int fd) {
   base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ::close(fd);

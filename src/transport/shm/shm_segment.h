@@ -47,6 +47,11 @@ class SharedSegment {
   void unlink();
   // Leaves the name to its creator: this process will not remove it.
   void disown() { name_.clear(); }
+  // Gives back the pages of [offset, offset + bytes) (page-aligned): every
+  // process mapping the segment reads zeros there from now on, and the
+  // first touch makes them anew. Memory pinned by a runtime or a NIC must
+  // be unregistered everywhere first (else its pages outlive the segment's).
+  ncclResult_t discard(size_t offset, size_t bytes);
 
   char* base() const { return static_cast<char*>(base_); }
   size_t bytes() const { return bytes_; }
