@@ -9,10 +9,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "mp_util.h"
@@ -207,6 +209,46 @@ int largePutsCross(int rank, int n, const ncclUniqueId& id) {
   return 0;
 }
 
+// Rank 0 puts more than a peer's inbox holds (several puts of 5 MiB and a
+// tail, then a signal alone) before rank 1 waits for anything: on streams
+// the pieces back up behind the inbox until rank 1's wait (for the last
+// signal first) pumps them into its window in order.
+int putsLargerThanTheInbox(int rank, int n, const ncclUniqueId& id) {
+  ncclComm_t comm;
+  RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+  RANK_NCCL(agreeOnSeed(rank, comm));
+  const size_t bytes = (size_t(5) << 20) + 3;
+  constexpr int kPuts = 3;
+  std::vector<unsigned char> window(kPuts * bytes, 0);
+  ncclWindow_t win;
+  RANK_NCCL(ncclCommWindowRegister(comm, window.data(), window.size(), &win, NCCL_WIN_DEFAULT));
+  if (rank == 0) {
+    std::vector<std::vector<unsigned char>> data;
+    for (int k = 0; k < kPuts; ++k) {
+      data.push_back(payload(0, 70 + k, bytes));
+      RANK_NCCL(ncclPutSignal(data.back().data(), bytes, ncclUint8, 1, win, k * bytes, k, 0, 0, comm, nullptr));
+    }
+    RANK_NCCL(ncclSignal(1, kPuts, 0, 0, comm, nullptr));
+  } else {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the puts back up meanwhile
+    ncclWaitSignalDesc_t last{1, 0, kPuts, 0};
+    RANK_NCCL(ncclWaitSignal(1, &last, comm, nullptr));
+    for (int k = 0; k < kPuts; ++k) {
+      ncclWaitSignalDesc_t d{1, 0, k, 0};
+      RANK_NCCL(ncclWaitSignal(1, &d, comm, nullptr));
+      const auto expect = payload(0, 70 + k, bytes);
+      RANK_EXPECT(std::equal(expect.begin(), expect.end(), window.begin() + static_cast<long>(k * bytes)),
+                  "put %d of %zu bytes did not land whole (seed %llu)", k, bytes,
+                  static_cast<unsigned long long>(gSeed));
+    }
+  }
+  float token = 0;
+  RANK_NCCL(ncclAllReduce(&token, &token, 1, ncclFloat32, ncclSum, comm, nullptr));
+  RANK_NCCL(ncclCommWindowDeregister(comm, win));
+  RANK_NCCL(ncclCommDestroy(comm));
+  return 0;
+}
+
 // Rank 1 deregisters its window; rank 0's put into it is dropped there and
 // rank 1's wait for rank 0 fails, naming the window.
 int putIntoADeregisteredWindow(int rank, int n, const ncclUniqueId& id) {
@@ -332,6 +374,10 @@ TEST(OneSided, LargePutsCrossOverRdmaAndUcx) {  // RDMA: the stand-in NIC (tests
                            120, largePutsCross);
 }
 
+TEST(OneSided, PutsLargerThanTheInbox) {
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}), 120, putsLargerThanTheInbox);
+}
+
 TEST(OneSided, APutIntoADeregisteredWindowIsAnErrorThere) {
   EXPECT_RANKS_PASS(2, mp::Env{}, 60, putIntoADeregisteredWindow);
 }
@@ -349,6 +395,10 @@ TEST(OneSidedOnStreams, EveryTypeLandsBeforeItsSignal) {
 
 TEST(OneSidedOnStreams, LargePutsCrossInChunksThroughStaging) {
   EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, kOnStreams), 120, largePutsCross);
+}
+
+TEST(OneSidedOnStreams, PutsLargerThanTheInboxWaitForTheReader) {
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, kOnStreams), 120, putsLargerThanTheInbox);
 }
 
 TEST(OneSidedOnStreams, SignalsCountAndAWaitForNoneIsTheCommunicatorsTimeout) {

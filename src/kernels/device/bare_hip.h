@@ -13,6 +13,7 @@
 #define __device__ __attribute__((device))
 #define __host__ __attribute__((host))
 #define __forceinline__ inline __attribute__((always_inline))
+#define __shared__ __attribute__((shared))
 
 namespace hetccl::gpu {
 __device__ inline uint32_t threadIndex() { return __builtin_amdgcn_workitem_id_x(); }
@@ -22,6 +23,11 @@ __device__ inline uint32_t blockSize() { return __builtin_amdgcn_workgroup_size_
 __device__ inline uint32_t gridBlocks() { return __builtin_amdgcn_grid_size_x() / __builtin_amdgcn_workgroup_size_x(); }
 __device__ inline void sleepBriefly() { __builtin_amdgcn_s_sleep(8); }
 __device__ inline void fenceSystem() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, ""); }
+__device__ inline void syncBlock() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
 }  // namespace hetccl::gpu
 
 // Device memcpy beside the host one (clang overloads on __device__).

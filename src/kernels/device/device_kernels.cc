@@ -63,6 +63,7 @@ void DeviceKernels::eachKernel(DeviceKernels* k, const std::function<void(const 
     visit("hetccl_cast_" + fnuz + "_" + ocp, k ? &k->fnuzCast_[t][static_cast<int>(Fp8CastKind::ToOtherFormat)] : nullptr);
     visit("hetccl_cast_" + ocp + "_" + fnuz, k ? &k->ocpToFnuz_[t] : nullptr);
   }
+  visit("hetccl_inbox_pump", k ? &k->pump_ : nullptr);
 }
 
 std::vector<std::string> DeviceKernels::kernelNames() {
@@ -125,6 +126,12 @@ ncclResult_t DeviceKernels::castFp8(const Fp8Cast& c, void* dst, const void* src
   uint64_t count = n;
   void* args[] = {&dst, &src, &count};
   return run(f, n, args, s);
+}
+
+ncclResult_t DeviceKernels::pumpInbox(const inbox::PumpArgs& a, Stream s) {
+  inbox::PumpArgs copy = a;
+  void* args[] = {&copy};
+  return runtime_.launch(pump_, 1, 256, args, s);
 }
 
 }  // namespace hetccl

@@ -10,6 +10,7 @@
 //   hetccl_average_T(data, n, nranks):                   data /= nranks (ncclAvg)
 //   hetccl_cast_F_T(dst, src, n):                        dst = (T) src, for floating types
 //   hetccl_cast_e4m3fnuz_T, hetccl_cast_T_e4m3fnuz (and e5m2fnuz), T f32 or e4m3 (e5m2): AMD MI300's fp8
+//   hetccl_inbox_pump(args):                            the one-sided inbox's pump (kernels/inbox.h), one block
 #if defined(HETCCL_BARE_HIP)
 #include "kernels/device/bare_hip.h"  // clang in HIP mode without ROCm headers
 #elif defined(__HIPCC__)
@@ -18,6 +19,7 @@
 
 #include <cstdint>
 
+#include "kernels/inbox.h"
 #include "kernels/reduce_math.h"
 
 using namespace hetccl;
@@ -34,6 +36,7 @@ __device__ __forceinline__ void sleepBriefly() { __builtin_amdgcn_s_sleep(8); }
 __device__ __forceinline__ void sleepBriefly() { __nanosleep(500); }
 #endif
 __device__ __forceinline__ void fenceSystem() { __threadfence_system(); }
+__device__ __forceinline__ void syncBlock() { __syncthreads(); }
 }  // namespace hetccl::gpu
 #endif
 
@@ -143,3 +146,92 @@ HETCCL_CAST_FROM(Fp8E5M2, e5m2)
 
 HETCCL_FNUZ_CASTS(Fp8E4M3Fnuz, e4m3fnuz, Fp8E4M3, e4m3)
 HETCCL_FNUZ_CASTS(Fp8E5M2Fnuz, e5m2fnuz, Fp8E5M2, e5m2)
+
+// The inbox pump (kernels/inbox.h): one block. Thread 0 reads the host's
+// words and decides for the block (a word in shared memory between two
+// barriers); every thread copies its share of a descriptor's bytes.
+namespace {
+
+__device__ __forceinline__ uint32_t loadHost(const uint32_t* p) { return *static_cast<const volatile uint32_t*>(p); }
+__device__ __forceinline__ void storeHost(uint32_t* p, uint32_t v) { *static_cast<volatile uint32_t*>(p) = v; }
+
+// The chunk is read with volatile loads: its slot is reused within one
+// pump, so no cache may keep a line of the last use.
+template <typename W>
+__device__ void copyAs(char* dst, const char* src, uint64_t bytes) {
+  const uint64_t n = bytes / sizeof(W);
+  for (uint64_t i = gpu::threadIndex(); i < n; i += gpu::blockSize())
+    reinterpret_cast<W*>(dst)[i] = reinterpret_cast<const volatile W*>(src)[i];
+}
+
+// Aligned words, eight loads in flight per thread before their stores
+// (each load crosses PCIe), then the rest one by one.
+__device__ void copyWords(uint64_t* dst, const volatile uint64_t* src, uint64_t n) {
+  constexpr uint32_t kBatch = 8;
+  const uint64_t step = static_cast<uint64_t>(gpu::blockSize()) * kBatch;
+  uint64_t i = static_cast<uint64_t>(gpu::threadIndex());
+  for (; i + (kBatch - 1) * gpu::blockSize() < n; i += step) {
+    uint64_t w[kBatch];
+    for (uint32_t k = 0; k < kBatch; ++k) w[k] = src[i + k * gpu::blockSize()];
+    for (uint32_t k = 0; k < kBatch; ++k) dst[i + k * gpu::blockSize()] = w[k];
+  }
+  for (; i < n; i += gpu::blockSize()) dst[i] = src[i];
+}
+
+__device__ void copyPiece(char* dst, const char* src, uint64_t bytes) {
+  const uint64_t misaligned = reinterpret_cast<uint64_t>(dst) | reinterpret_cast<uint64_t>(src) | bytes;
+  if (misaligned % 8 == 0)
+    copyWords(reinterpret_cast<uint64_t*>(dst), reinterpret_cast<const volatile uint64_t*>(src), bytes / 8);
+  else if (misaligned % 4 == 0) copyAs<uint32_t>(dst, src, bytes);
+  else copyAs<uint8_t>(dst, src, bytes);
+}
+
+}  // namespace
+
+extern "C" __global__ void hetccl_inbox_pump(inbox::PumpArgs a) {
+  enum : uint32_t { kIdle = 0, kPiece = 1, kDone = 2 };
+  __shared__ uint32_t decision;
+  __shared__ inbox::Descriptor piece;
+  uint32_t next = loadHost(&a.box->consumed) + 1;
+  for (;;) {
+    if (gpu::threadIndex() == 0) {
+      const uint32_t have = loadHost(a.counters + a.counter);
+      const inbox::Descriptor* d = &a.box->ring[(next - 1) % inbox::kSlots];
+      if (loadHost(a.abort) || have >= a.target) {
+        decision = kDone;
+      } else if (loadHost(&d->ticket) == next) {
+        gpu::fenceSystem();  // the fields after the ticket
+        const volatile inbox::Descriptor* v = d;
+        piece.dst = v->dst;
+        piece.src = v->src;
+        piece.bytes = v->bytes;
+        piece.counter = v->counter;
+        decision = kPiece;
+      } else {
+        decision = kIdle;
+      }
+    }
+    gpu::syncBlock();
+    const uint32_t now = decision;
+    if (now == kDone) return;
+    if (now == kIdle) {
+      gpu::sleepBriefly();
+      gpu::syncBlock();
+      continue;
+    }
+    if (piece.bytes)
+      copyPiece(reinterpret_cast<char*>(piece.dst), reinterpret_cast<const char*>(piece.src), piece.bytes);
+    gpu::fenceSystem();
+    gpu::syncBlock();  // every thread's bytes are out before the counter moves
+    if (gpu::threadIndex() == 0) {
+      if (piece.counter != inbox::kNoCounter && !loadHost(a.abort)) {
+        const uint32_t value = loadHost(a.counters + piece.counter);
+        if (value != ~uint32_t(0)) storeHost(a.counters + piece.counter, value + 1);
+      }
+      gpu::fenceSystem();
+      storeHost(&a.box->consumed, next);
+    }
+    ++next;
+    gpu::syncBlock();
+  }
+}

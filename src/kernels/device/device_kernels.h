@@ -10,6 +10,7 @@
 
 #include "common/types.h"
 #include "kernels/fp8_cast.h"
+#include "kernels/inbox.h"
 #include "runtime/runtime.h"
 
 namespace hetccl {
@@ -32,6 +33,8 @@ class DeviceKernels {
   ncclResult_t cast(ncclDataType_t from, ncclDataType_t to, void* dst, const void* src, size_t n, Stream s);
   // fp8 of either format to or from float, or into the other format (kernels/fp8_cast.h).
   ncclResult_t castFp8(const Fp8Cast& c, void* dst, const void* src, size_t n, Stream s);
+  // The one-sided inbox's pump (kernels/inbox.h), one block.
+  ncclResult_t pumpInbox(const inbox::PumpArgs& a, Stream s);
 
   // The name of every kernel load() binds: what each image must hold.
   static std::vector<std::string> kernelNames();
@@ -52,6 +55,7 @@ class DeviceKernels {
   Function cast_[kCastTypes][kCastTypes] = {};
   Function fnuzCast_[2][3] = {};  // [e4m3, e5m2][Fp8CastKind] from FNUZ's point of view
   Function ocpToFnuz_[2] = {};    // [e4m3, e5m2]
+  Function pump_ = nullptr;
 };
 
 }  // namespace hetccl

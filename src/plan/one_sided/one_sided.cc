@@ -1,7 +1,9 @@
 #include "plan/one_sided/one_sided.h"
 
+#include <array>
 #include <chrono>
 #include <cstring>
+#include <vector>
 
 #include "common/deadline.h"
 #include "common/error.h"
@@ -25,18 +27,22 @@ ncclResult_t OneSided::create(const OneSidedSetup& setup, std::unique_ptr<OneSid
     return fail(ncclInvalidArgument, "numRmaCtx is %d in the communicator's config; one-sided calls need at least 1",
                 setup.contexts);
   std::unique_ptr<OneSided> s(new OneSided(setup));
-  if (setup.streams) {  // the pinned counters and flags, zeroed; the thread's copy stream
+  if (setup.streams) {  // the pinned counters, flags, inboxes and abort word, zeroed; the pump
     Runtime& rt = *setup.streams;
     s->rt_ = &rt;
-    const size_t words = static_cast<size_t>(s->nranks_) * static_cast<size_t>(setup.contexts) * kSignals;
-    HETCCL_TRY(allocPinned(rt, words * sizeof(uint32_t), &s->counters_));
-    memset(s->counters_.get(), 0, words * sizeof(uint32_t));
-    HETCCL_TRY(allocPinned(rt, kPutSlots * sizeof(uint32_t), &s->putFlags_));
-    memset(s->putFlags_.get(), 0, kPutSlots * sizeof(uint32_t));
     HETCCL_TRY(rt.currentDevice(&s->device_));
-    HETCCL_TRY(createStream(rt, &s->copies_));
-    for (int p = 0; p < s->nranks_; ++p)  // each peer's chunks bound for device memory
-      if (p != s->rank_) HETCCL_TRY(allocPinned(rt, kChunkBytes, &s->incoming_[static_cast<size_t>(p)].staging));
+    auto zeroed = [&](size_t bytes, PinnedMemory* out, void** onDevice) -> ncclResult_t {
+      HETCCL_TRY(allocPinned(rt, bytes, out));
+      memset(out->get(), 0, bytes);
+      return onDevice ? rt.devicePointerOf(out->get(), onDevice) : ncclSuccess;
+    };
+    const size_t words = static_cast<size_t>(s->nranks_) * static_cast<size_t>(setup.contexts) * kSignals;
+    HETCCL_TRY(zeroed(words * sizeof(uint32_t), &s->counters_, &s->countersOnDevice_));
+    HETCCL_TRY(zeroed(kPutSlots * sizeof(uint32_t), &s->putFlags_, nullptr));
+    HETCCL_TRY(zeroed(static_cast<size_t>(s->nranks_) * sizeof(inbox::PeerInbox), &s->inboxes_, &s->inboxesOnDevice_));
+    HETCCL_TRY(zeroed(sizeof(uint32_t), &s->abortWord_, &s->abortOnDevice_));
+    HETCCL_TRY(makeInboxPump(rt, &s->pump_));
+    s->pumpStreams_.resize(static_cast<size_t>(s->nranks_));
   }
   HETCCL_INFO("rank %d: one-sided calls %s", s->rank_,
               setup.streams ? "queued on the caller's streams" : "completed by the calling thread");
@@ -63,6 +69,11 @@ OneSided::~OneSided() {
   }
   changed_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (abortWord_) {  // pumps still waiting (for a signal that never came) end before their memory goes
+    raiseEverything();
+    for (StreamOwner& s : pumpStreams_)
+      if (s) rt_->synchronize(s.get());
+  }
 }
 
 void OneSided::release() {
@@ -72,6 +83,7 @@ void OneSided::release() {
       error_ = ncclInvalidUsage;
       errorText_ = "the communicator was aborted";
     }
+    raiseEverything();
   }
   changed_.notify_all();
   if (net_) net_->markGone();
@@ -83,10 +95,12 @@ void OneSided::pinnedMemory(uint64_t* total, uint64_t* releasable) {
   for (const Staging& s : stagingPool_) *releasable += s.bytes;
   *total = *releasable;
   if (!counters_) return;  // calls completed by the calling thread: nothing pinned
-  *total += (static_cast<uint64_t>(nranks_) * static_cast<uint64_t>(setup_.contexts) * kSignals + kPutSlots) *
-            sizeof(uint32_t);
+  *total += (static_cast<uint64_t>(nranks_) * static_cast<uint64_t>(setup_.contexts) * kSignals + kPutSlots + 1) *
+                sizeof(uint32_t) +
+            static_cast<uint64_t>(nranks_) * sizeof(inbox::PeerInbox);
   for (const Incoming& in : incoming_)
-    if (in.staging) *total += kChunkBytes;
+    for (const PinnedMemory& chunk : in.chunks)
+      if (chunk) *total += kChunkBytes;
 }
 
 ncclResult_t OneSided::releaseStaging() {
@@ -145,6 +159,7 @@ ncclResult_t OneSided::addWindow(void* base, size_t bytes, uint64_t* id) {
   // Device memory takes puts through pinned staging; so does any window of
   // CPU ranks on streams (HETCCL_FORCE_STAGING), so that CI runs that path.
   const bool staged = kind == MemoryKind::Device || (rt_ && !rt_->hasDevices());
+  if (staged) HETCCL_TRY(makeChunks());
   Window w{static_cast<char*>(base), std::vector<uint64_t>(static_cast<size_t>(nranks_)), true, staged};
   for (int r = 0; r < nranks_; ++r) {
     if (all[static_cast<size_t>(r)].number != number)
@@ -158,6 +173,30 @@ ncclResult_t OneSided::addWindow(void* base, size_t bytes, uint64_t* id) {
   std::lock_guard<std::mutex> lock(mutex_);
   windows_.push_back(std::move(w));
   *id = number;
+  return ncclSuccess;
+}
+
+// The inbox chunks puts into device windows arrive in, made here, by the
+// calling thread: the progress thread makes no CUDA call (one_sided.h).
+ncclResult_t OneSided::makeChunks() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (chunksMade_) return ncclSuccess;
+  }
+  std::vector<std::array<PinnedMemory, inbox::kSlots>> made(static_cast<size_t>(nranks_));
+  std::vector<std::array<void*, inbox::kSlots>> onDevice(static_cast<size_t>(nranks_));
+  for (int p = 0; p < nranks_; ++p)
+    for (uint32_t k = 0; p != rank_ && k < inbox::kSlots; ++k) {
+      HETCCL_TRY(allocPinned(*rt_, kChunkBytes, &made[static_cast<size_t>(p)][k]));
+      HETCCL_TRY(rt_->devicePointerOf(made[static_cast<size_t>(p)][k].get(), &onDevice[static_cast<size_t>(p)][k]));
+    }
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (int p = 0; p < nranks_; ++p)
+    for (uint32_t k = 0; p != rank_ && k < inbox::kSlots; ++k) {
+      incoming_[static_cast<size_t>(p)].chunks[k] = std::move(made[static_cast<size_t>(p)][k]);
+      incoming_[static_cast<size_t>(p)].chunksOnDevice[k] = onDevice[static_cast<size_t>(p)][k];
+    }
+  chunksMade_ = true;
   return ncclSuccess;
 }
 

@@ -24,21 +24,24 @@
 // reused) and a wait once the signals are in: the calls take no stream.
 //
 // GPU ranks (and CPU ranks with HETCCL_FORCE_STAGING, so that CI runs this
-// on the host runtime's streams, which block) are stream-ordered: a put
-// queues on the caller's stream a copy of its bytes into pinned staging
-// (into the window itself when it is this rank's own), then a write of the
-// put's ticket into its pinned flag; the thread sends the staged bytes once
-// it reads the ticket there (no CUDA call: a thread that waited in one
-// could wait for ever behind an application thread blocked in a
-// synchronous copy on a stream that waits for this put). The stream goes
-// on at once: its own copy has read the bytes. A wait makes the stream
-// wait until the pinned counter of each (peer, context, index) reaches
-// what it waits for; the thread raises it after the bytes before the
-// signal are in the window (through pinned staging into device memory: the
-// copy the receiving thread still makes). A failure there (a dead peer, no
-// news for HETCCL_TIMEOUT, a dropped put) is the communicator's
-// asynchronous error, and every counter is raised so that no stream waits
-// for ever.
+// on the host runtime's streams) are stream-ordered: a put queues on the
+// caller's stream a copy of its bytes into pinned staging (into the window
+// itself when it is this rank's own), then a write of the put's ticket
+// into its pinned flag; the thread sends the staged bytes once it reads
+// the ticket there. The stream goes on at once: its own copy has read the
+// bytes. What arrives from a peer goes through that peer's inbox
+// (kernels/inbox.h): the thread receives a put's bytes for device memory
+// into pinned chunks (a host window's straight into it) and describes
+// each piece; ncclWaitSignal queues the inbox's pump (a kernel) on a
+// stream of that peer's, which copies the pieces into the window and
+// raises the pinned counter of each (peer, context, index) after the
+// bytes before its signal, and makes the caller's stream wait until the
+// counter reaches what it waits for. The thread makes no CUDA call: one
+// that waited could wait for ever behind an application thread blocked in
+// a synchronous copy on a stream that waits for this very put. A failure
+// (a dead peer, no news for HETCCL_TIMEOUT, a dropped put) is the
+// communicator's asynchronous error; the abort word stops the pumps and
+// every counter is raised so that no stream waits for ever.
 #pragma once
 
 #include <chrono>
@@ -57,6 +60,8 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "kernels/inbox.h"
+#include "kernels/inbox_pump.h"
 #include "nccl.h"
 #include "runtime/owned.h"
 #include "runtime/runtime.h"
@@ -149,7 +154,13 @@ class OneSided {
     char* target = nullptr;     // where the put's bytes go (in the window)
     size_t received = 0;        // of them, so far
     std::vector<char> discard;  // a chunk of a put into no window, read and dropped
-    PinnedMemory staging;       // stream-ordered: a chunk bound for device memory, on its way
+    // Stream-ordered (the inbox): descriptors written so far, the chunk of
+    // each slot (made at its first use), and what waits for a free slot:
+    // the next chunk's receive, or the descriptor that ends a message.
+    uint32_t tickets = 0;
+    PinnedMemory chunks[inbox::kSlots];  // made with the first window in device memory
+    void* chunksOnDevice[inbox::kSlots] = {};
+    bool chunkWaits = false, endWaits = false;
   };
   struct Window {
     char* base;
@@ -170,14 +181,25 @@ class OneSided {
   ncclResult_t checkLiveness();
   // Stream-ordered parts (see the top).
   ncclResult_t checkPut(int peer, uint64_t window, size_t offset, size_t bytes) const;  // under mutex_
+  ncclResult_t refuseCapture(Stream stream, const char* caller) const;
   ncclResult_t putOnStream(const std::shared_ptr<Outgoing>& out, Stream stream);
   ncclResult_t waitOnStream(std::span<const ncclWaitSignalDesc_t> descs, Stream stream);
   bool staged(const Outgoing& out) const;  // its stream has copied its bytes (reads its flag)
   ncclResult_t postChunk(int peer, Incoming& in);
   void finished(Outgoing& out);  // done: its staging back to the pool, the caller told
   ncclResult_t chunkArrived(int peer, Incoming& in);
+  // The inbox (stream-ordered): a free slot for the peer's next descriptor,
+  // the descriptor written, the steps that waited for a slot taken.
+  bool slotFree(int peer) const;
+  void describe(int peer, Incoming& in, const char* dst, size_t bytes, bool ends);
+  ncclResult_t makeChunks();  // every peer's inbox chunks (the calling thread's: the first device window)
+  ncclResult_t takeWaitingSteps(int peer, Incoming& in);
+  ncclResult_t messageEnded(int peer, Incoming& in);
+  uint32_t counterIndex(int peer, int ctx, int sigIdx) const;
+  inbox::PeerInbox* inboxOf(int peer) const;
   void watchWaits();
   void fatal(ncclResult_t r, const std::string& why);
+  void raiseEverything();  // stream-ordered: the pumps stop, every counter is raised
   volatile uint32_t* counter(int peer, int ctx, int sigIdx) const;
   // Under mutex_: the abort's error, else the peer's (its connection; with
   // itsPuts, also a put of its that this rank dropped).
@@ -198,13 +220,22 @@ class OneSided {
   // Stream-ordered: pinned counters the streams wait on (signals by peer,
   // context, index), the puts' pinned flags the streams write (a put's
   // ticket in slot ticket % kPutSlots: at most kPutSlots puts not done),
-  // the waits queued on streams not yet satisfied, and the thread's stream
-  // for its copies into device windows.
+  // the peers' inboxes, the pumps' abort word, and the waits queued on
+  // streams not yet satisfied. The pumps' streams (one per peer, made at
+  // its first wait) go before the memory they read.
   static constexpr size_t kPutSlots = 1024;
   Runtime* rt_ = nullptr;
-  int device_ = -1;  // the thread's, for its copies
+  int device_ = -1;
   PinnedMemory counters_;
   PinnedMemory putFlags_;
+  PinnedMemory inboxes_;   // a PeerInbox per peer
+  PinnedMemory abortWord_;
+  void* countersOnDevice_ = nullptr;  // the same memory as the pumps address it
+  void* inboxesOnDevice_ = nullptr;
+  void* abortOnDevice_ = nullptr;
+  std::unique_ptr<InboxPump> pump_;
+  std::vector<StreamOwner> pumpStreams_;  // by peer (under mutex_)
+  bool chunksMade_ = false;                // (under mutex_)
   uint32_t putTickets_ = 0;
   struct StreamWait {
     SignalKey key;
@@ -214,7 +245,6 @@ class OneSided {
   std::vector<Staging> stagingPool_;
   std::vector<std::shared_ptr<Outgoing>> streamPuts_;  // stream-ordered puts maybe not done (slots, releaseStaging)
   std::vector<StreamWait> streamWaits_;
-  StreamOwner copies_;
   std::vector<ncclResult_t> peerErrors_;  // by peer: its connection failed or it is gone
   std::vector<std::string> peerWhy_;
   std::vector<std::string> badPuts_;      // by peer: its first put into no window here (the application's mistake)

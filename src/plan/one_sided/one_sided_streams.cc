@@ -14,18 +14,38 @@
 
 namespace hetccl {
 
-// One word per (peer, context, signal index): the signals arrived.
+// One word per (peer, context, signal index): the signals whose bytes are in.
+uint32_t OneSided::counterIndex(int peer, int ctx, int sigIdx) const {
+  return static_cast<uint32_t>(
+      (static_cast<size_t>(peer) * static_cast<size_t>(setup_.contexts) + static_cast<size_t>(ctx)) * kSignals +
+      static_cast<size_t>(sigIdx));
+}
+
 volatile uint32_t* OneSided::counter(int peer, int ctx, int sigIdx) const {
-  return static_cast<volatile uint32_t*>(counters_.get()) +
-         (static_cast<size_t>(peer) * static_cast<size_t>(setup_.contexts) + static_cast<size_t>(ctx)) * kSignals +
-         static_cast<size_t>(sigIdx);
+  return static_cast<volatile uint32_t*>(counters_.get()) + counterIndex(peer, ctx, sigIdx);
+}
+
+inbox::PeerInbox* OneSided::inboxOf(int peer) const {
+  return static_cast<inbox::PeerInbox*>(inboxes_.get()) + peer;
 }
 
 bool OneSided::staged(const Outgoing& out) const {
   return __atomic_load_n(static_cast<const uint32_t*>(putFlags_.get()) + out.slot, __ATOMIC_ACQUIRE) == out.ticket;
 }
 
+// A capture would replay a put's ticket and a wait's target of the day it
+// was captured: refused, not silently wrong.
+ncclResult_t OneSided::refuseCapture(Stream stream, const char* caller) const {
+  bool capturing = false;
+  HETCCL_TRY(rt_->streamCapturing(stream, &capturing));
+  if (capturing)
+    return fail(ncclInvalidUsage, "%s: hetccl's one-sided calls cannot be captured into a CUDA or HIP graph; call "
+                                  "it outside the capture", caller);
+  return ncclSuccess;
+}
+
 ncclResult_t OneSided::putOnStream(const std::shared_ptr<Outgoing>& out, Stream stream) {
+  HETCCL_TRY(refuseCapture(stream, out->header.window == kNoWindow ? "ncclSignal" : "ncclPutSignal"));
   const Header& h = out->header;
   char* own = nullptr;  // a put into this rank's own window goes straight there
   {
@@ -88,7 +108,9 @@ ncclResult_t OneSided::putOnStream(const std::shared_ptr<Outgoing>& out, Stream 
 }
 
 ncclResult_t OneSided::waitOnStream(std::span<const ncclWaitSignalDesc_t> descs, Stream stream) {
+  HETCCL_TRY(refuseCapture(stream, "ncclWaitSignal"));
   std::vector<std::pair<volatile uint32_t*, uint32_t>> waits;
+  std::vector<std::pair<Stream, inbox::PumpArgs>> pumps;  // a peer's pump, on its stream
   {
     std::lock_guard<std::mutex> lock(mutex_);
     HETCCL_TRY(errorFor(-1, false));
@@ -101,9 +123,20 @@ ncclResult_t OneSided::waitOnStream(std::span<const ncclWaitSignalDesc_t> descs,
                     d.peer);
       streamWaits_.push_back(StreamWait{key, target, arrived_[key], now});
       waits.emplace_back(counter(d.peer, d.ctx, d.sigIdx), static_cast<uint32_t>(target));
+      if (d.peer == rank_) continue;  // my own puts' signals: the thread counts them
+      StreamOwner& pumpStream = pumpStreams_[static_cast<size_t>(d.peer)];
+      if (!pumpStream) HETCCL_TRY(createStream(*rt_, &pumpStream));
+      const uint32_t index = counterIndex(d.peer, d.ctx, d.sigIdx);
+      pumps.emplace_back(pumpStream.get(),
+                         inbox::PumpArgs{static_cast<inbox::PeerInbox*>(inboxesOnDevice_) + d.peer,
+                                         static_cast<uint32_t*>(countersOnDevice_), index,
+                                         static_cast<uint32_t>(target), static_cast<const uint32_t*>(abortOnDevice_)});
     }
   }
   changed_.notify_all();
+  // The pumps first: on the host runtime's synchronous streams a pump runs
+  // at once, until its counter is there (the wait then passes at once).
+  for (const auto& [pumpStream, args] : pumps) HETCCL_TRY(pump_->queue(args, pumpStream));
   for (const auto& [word, target] : waits) HETCCL_TRY(rt_->waitFlag(stream, word, target));
   if (rt_->hasDevices()) return ncclSuccess;
   std::lock_guard<std::mutex> lock(mutex_);  // host runtime: the wait is over, or was released by a failure
@@ -149,6 +182,16 @@ void OneSided::watchWaits() {
   if (r != ncclSuccess) fatal(r, why);
 }
 
+// The pumps stop (the abort word) and every counter is raised, so that no
+// stream waits any longer. The loop repeats it while the engine has failed
+// (a pump that read a counter before may write it once more).
+void OneSided::raiseEverything() {
+  if (!abortWord_) return;
+  __atomic_store_n(static_cast<uint32_t*>(abortWord_.get()), 1u, __ATOMIC_RELEASE);
+  const size_t words = static_cast<size_t>(nranks_) * static_cast<size_t>(setup_.contexts) * kSignals;
+  for (size_t i = 0; i < words; ++i) __atomic_store_n(counter(0, 0, 0) + i, UINT32_MAX, __ATOMIC_RELEASE);
+}
+
 // Stream-ordered failures: the engine fails every call from now on, every
 // counter is raised so that no stream waits for ever, and the communicator
 // turns fatal (ncclCommGetAsyncError).
@@ -160,8 +203,7 @@ void OneSided::fatal(ncclResult_t r, const std::string& why) {
       errorText_ = why;
       HETCCL_WARN("rank %d: one-sided calls failed: %s", rank_, why.c_str());
     }
-    const size_t words = static_cast<size_t>(nranks_) * static_cast<size_t>(setup_.contexts) * kSignals;
-    for (size_t i = 0; i < words; ++i) __atomic_store_n(counter(0, 0, 0) + i, UINT32_MAX, __ATOMIC_RELEASE);
+    raiseEverything();
     streamWaits_.clear();
     for (auto& out : inFlight_)
       if (!out->done) {

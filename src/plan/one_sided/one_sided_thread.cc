@@ -22,6 +22,7 @@ void OneSided::loop() {
       std::unique_lock<std::mutex> lock(mutex_);
       if (stop_) return;
       if (error_ != ncclSuccess) {  // aborted: nothing moves any more; calls fail at once
+        raiseEverything();
         for (auto& out : queued_) {
           out->result = error_;
           out->error = errorText_;
@@ -129,27 +130,75 @@ ncclResult_t OneSided::postHeaders() {
 }
 
 // The next chunk of the put coming from `peer`: straight into the window,
-// into staging (device memory), or into the discard buffer (no window).
+// into the next inbox slot's chunk (device memory, stream-ordered: once
+// the slot is free), or into the discard buffer (no window).
 ncclResult_t OneSided::postChunk(int peer, Incoming& in) {
   const size_t chunk = std::min(kChunkBytes, in.header.bytes - in.received);
-  char* to = in.dropped ? in.discard.data()
-                        : in.toDevice ? static_cast<char*>(in.staging.get()) : in.target + in.received;
+  char* to = in.dropped ? in.discard.data() : in.target + in.received;
+  if (in.toDevice && !in.dropped) {
+    if (!slotFree(peer)) {
+      in.chunkWaits = true;
+      return ncclSuccess;
+    }
+    in.chunkWaits = false;
+    to = static_cast<char*>(in.chunks[in.tickets % inbox::kSlots].get());  // the slot of ticket tickets + 1
+  }
   if (net_->postRecv(peer, to, chunk, kDataTag, nullptr, &in.dataRequest) != ncclSuccess)
     failPeer(peer, ncclSystemError, lastError());
   return ncclSuccess;
 }
 
-ncclResult_t OneSided::chunkArrived(int peer, Incoming& in) {
-  const size_t chunk = std::min(kChunkBytes, in.header.bytes - in.received);
-  if (in.toDevice && !in.dropped) {  // staged: on to the device before the next chunk overwrites it
-    HETCCL_TRY(rt_->copyAsync(in.target + in.received, in.staging.get(), chunk, copies_.get()));
-    HETCCL_TRY(rt_->synchronize(copies_.get()));
+bool OneSided::slotFree(int peer) const {
+  const Incoming& in = incoming_[static_cast<size_t>(peer)];
+  return in.tickets - __atomic_load_n(&inboxOf(peer)->consumed, __ATOMIC_ACQUIRE) < inbox::kSlots;
+}
+
+// Descriptor tickets + 1 of the peer's inbox: its fields, then its ticket.
+// (bytes: from the chunk of the ticket's slot).
+void OneSided::describe(int peer, Incoming& in, const char* dst, size_t bytes, bool ends) {
+  const uint32_t ticket = in.tickets + 1;
+  const uint32_t slot = (ticket - 1) % inbox::kSlots;
+  inbox::Descriptor& d = inboxOf(peer)->ring[slot];
+  d.dst = reinterpret_cast<uint64_t>(dst);
+  d.src = bytes ? reinterpret_cast<uint64_t>(in.chunksOnDevice[slot]) : 0;
+  d.bytes = bytes;
+  d.counter = ends ? counterIndex(peer, in.header.ctx, in.header.sigIdx) : inbox::kNoCounter;
+  __atomic_store_n(&d.ticket, ticket, __ATOMIC_RELEASE);
+  in.tickets = ticket;
+}
+
+// A put or signal from `peer` is in (its bytes placed or described): on
+// streams its end goes through the inbox too (so that its counter moves
+// after the bytes before it), once a slot is free.
+ncclResult_t OneSided::messageEnded(int peer, Incoming& in) {
+  const bool described = rt_ && in.toDevice && !in.dropped;  // the last chunk's descriptor ends it
+  if (rt_ && !in.dropped && !described) {
+    if (!slotFree(peer)) {
+      in.endWaits = true;
+      return ncclSuccess;
+    }
+    describe(peer, in, nullptr, 0, true);
   }
-  in.received += chunk;
-  if (in.received < in.header.bytes) return postChunk(peer, in);
+  in.endWaits = false;
   landed(peer, in.header, in.dropped);
   in.posted = false;  // the next header is posted on the next pass
   return ncclSuccess;
+}
+
+ncclResult_t OneSided::takeWaitingSteps(int peer, Incoming& in) {
+  if (in.chunkWaits && slotFree(peer)) return postChunk(peer, in);
+  if (in.endWaits && slotFree(peer)) return messageEnded(peer, in);
+  return ncclSuccess;
+}
+
+ncclResult_t OneSided::chunkArrived(int peer, Incoming& in) {
+  const size_t chunk = std::min(kChunkBytes, in.header.bytes - in.received);
+  const bool last = in.received + chunk == in.header.bytes;
+  if (in.toDevice && !in.dropped)  // for the pump to copy into the window
+    describe(peer, in, in.target + in.received, chunk, last);
+  in.received += chunk;
+  if (!last) return postChunk(peer, in);
+  return messageEnded(peer, in);
 }
 
 ncclResult_t OneSided::progress(bool* moved) {
@@ -158,6 +207,11 @@ ncclResult_t OneSided::progress(bool* moved) {
     Incoming& in = incoming_[static_cast<size_t>(p)];
     // (peerErrors_ is written by this thread alone: read here without the lock)
     if (p == rank_ || !in.posted || peerErrors_[static_cast<size_t>(p)] != ncclSuccess) continue;
+    if (in.chunkWaits || in.endWaits) {  // for a free inbox slot
+      HETCCL_TRY(takeWaitingSteps(p, in));
+      *moved |= !in.chunkWaits && !in.endWaits;
+      continue;
+    }
     Request* r = in.inData ? &in.dataRequest : &in.headerRequest;
     if (const ncclResult_t e = net_->poll(&r, 1, moved); e != ncclSuccess) {
       failPeer(p, e, lastError());
@@ -171,8 +225,8 @@ ncclResult_t OneSided::progress(bool* moved) {
     }
     const Header h = in.header;
     if (h.bytes == 0) {  // a signal alone
-      landed(p, h, false);
-      in.posted = false;
+      in.dropped = in.toDevice = false;
+      HETCCL_TRY(messageEnded(p, in));
       continue;
     }
     // A header with bytes: where they go (a window of mine, whole, or nowhere).
@@ -238,7 +292,9 @@ void OneSided::landed(int peer, const Header& h, bool dropped) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       const uint64_t now = ++arrived_[SignalKey{peer, h.ctx, h.sigIdx}];
-      if (rt_) __atomic_store_n(counter(peer, h.ctx, h.sigIdx), static_cast<uint32_t>(now), __ATOMIC_RELEASE);
+      // My own puts' counters are the thread's; a peer's move with its pump (the inbox).
+      if (rt_ && peer == rank_)
+        __atomic_store_n(counter(peer, h.ctx, h.sigIdx), static_cast<uint32_t>(now), __ATOMIC_RELEASE);
     }
     changed_.notify_all();
     return;
