@@ -1,6 +1,7 @@
 // The one-sided engine's inbox (plan/one_sided/one_sided.h), shared by the
 // progress thread that fills it and the pump that empties it (a GPU kernel,
-// device_kernels.cu; a host function on CPU ranks, inbox_pump.cc).
+// device_kernels.cu; a host function on CPU ranks, inbox.cc), queued
+// through the Reducer (kernels/reducer.h).
 //
 // Per sending peer, a ring of descriptors in pinned host memory that the
 // GPU maps. The thread takes a peer's messages off the wire in order and
@@ -48,5 +49,9 @@ struct PumpArgs {
   uint32_t target;
   const uint32_t* abort;
 };
+
+// The pump's steps on the CPU, run to their end (CPU ranks' streams; the
+// GPU's kernel is hetccl_inbox_pump in device_kernels.cu).
+void pumpOnHost(const PumpArgs& a);
 
 }  // namespace hetccl::inbox

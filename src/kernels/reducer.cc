@@ -30,6 +30,9 @@ class HostReducer : public Reducer {
     HETCCL_TRY(checkFp8Cast(c));
     return onStream(s, [=] { castFp8OnHost(c, dst, src, n); });
   }
+  ncclResult_t pumpInbox(const inbox::PumpArgs& a, Stream s) override {
+    return onStream(s, [=] { inbox::pumpOnHost(a); });
+  }
 
  private:
   template <typename F>
@@ -66,6 +69,7 @@ class KernelReducer : public Reducer {
   ncclResult_t castFp8(const Fp8Cast& c, void* dst, const void* src, size_t n, Stream s) override {
     return kernels_->castFp8(c, dst, src, n, s);
   }
+  ncclResult_t pumpInbox(const inbox::PumpArgs& a, Stream s) override { return kernels_->pumpInbox(a, s); }
 
  private:
   std::unique_ptr<DeviceKernels> kernels_;

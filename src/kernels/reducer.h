@@ -1,13 +1,14 @@
-// Element-wise reductions queued on a runtime's stream, whatever the
-// device: the GPU kernels (DeviceKernels) on CUDA and HIP ranks, the host
-// reductions (on the CPU, in the stream's order) on CPU
-// ranks. Stream plans use it so they run, and are tested, on either.
+// Element-wise reductions, and the one-sided inbox's pump, queued on a
+// runtime's stream, whatever the device: the GPU kernels (DeviceKernels)
+// on CUDA and HIP ranks, the same steps on the CPU (in the stream's order)
+// on CPU ranks. Stream plans use it so they run, and are tested, on either.
 #pragma once
 
 #include <memory>
 
 #include "common/types.h"
 #include "kernels/fp8_cast.h"
+#include "kernels/inbox.h"
 #include "runtime/runtime.h"
 
 namespace hetccl {
@@ -24,6 +25,8 @@ class Reducer {
   virtual ncclResult_t average(const Reduction& r, void* data, size_t n, int nranks, Stream s) = 0;
   // fp8 of either format to or from float, or into the other format (kernels/fp8_cast.h).
   virtual ncclResult_t castFp8(const Fp8Cast& c, void* dst, const void* src, size_t n, Stream s) = 0;
+  // The one-sided inbox's pump (kernels/inbox.h).
+  virtual ncclResult_t pumpInbox(const inbox::PumpArgs& a, Stream s) = 0;
 };
 
 // The reducer for `runtime`'s current device (loads the GPU kernels).

@@ -41,7 +41,7 @@ ncclResult_t OneSided::create(const OneSidedSetup& setup, std::unique_ptr<OneSid
     HETCCL_TRY(zeroed(kPutSlots * sizeof(uint32_t), &s->putFlags_, nullptr));
     HETCCL_TRY(zeroed(static_cast<size_t>(s->nranks_) * sizeof(inbox::PeerInbox), &s->inboxes_, &s->inboxesOnDevice_));
     HETCCL_TRY(zeroed(sizeof(uint32_t), &s->abortWord_, &s->abortOnDevice_));
-    HETCCL_TRY(makeInboxPump(rt, &s->pump_));
+    HETCCL_TRY(makeReducer(rt, &s->pump_));
     s->pumpStreams_.resize(static_cast<size_t>(s->nranks_));
   }
   HETCCL_INFO("rank %d: one-sided calls %s", s->rank_,

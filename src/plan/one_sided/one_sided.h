@@ -61,7 +61,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "kernels/inbox.h"
-#include "kernels/inbox_pump.h"
+#include "kernels/reducer.h"
 #include "nccl.h"
 #include "runtime/owned.h"
 #include "runtime/runtime.h"
@@ -233,7 +233,7 @@ class OneSided {
   void* countersOnDevice_ = nullptr;  // the same memory as the pumps address it
   void* inboxesOnDevice_ = nullptr;
   void* abortOnDevice_ = nullptr;
-  std::unique_ptr<InboxPump> pump_;
+  std::unique_ptr<Reducer> pump_;  // (its pumpInbox)
   std::vector<StreamOwner> pumpStreams_;  // by peer (under mutex_)
   bool chunksMade_ = false;                // (under mutex_)
   uint32_t putTickets_ = 0;

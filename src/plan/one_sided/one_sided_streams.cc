@@ -136,7 +136,7 @@ ncclResult_t OneSided::waitOnStream(std::span<const ncclWaitSignalDesc_t> descs,
   changed_.notify_all();
   // The pumps first: on the host runtime's synchronous streams a pump runs
   // at once, until its counter is there (the wait then passes at once).
-  for (const auto& [pumpStream, args] : pumps) HETCCL_TRY(pump_->queue(args, pumpStream));
+  for (const auto& [pumpStream, args] : pumps) HETCCL_TRY(pump_->pumpInbox(args, pumpStream));
   for (const auto& [word, target] : waits) HETCCL_TRY(rt_->waitFlag(stream, word, target));
   if (rt_->hasDevices()) return ncclSuccess;
   std::lock_guard<std::mutex> lock(mutex_);  // host runtime: the wait is over, or was released by a failure
