@@ -312,6 +312,13 @@ const Setting kSettings[] = {
    [](Params& p, const Reading& r, const char* v) {
      p.streamPartBytes = static_cast<size_t>(r.integer(v, static_cast<long>(p.streamPartBytes), 4096));
    }},
+  {"HETCCL_STREAM_LL_BYTES", nullptr, "`0`", true,
+   "all-reduces on the stream path of at most this many bytes per rank run as one kernel on the caller's stream "
+   "(the low-latency protocol: each rank's input to every rank through its shared segment, reduced there; ranks "
+   "that share memory, at most 16); `0`: never (the default until its switch size is measured on GPUs)",
+   [](Params& p, const Reading& r, const char* v) {
+     p.streamLowLatencyBytes = static_cast<size_t>(r.integer(v, static_cast<long>(p.streamLowLatencyBytes), 0, 1 << 24));
+   }},
   {"HETCCL_STREAM_SLOTS", nullptr, "`8`", true, "the stream path's pieces in flight per rank (at least 2)",
    [](Params& p, const Reading& r, const char* v) { p.streamSlots = static_cast<int>(r.integer(v, p.streamSlots, 2)); }},
   {"HETCCL_STREAM_GRAPHS", nullptr, "`1`", true,

@@ -33,6 +33,9 @@ class HostReducer : public Reducer {
   ncclResult_t pumpInbox(const inbox::PumpArgs& a, Stream s) override {
     return onStream(s, [=] { inbox::pumpOnHost(a); });
   }
+  ncclResult_t lowLatencyAllReduce(const Reduction& r, const low_latency::Args& a, Stream s) override {
+    return onStream(s, [=] { low_latency::runOnHost(a, r.type, r.kind); });
+  }
 
  private:
   template <typename F>
@@ -70,6 +73,9 @@ class KernelReducer : public Reducer {
     return kernels_->castFp8(c, dst, src, n, s);
   }
   ncclResult_t pumpInbox(const inbox::PumpArgs& a, Stream s) override { return kernels_->pumpInbox(a, s); }
+  ncclResult_t lowLatencyAllReduce(const Reduction& r, const low_latency::Args& a, Stream s) override {
+    return kernels_->lowLatencyAllReduce(r, a, s);
+  }
 
  private:
   std::unique_ptr<DeviceKernels> kernels_;

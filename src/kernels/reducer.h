@@ -1,7 +1,8 @@
-// Element-wise reductions, and the one-sided inbox's pump, queued on a
-// runtime's stream, whatever the device: the GPU kernels (DeviceKernels)
-// on CUDA and HIP ranks, the same steps on the CPU (in the stream's order)
-// on CPU ranks. Stream plans use it so they run, and are tested, on either.
+// Element-wise reductions, the low-latency all-reduce and the one-sided
+// inbox's pump, queued on a runtime's stream, whatever the device: the GPU
+// kernels (DeviceKernels) on CUDA and HIP ranks, the same steps on the CPU
+// (in the stream's order) on CPU ranks. Stream plans use it so they run,
+// and are tested, on either.
 #pragma once
 
 #include <memory>
@@ -9,6 +10,7 @@
 #include "common/types.h"
 #include "kernels/fp8_cast.h"
 #include "kernels/inbox.h"
+#include "kernels/low_latency.h"
 #include "runtime/runtime.h"
 
 namespace hetccl {
@@ -27,6 +29,8 @@ class Reducer {
   virtual ncclResult_t castFp8(const Fp8Cast& c, void* dst, const void* src, size_t n, Stream s) = 0;
   // The one-sided inbox's pump (kernels/inbox.h).
   virtual ncclResult_t pumpInbox(const inbox::PumpArgs& a, Stream s) = 0;
+  // The low-latency all-reduce of r's type and op (kernels/low_latency.h).
+  virtual ncclResult_t lowLatencyAllReduce(const Reduction& r, const low_latency::Args& a, Stream s) = 0;
 };
 
 // The reducer for `runtime`'s current device (loads the GPU kernels).

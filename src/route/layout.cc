@@ -132,6 +132,7 @@ ncclResult_t Router::startStreamCollectives(Runtime& rt) {
   s.listener = &c_.listener;
   s.abort = &c_.abort;
   s.partBytes = c_.tunables.streamPartBytes;  // rank 0's, as every rank's
+  s.lowLatencyBytes = c_.tunables.streamLowLatencyBytes;
   s.slots = static_cast<int>(c_.tunables.streamSlots);
   s.timeoutSeconds = params().timeoutSeconds;
   Communicator* c = &c_;

@@ -244,6 +244,14 @@ TEST(StreamCollectives, DifferentRootsAcrossRanksFail) {
 
 TEST(StreamCollectives, DeadPeerIsAnErrorNotAHang) { deadPeerIsAnError(threeDomains(streamEnv("20"))); }
 
+// The low-latency all-reduce (one kernel per call, a host function here):
+// a dead peer ends its wait for the peer's words too.
+TEST(StreamCollectives, LowLatencyDeadPeerIsAnErrorNotAHang) {
+  mp::Env env = streamEnv("20");
+  env.push_back({"HETCCL_STREAM_LL_BYTES", "4096"});
+  deadPeerIsAnError(threeDomains(env), 17);
+}
+
 // Ranks that cannot map each other's segments (on different hosts, or
 // refusing shared memory as HETCCL_TRANSPORT=socket makes them here) reach
 // them through the relay (src/plan/stream/stream_relay.h): the plan is still the

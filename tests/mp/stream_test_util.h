@@ -22,13 +22,13 @@ inline mp::Env streamEnv(const char* timeout = "60") {
 // Three ranks, each in a domain of its own, with `env`.
 inline mp::EnvForRank threeDomains(const mp::Env& env) { return mp::domainLayout({"a", "b", "c"}, env); }
 
-inline void deadPeerIsAnError(const mp::EnvForRank& layout) {
+inline void deadPeerIsAnError(const mp::EnvForRank& layout, size_t count = 1 << 18) {
   // The error must come within 15 s (checked below); the 120 s bound is
   // for the whole run, abort included, on a loaded 2-core machine.
-  EXPECT_RANKS_PASS_EACH(3, layout, 120, [](int rank, int n, const ncclUniqueId& id) {
+  EXPECT_RANKS_PASS_EACH(3, layout, 120, [count](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
-    std::vector<float> x(1 << 18, 1.0f);
+    std::vector<float> x(count, 1.0f);
     RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr));
     if (rank == 2) _exit(0);
     const auto t0 = std::chrono::steady_clock::now();

@@ -49,6 +49,8 @@ void DeviceKernels::eachKernel(DeviceKernels* k, const std::function<void(const 
     const std::string type = kTypeSuffix[t];
     for (int op = 0; op < 5; ++op)
       visit("hetccl_reduce_" + type + "_" + kOpSuffix[op], k ? &k->reduce_[t][op] : nullptr);
+    for (int op = 0; op < 5; ++op)
+      visit("hetccl_ll_" + type + "_" + kOpSuffix[op], k ? &k->lowLatency_[t][op] : nullptr);
     visit("hetccl_prepare_" + type, k ? &k->prepare_[t] : nullptr);
     visit("hetccl_average_" + type, k ? &k->average_[t] : nullptr);
   }
@@ -132,6 +134,12 @@ ncclResult_t DeviceKernels::pumpInbox(const inbox::PumpArgs& a, Stream s) {
   inbox::PumpArgs copy = a;
   void* args[] = {&copy};
   return runtime_.launch(pump_, 1, 256, args, s);
+}
+
+ncclResult_t DeviceKernels::lowLatencyAllReduce(const Reduction& r, const low_latency::Args& a, Stream s) {
+  low_latency::Args copy = a;
+  void* args[] = {&copy};
+  return runtime_.launch(lowLatency_[r.type][static_cast<int>(r.kind)], 1, 512, args, s);
 }
 
 }  // namespace hetccl

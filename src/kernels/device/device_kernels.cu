@@ -11,6 +11,7 @@
 //   hetccl_cast_F_T(dst, src, n):                        dst = (T) src, for floating types
 //   hetccl_cast_e4m3fnuz_T, hetccl_cast_T_e4m3fnuz (and e5m2fnuz), T f32 or e4m3 (e5m2): AMD MI300's fp8
 //   hetccl_inbox_pump(args):                            the one-sided inbox's pump (kernels/inbox.h), one block
+//   hetccl_ll_T_OP(args):                               the low-latency all-reduce (kernels/low_latency.h), one block
 #if defined(HETCCL_BARE_HIP)
 #include "kernels/device/bare_hip.h"  // clang in HIP mode without ROCm headers
 #elif defined(__HIPCC__)
@@ -20,6 +21,7 @@
 #include <cstdint>
 
 #include "kernels/inbox.h"
+#include "kernels/low_latency.h"
 #include "kernels/reduce_math.h"
 
 using namespace hetccl;
@@ -235,3 +237,80 @@ extern "C" __global__ void hetccl_inbox_pump(inbox::PumpArgs a) {
     gpu::syncBlock();
   }
 }
+
+// The low-latency all-reduce (kernels/low_latency.h): one block; every
+// thread posts and finishes its groups; thread 0 waits for the buffer and
+// raises the read word.
+namespace {
+
+__device__ __forceinline__ uint64_t loadWord(const uint64_t* p) { return *static_cast<const volatile uint64_t*>(p); }
+__device__ __forceinline__ void storeWord(uint64_t* p, uint64_t v) { *static_cast<volatile uint64_t*>(p) = v; }
+
+template <typename S, RedKind K>
+__device__ void lowLatencyAllReduce(const low_latency::Args& a) {
+  __shared__ uint32_t stop;
+  const uint32_t t = gpu::threadIndex();
+  if (t == 0) {
+    stop = 0;
+    for (int r = 0; a.call > 2 && r < a.nranks && !stop; ++r)
+      while (r != a.rank && static_cast<int32_t>(loadHost(a.read[r]) - (a.call - 2)) < 0)
+        if (loadHost(a.abort)) {
+          stop = 1;
+          break;
+        }
+  }
+  gpu::syncBlock();
+  if (stop) return;
+  const uint64_t n = low_latency::groups(a.bytes);
+  for (uint64_t g = t; g < n; g += gpu::blockSize()) {
+    uint32_t w[2];
+    low_latency::postGroup<S, K>(a, g, w);
+    storeWord(a.mine + 2 * g, low_latency::word(w[0], a.call));
+    storeWord(a.mine + 2 * g + 1, low_latency::word(w[1], a.call));
+  }
+  bool aborted = false;
+  uint32_t posted[low_latency::kMaxRanks][2];
+  for (uint64_t g = t; g < n && !aborted; g += gpu::blockSize()) {
+    for (int r = 0; r < a.nranks && !aborted; ++r)
+      for (int k = 0; k < 2 && !aborted; ++k) {
+        uint64_t v;
+        uint32_t spins = 0;
+        while (((v = loadWord(a.words[r] + 2 * g + k)) >> 32) != a.call)
+          if (++spins % 1024 == 0 && loadHost(a.abort)) {
+            aborted = true;
+            break;
+          }
+        posted[r][k] = static_cast<uint32_t>(v);
+      }
+    if (!aborted) low_latency::finishGroup<S, K>(a, g, posted);
+  }
+  gpu::fenceSystem();
+  gpu::syncBlock();
+  if (t == 0 && !loadHost(a.abort)) storeHost(a.myRead, a.call);
+}
+
+}  // namespace
+
+#define HETCCL_LL_KERNELS(S, name)                                                                                  \
+  extern "C" __global__ void hetccl_ll_##name##_sum(low_latency::Args a) { lowLatencyAllReduce<S, RedKind::Sum>(a); } \
+  extern "C" __global__ void hetccl_ll_##name##_prod(low_latency::Args a) {                                         \
+    lowLatencyAllReduce<S, RedKind::Prod>(a);                                                                       \
+  }                                                                                                                 \
+  extern "C" __global__ void hetccl_ll_##name##_max(low_latency::Args a) { lowLatencyAllReduce<S, RedKind::Max>(a); } \
+  extern "C" __global__ void hetccl_ll_##name##_min(low_latency::Args a) { lowLatencyAllReduce<S, RedKind::Min>(a); } \
+  extern "C" __global__ void hetccl_ll_##name##_premulsum(low_latency::Args a) {                                    \
+    lowLatencyAllReduce<S, RedKind::PreMulSum>(a);                                                                  \
+  }
+
+HETCCL_LL_KERNELS(int8_t, i8)
+HETCCL_LL_KERNELS(uint8_t, u8)
+HETCCL_LL_KERNELS(int32_t, i32)
+HETCCL_LL_KERNELS(uint32_t, u32)
+HETCCL_LL_KERNELS(int64_t, i64)
+HETCCL_LL_KERNELS(uint64_t, u64)
+HETCCL_LL_KERNELS(Half, f16)
+HETCCL_LL_KERNELS(float, f32)
+HETCCL_LL_KERNELS(double, f64)
+HETCCL_LL_KERNELS(Bf16, bf16)
+HETCCL_LL_KERNELS(Fp8E4M3, e4m3)
+HETCCL_LL_KERNELS(Fp8E5M2, e5m2)

@@ -33,14 +33,19 @@ ncclResult_t StreamCollectives::create(const StreamSetup& setup, std::unique_ptr
   if (local != ncclSuccess)
     HETCCL_WARN("rank %d: stream collectives unavailable here (%s); every rank takes the host-staged path", setup.rank,
                 lastError());
+  // Each rank's byte: 1 set up, 2 and every peer's segment mapped here.
   std::vector<uint8_t> ready(static_cast<size_t>(setup.nranks), 0);
-  ready[static_cast<size_t>(setup.rank)] = local == ncclSuccess ? 1 : 0;
+  bool mapsAll = true;
+  for (int r = 0; r < setup.nranks; ++r) mapsAll &= s->sharesMemory(r);
+  ready[static_cast<size_t>(setup.rank)] = local != ncclSuccess ? 0 : mapsAll ? 2 : 1;
   HETCCL_TRY(setup.ring->allGather(ready.data(), 1, Deadline(setup.timeoutSeconds), setup.abort));
   for (int r = 0; r < setup.nranks; ++r)
     if (!ready[static_cast<size_t>(r)]) {
       HETCCL_INFO("rank %d: stream collectives off: rank %d could not set them up", setup.rank, r);
       return ncclSuccess;
     }
+  // The low-latency all-reduce where every rank maps every segment (the same decision everywhere).
+  s->everyRankMapsAll_ = std::all_of(ready.begin(), ready.end(), [](uint8_t b) { return b == 2; });
   HETCCL_TRY(s->join());
   HETCCL_TRY(s->startRelay());
   s->watchdog_ = std::thread(&StreamCollectives::watch, s.get());
@@ -59,6 +64,7 @@ ncclResult_t StreamCollectives::prepare() {
     seg->nranks = static_cast<size_t>(nranks_);
     seg->partBytes = partBytes_;
     seg->p2pSlots = p2pSlots_;
+    seg->lowLatencyBytes = setup_.lowLatencyBytes;
     segments_[static_cast<size_t>(r)] = std::move(seg);
   }
   Segment& mine = *segments_[static_cast<size_t>(rank_)];
@@ -114,7 +120,7 @@ size_t StreamCollectives::releasableBytes() const {
 ncclResult_t StreamCollectives::suspend(bool ready) {
   DeviceGuard onMyDevice(rt_, device_);
   HETCCL_TRY(onMyDevice.status());
-  bool idle = true;
+  bool idle = lowLatencyIdle();  // my last low-latency kernel has read every rank's words
   for (OwnedEvent& e : finished_) {  // the last call's end on each of my streams
     bool done = false;
     HETCCL_TRY(rt_.eventDone(e.get(), &done));
@@ -298,6 +304,7 @@ ncclResult_t StreamCollectives::enqueue(const Op& op) {
   // caller's current device may be another (one thread, several GPUs).
   DeviceGuard onMyDevice(rt_, device_);
   HETCCL_TRY(onMyDevice.status());
+  if (takesLowLatency(op)) return enqueueLowLatency(op);
   if (!incoming_) HETCCL_TRY(makeBuffers());  // released by a suspend
   const uint32_t ticket = ++tickets_;
   const Job job{op, ticket, startEvents_[ticket % kStartEvents].get()};
@@ -314,6 +321,46 @@ ncclResult_t StreamCollectives::enqueue(const Op& op) {
     HETCCL_TRY(rt_.waitEvent(op.stream, finished_[i].get()));
   }
   return ncclSuccess;
+}
+
+bool StreamCollectives::takesLowLatency(const Op& op) const {
+  // The same on every rank: the settings are rank 0's, everyRankMapsAll_ agreed at setup.
+  return op.kind == OpKind::AllReduce && op.count * typeSize(op.type) <= setup_.lowLatencyBytes &&
+         everyRankMapsAll_ && nranks_ <= low_latency::kMaxRanks;
+}
+
+// One kernel on the caller's stream (kernels/low_latency.h): every rank's
+// words and read word as this rank's device addresses them.
+ncclResult_t StreamCollectives::enqueueLowLatency(const Op& op) {
+  low_latency::Args a{};
+  a.input = op.sendbuff;
+  a.output = op.recvbuff;
+  a.bytes = op.count * typeSize(op.type);
+  a.scalar = op.red.scalar;
+  a.call = lowLatencyCalls_.load() + 1;
+  a.rank = rank_;
+  a.nranks = nranks_;
+  a.average = op.red.average ? 1 : 0;
+  for (int r = 0; r < nranks_; ++r) {
+    const Segment& seg = *segments_[static_cast<size_t>(r)];
+    void *flags = nullptr, *data = nullptr;  // two registrations: two device mappings
+    HETCCL_TRY(rt_.devicePointerOf(seg.shared.base(), &flags));
+    HETCCL_TRY(rt_.devicePointerOf(seg.data(), &data));
+    a.words[r] = reinterpret_cast<const uint64_t*>(static_cast<char*>(data) + seg.lowLatencyWordsOffset(a.call) -
+                                                   seg.dataOffset());
+    // (offsets of flag lines within the flags, which are mapped whole)
+    auto offsetOf = [&](volatile uint32_t* line) {
+      return reinterpret_cast<const volatile char*>(line) - static_cast<const volatile char*>(seg.shared.base());
+    };
+    a.read[r] = reinterpret_cast<const uint32_t*>(static_cast<char*>(flags) + offsetOf(seg.lowLatencyRead()));
+    if (r != rank_) continue;
+    a.mine = const_cast<uint64_t*>(a.words[r]);
+    a.myRead = const_cast<uint32_t*>(a.read[r]);
+    a.abort = reinterpret_cast<const uint32_t*>(static_cast<char*>(flags) + offsetOf(seg.broken()));
+  }
+  lowLatencyCalls_.store(a.call);  // in flight from now on (the watchdog's)
+  cv_.notify_all();
+  return reducer_->lowLatencyAllReduce(op.red, a, op.stream);
 }
 
 size_t StreamCollectives::pieceElemsOf(const Op& op, size_t partBytes) const {

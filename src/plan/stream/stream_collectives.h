@@ -87,6 +87,7 @@ struct StreamSetup {
   std::vector<SocketAddress> addresses;  // every rank's listener
   const AbortFlag* abort = nullptr;
   size_t partBytes = 2 << 20;  // HETCCL_STREAM_PART_BYTES
+  size_t lowLatencyBytes = 0;  // HETCCL_STREAM_LL_BYTES (0: no low-latency all-reduce)
   int slots = 8;               // HETCCL_STREAM_SLOTS
   double timeoutSeconds = 300;
   std::function<void(ncclResult_t)> onError;  // the communicator turns fatal
@@ -178,6 +179,11 @@ class StreamCollectives {
   // against the peers' (a mismatch releases everything).
   ncclResult_t admitCall(const Op& op);
   ncclResult_t queuePiece(const Op& op, size_t start, size_t length, uint32_t seq);
+  // The low-latency all-reduce (kernels/low_latency.h): small all-reduces
+  // where every rank's segment is mapped here.
+  bool takesLowLatency(const Op& op) const;
+  ncclResult_t enqueueLowLatency(const Op& op);
+  bool lowLatencyIdle() const;  // my last one has finished
   size_t pieceElemsOf(const Op& op, size_t partBytes) const;  // elements per piece, with parts of partBytes
   ncclResult_t copyOwnBlock(const Op& op, Stream s);  // my input's block into my output, where the collective has one
   // Where one piece's data is, in elements from the start of the buffers.
@@ -231,6 +237,8 @@ class StreamCollectives {
   const void* checked_[2] = {};      // buffers already known to be device memory
 
   std::atomic<uint32_t> tickets_{0};  // calls queued
+  std::atomic<uint32_t> lowLatencyCalls_{0};  // low-latency all-reduces queued (their words' flag)
+  bool everyRankMapsAll_ = false;             // no rank reaches another through the relay (agreed at setup)
 
   std::mutex mutex_;  // the watchdog's
   std::condition_variable cv_;

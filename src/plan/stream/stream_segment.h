@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "common/error.h"
+#include "kernels/low_latency.h"
 #include "plan/stream/stream_collectives.h"
 #include "runtime/owned.h"
 #include "runtime/runtime.h"
@@ -40,6 +41,7 @@ struct StreamCollectives::Segment {
   HostRegistration registration;      // [0, dataOffset())
   HostRegistration dataRegistration;  // [dataOffset(), shared.bytes())
   size_t slots = 0, nranks = 0, partBytes = 0, p2pSlots = 0;
+  size_t lowLatencyBytes = 0;  // the low-latency all-reduce's largest message (0: no buffers)
 
   char* data() const { return shared.base() + dataOffset(); }
   size_t dataBytes() const { return shared.bytes() - dataOffset(); }
@@ -50,7 +52,7 @@ struct StreamCollectives::Segment {
   }
   size_t registeredBytes() const { return (registration ? dataOffset() : 0) + (dataRegistration ? dataBytes() : 0); }
 
-  size_t flagLines() const { return 4 * slots + 5 + 2 * nranks * p2pSlots; }
+  size_t flagLines() const { return 4 * slots + 5 + 2 * nranks * p2pSlots + 1; }
   size_t flagsBytes() const { return stream_layout::alignUp(flagLines() * stream_layout::kLine, stream_layout::kPage); }
   size_t p2pRecordsOffset() const { return flagsBytes() + stream_layout::kCallRing * sizeof(stream_layout::CallRecord); }
   size_t dataOffset() const {
@@ -58,7 +60,10 @@ struct StreamCollectives::Segment {
                                   stream_layout::kPage);
   }
   size_t p2pDataOffset() const { return dataOffset() + slots * (nranks + 1) * partBytes; }
-  size_t bytes() const { return p2pDataOffset() + nranks * p2pSlots * partBytes; }
+  size_t lowLatencyOffset() const {
+    return stream_layout::alignUp(p2pDataOffset() + nranks * p2pSlots * partBytes, stream_layout::kPage);
+  }
+  size_t bytes() const { return lowLatencyOffset() + 2 * low_latency::bufferBytes(lowLatencyBytes); }
 
   volatile uint32_t* line(size_t index) const {
     return reinterpret_cast<volatile uint32_t*>(shared.base() + index * stream_layout::kLine);
@@ -90,6 +95,13 @@ struct StreamCollectives::Segment {
   volatile uint32_t* p2pConsumed(int q, size_t s) const {
     return line(4 * slots + 5 + (nranks + static_cast<size_t>(q)) * p2pSlots + s);
   }
+  // The low-latency all-reduce (kernels/low_latency.h): my words of the
+  // calls of one parity, and the last call whose words I have read.
+  size_t lowLatencyWordsOffset(uint32_t call) const {
+    return lowLatencyOffset() + (call % 2) * low_latency::bufferBytes(lowLatencyBytes);
+  }
+  volatile uint32_t* lowLatencyRead() const { return line(4 * slots + 5 + 2 * nranks * p2pSlots); }
+
   char* p2pData(int q, size_t s) const {
     return shared.base() + p2pDataOffset() + (static_cast<size_t>(q) * p2pSlots + s) * partBytes;
   }

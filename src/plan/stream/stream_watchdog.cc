@@ -50,6 +50,11 @@ ncclResult_t StreamCollectives::checkCall(uint64_t call) const {
   return ncclSuccess;
 }
 
+bool StreamCollectives::lowLatencyIdle() const {
+  const uint32_t read = __atomic_load_n(segments_[static_cast<size_t>(rank_)]->lowLatencyRead(), __ATOMIC_ACQUIRE);
+  return static_cast<int32_t>(lowLatencyCalls_.load() - read) <= 0;
+}
+
 uint32_t StreamCollectives::completedPieces() const {
   // The gather stream raises its flags in sequence order: the highest is
   // the last piece this rank has finished.
@@ -77,10 +82,11 @@ void StreamCollectives::watch() {
   bool p2pPending = false;
   auto lastMove = std::chrono::steady_clock::now();
   uint64_t lastLaneMoves = 0;
+  uint32_t lastLowLatency = 0;
   while (!stop_) {
     const uint32_t issued = issued_.load();
-    const bool laneBusy = graphLaneBusy();
-    cv_.wait_for(lock, std::chrono::milliseconds(issued > lastDone || p2pPending || laneBusy ? 20 : 200));
+    const bool busy = issued > lastDone || p2pPending || graphLaneBusy() || !lowLatencyIdle();
+    cv_.wait_for(lock, std::chrono::milliseconds(busy ? 20 : 200));
     if (stop_) continue;
     if (released_.load()) {
       // Replayable chains rewrite their handshakes as they go: keep them
@@ -100,15 +106,17 @@ void StreamCollectives::watch() {
     const uint32_t done = completedPieces();
     const uint64_t p2pDone = p2pProgress(&p2pPending);
     const uint64_t laneMoves = graphLaneMoves();
+    const uint32_t lowLatency = __atomic_load_n(segments_[static_cast<size_t>(rank_)]->lowLatencyRead(), __ATOMIC_ACQUIRE);
     const auto now = std::chrono::steady_clock::now();
-    if (done != lastDone || p2pDone != lastP2pDone || laneMoves != lastLaneMoves) {
+    if (done != lastDone || p2pDone != lastP2pDone || laneMoves != lastLaneMoves || lowLatency != lastLowLatency) {
       lastDone = done;
       lastP2pDone = p2pDone;
       lastLaneMoves = laneMoves;
+      lastLowLatency = lowLatency;
       lastMove = now;
     }
     ncclResult_t r = p2pSlots_ ? checkRecvSizes() : ncclSuccess;
-    if (r == ncclSuccess && issued_.load() <= done && !p2pPending && !graphLaneBusy()) {
+    if (r == ncclSuccess && issued_.load() <= done && !p2pPending && !graphLaneBusy() && lowLatencyIdle()) {
       lastMove = now;
       continue;
     }

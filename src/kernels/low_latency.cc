@@ -1,0 +1,75 @@
+// The low-latency all-reduce's steps on the CPU (kernels/low_latency.h),
+// for CPU ranks taking the GPU ranks' paths: the kernel's, one thread.
+#include "kernels/low_latency.h"
+
+#include <array>
+#include <thread>
+
+namespace hetccl::low_latency {
+
+namespace {
+
+uint32_t loadAcquire(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+
+// Yields between looks, as the host runtime's flag waits do; false once
+// `abort` is set.
+class Patience {
+ public:
+  explicit Patience(const uint32_t* abort) : abort_(abort) {}
+  bool wait() {
+    std::this_thread::yield();
+    return loadAcquire(abort_) == 0;
+  }
+
+ private:
+  const uint32_t* abort_;
+};
+
+template <typename S, RedKind K>
+void run(const Args& a) {
+  Patience patience(a.abort);
+  // My buffer of this call was last used two calls back: every rank has read it.
+  for (int r = 0; a.call > 2 && r < a.nranks; ++r)
+    while (r != a.rank && static_cast<int32_t>(loadAcquire(a.read[r]) - (a.call - 2)) < 0)
+      if (!patience.wait()) return;
+  const uint64_t n = groups(a.bytes);
+  for (uint64_t g = 0; g < n; ++g) {
+    uint32_t w[2];
+    postGroup<S, K>(a, g, w);
+    __atomic_store_n(a.mine + 2 * g, word(w[0], a.call), __ATOMIC_RELEASE);
+    __atomic_store_n(a.mine + 2 * g + 1, word(w[1], a.call), __ATOMIC_RELEASE);
+  }
+  uint32_t posted[kMaxRanks][2];
+  for (uint64_t g = 0; g < n; ++g) {
+    for (int r = 0; r < a.nranks; ++r)
+      for (int k = 0; k < 2; ++k) {
+        uint64_t v;
+        while (((v = __atomic_load_n(a.words[r] + 2 * g + k, __ATOMIC_ACQUIRE)) >> 32) != a.call)
+          if (!patience.wait()) return;
+        posted[r][k] = static_cast<uint32_t>(v);
+      }
+    finishGroup<S, K>(a, g, posted);
+  }
+  __atomic_store_n(a.myRead, a.call, __ATOMIC_RELEASE);
+}
+
+using RunFn = void (*)(const Args&);
+
+template <typename S>
+constexpr std::array<RunFn, 5> runsOf() {
+  return {&run<S, RedKind::Sum>, &run<S, RedKind::Prod>, &run<S, RedKind::Max>, &run<S, RedKind::Min>,
+          &run<S, RedKind::PreMulSum>};
+}
+
+// Indexed by ncclDataType_t, then RedKind.
+constexpr std::array<std::array<RunFn, 5>, ncclNumTypes> kRuns = {
+    runsOf<int8_t>(),  runsOf<uint8_t>(), runsOf<int32_t>(), runsOf<uint32_t>(), runsOf<int64_t>(), runsOf<uint64_t>(),
+    runsOf<Half>(),    runsOf<float>(),   runsOf<double>(),  runsOf<Bf16>(),     runsOf<Fp8E4M3>(), runsOf<Fp8E5M2>()};
+
+}  // namespace
+
+void runOnHost(const Args& a, ncclDataType_t type, RedKind kind) {
+  kRuns[static_cast<size_t>(type)][static_cast<size_t>(kind)](a);
+}
+
+}  // namespace hetccl::low_latency
