@@ -51,7 +51,8 @@ ncclResult_t InitMarker::checkOthers() const {
     struct stat st{};
     if (stat((std::string("/dev/shm/") + e->d_name).c_str(), &st) != 0) continue;
     // The mark stays for the other ranks of the host to see (an empty
-    // name; the next hetccl process on the host removes it).
+    // name; a later hetccl process on the host removes it once it is
+    // older than HETCCL_TIMEOUT: removeStaleSegments).
     result = fail(ncclRemoteError, "rank %d (pid %d) died during init, before the bootstrap root heard from it", rank, pid);
     break;
   }

@@ -10,12 +10,14 @@
 
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 #include <thread>
 
 #include "bootstrap/unique_id.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/params.h"
 
 namespace hetccl {
 
@@ -45,6 +47,14 @@ void removeStaleSegments() {
       if (strncmp(e->d_name, prefix, strlen(prefix)) != 0) continue;
       const char* dash = strrchr(e->d_name, '-');
       int pid = dash ? atoi(dash + 1) : 0;
+      // An empty name is a rank's mark of its init (transport/init_marker.h):
+      // the ranks of its host still look for it while they wait for the
+      // bootstrap root (up to HETCCL_TIMEOUT), so it stays that long.
+      struct stat st{};
+      const std::string path = std::string("/dev/shm/") + e->d_name;
+      if (stat(path.c_str(), &st) == 0 && st.st_size == 0 &&
+          difftime(time(nullptr), st.st_ctime) < params().timeoutSeconds + 1)
+        continue;
       if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
         shm_unlink((std::string("/") + e->d_name).c_str());
         HETCCL_INFO("removed stale shared memory /dev/shm/%s (creator %d has exited)", e->d_name, pid);
