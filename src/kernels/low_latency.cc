@@ -25,7 +25,7 @@ class Patience {
   const uint32_t* abort_;
 };
 
-template <typename S, RedKind K>
+template <typename S>
 void run(const Args& a) {
   Patience patience(a.abort);
   // My buffer of this call was last used two calls back: every rank has read it.
@@ -35,7 +35,7 @@ void run(const Args& a) {
   const uint64_t n = groups(a.bytes);
   for (uint64_t g = 0; g < n; ++g) {
     uint32_t w[2];
-    postGroup<S, K>(a, g, w);
+    postGroup<S>(a, g, w);
     __atomic_store_n(a.mine + 2 * g, word(w[0], a.call), __ATOMIC_RELEASE);
     __atomic_store_n(a.mine + 2 * g + 1, word(w[1], a.call), __ATOMIC_RELEASE);
   }
@@ -48,28 +48,22 @@ void run(const Args& a) {
           if (!patience.wait()) return;
         posted[r][k] = static_cast<uint32_t>(v);
       }
-    finishGroup<S, K>(a, g, posted);
+    finishGroup<S>(a, g, posted);
   }
   __atomic_store_n(a.myRead, a.call, __ATOMIC_RELEASE);
 }
 
 using RunFn = void (*)(const Args&);
 
-template <typename S>
-constexpr std::array<RunFn, 5> runsOf() {
-  return {&run<S, RedKind::Sum>, &run<S, RedKind::Prod>, &run<S, RedKind::Max>, &run<S, RedKind::Min>,
-          &run<S, RedKind::PreMulSum>};
-}
-
-// Indexed by ncclDataType_t, then RedKind.
-constexpr std::array<std::array<RunFn, 5>, ncclNumTypes> kRuns = {
-    runsOf<int8_t>(),  runsOf<uint8_t>(), runsOf<int32_t>(), runsOf<uint32_t>(), runsOf<int64_t>(), runsOf<uint64_t>(),
-    runsOf<Half>(),    runsOf<float>(),   runsOf<double>(),  runsOf<Bf16>(),     runsOf<Fp8E4M3>(), runsOf<Fp8E5M2>()};
+// Indexed by ncclDataType_t.
+constexpr std::array<RunFn, ncclNumTypes> kRuns = {&run<int8_t>,  &run<uint8_t>, &run<int32_t>, &run<uint32_t>,
+                                                   &run<int64_t>, &run<uint64_t>, &run<Half>,   &run<float>,
+                                                   &run<double>,  &run<Bf16>,     &run<Fp8E4M3>, &run<Fp8E5M2>};
 
 }  // namespace
 
-void runOnHost(const Args& a, ncclDataType_t type, RedKind kind) {
-  kRuns[static_cast<size_t>(type)][static_cast<size_t>(kind)](a);
+void runOnHost(const Args& a, ncclDataType_t type) {
+  kRuns[static_cast<size_t>(type)](a);
 }
 
 }  // namespace hetccl::low_latency

@@ -31,6 +31,7 @@ struct Args {
   uint32_t call;       // this call's number among the low-latency calls (from 1): the words' flag
   int32_t rank, nranks;
   int32_t average;     // ncclAvg: divide the sum by nranks
+  int32_t kind;        // the RedKind (one kernel per type: the op is a branch, the same for every thread)
   uint64_t* mine;                         // my words of this call's buffer
   const uint64_t* words[kMaxRanks];       // every rank's (mine at [rank]), as this rank addresses them
   uint32_t* myRead;                       // raised to `call` once I have read every rank's words
@@ -45,7 +46,7 @@ HETCCL_HD uint64_t word(uint32_t data, uint32_t flag) { return (static_cast<uint
 
 // Group g of the message (8 bytes, fewer at the end) as this rank posts
 // it: its own input, scaled by its own scalar for PreMulSum.
-template <typename S, RedKind K>
+template <typename S>
 HETCCL_HD void postGroup(const Args& a, uint64_t g, uint32_t out[2]) {
   constexpr uint64_t kPer = 8 / sizeof(S);
   const uint64_t first = g * kPer, total = a.bytes / sizeof(S);
@@ -53,7 +54,7 @@ HETCCL_HD void postGroup(const Args& a, uint64_t g, uint32_t out[2]) {
   S v[kPer] = {};
   const S* in = static_cast<const S*>(a.input) + first;
   for (uint64_t i = 0; i < n; ++i) v[i] = in[i];
-  if constexpr (K == RedKind::PreMulSum) {
+  if (a.kind == static_cast<int32_t>(RedKind::PreMulSum)) {
     S s;
     memcpy(&s, &a.scalar, sizeof(S));
     for (uint64_t i = 0; i < n; ++i) v[i] = preMultiply<S>(v[i], Num<S>::load(s));
@@ -61,19 +62,28 @@ HETCCL_HD void postGroup(const Args& a, uint64_t g, uint32_t out[2]) {
   memcpy(out, v, 8);
 }
 
+template <typename S, RedKind K>
+HETCCL_HD void mergeInto(S* acc, const S* next, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i) acc[i] = reduceElement<S, K>(acc[i], next[i], typename Num<S>::C{});
+}
+
 // The reduced group from every rank's posted words, in rank order, into
 // the output.
-template <typename S, RedKind K>
+template <typename S>
 HETCCL_HD void finishGroup(const Args& a, uint64_t g, const uint32_t (*posted)[2]) {
   constexpr uint64_t kPer = 8 / sizeof(S);
-  constexpr RedKind kMerge = K == RedKind::PreMulSum ? RedKind::Sum : K;  // the posts are scaled
   const uint64_t first = g * kPer, total = a.bytes / sizeof(S);
   const uint64_t n = total - first < kPer ? total - first : kPer;
   S acc[kPer], next[kPer];
   memcpy(acc, posted[0], 8);
   for (int r = 1; r < a.nranks; ++r) {
     memcpy(next, posted[r], 8);
-    for (uint64_t i = 0; i < n; ++i) acc[i] = reduceElement<S, kMerge>(acc[i], next[i], typename Num<S>::C{});
+    switch (static_cast<RedKind>(a.kind)) {  // PreMulSum's posts are scaled: summed
+      case RedKind::Prod: mergeInto<S, RedKind::Prod>(acc, next, n); break;
+      case RedKind::Max: mergeInto<S, RedKind::Max>(acc, next, n); break;
+      case RedKind::Min: mergeInto<S, RedKind::Min>(acc, next, n); break;
+      default: mergeInto<S, RedKind::Sum>(acc, next, n); break;
+    }
   }
   if (a.average)
     for (uint64_t i = 0; i < n; ++i) acc[i] = divideBy<S>(acc[i], a.nranks);
@@ -82,6 +92,6 @@ HETCCL_HD void finishGroup(const Args& a, uint64_t g, const uint32_t (*posted)[2
 }
 
 // The CPU ranks' run of one call, on the calling thread (low_latency.cc).
-void runOnHost(const Args& a, ncclDataType_t type, RedKind kind);
+void runOnHost(const Args& a, ncclDataType_t type);
 
 }  // namespace hetccl::low_latency

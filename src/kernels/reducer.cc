@@ -34,7 +34,7 @@ class HostReducer : public Reducer {
     return onStream(s, [=] { inbox::pumpOnHost(a); });
   }
   ncclResult_t lowLatencyAllReduce(const Reduction& r, const low_latency::Args& a, Stream s) override {
-    return onStream(s, [=] { low_latency::runOnHost(a, r.type, r.kind); });
+    return onStream(s, [=] { low_latency::runOnHost(a, r.type); });
   }
 
  private:

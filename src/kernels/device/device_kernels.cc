@@ -49,8 +49,7 @@ void DeviceKernels::eachKernel(DeviceKernels* k, const std::function<void(const 
     const std::string type = kTypeSuffix[t];
     for (int op = 0; op < 5; ++op)
       visit("hetccl_reduce_" + type + "_" + kOpSuffix[op], k ? &k->reduce_[t][op] : nullptr);
-    for (int op = 0; op < 5; ++op)
-      visit("hetccl_ll_" + type + "_" + kOpSuffix[op], k ? &k->lowLatency_[t][op] : nullptr);
+    visit("hetccl_ll_" + type, k ? &k->lowLatency_[t] : nullptr);
     visit("hetccl_prepare_" + type, k ? &k->prepare_[t] : nullptr);
     visit("hetccl_average_" + type, k ? &k->average_[t] : nullptr);
   }
@@ -139,7 +138,7 @@ ncclResult_t DeviceKernels::pumpInbox(const inbox::PumpArgs& a, Stream s) {
 ncclResult_t DeviceKernels::lowLatencyAllReduce(const Reduction& r, const low_latency::Args& a, Stream s) {
   low_latency::Args copy = a;
   void* args[] = {&copy};
-  return runtime_.launch(lowLatency_[r.type][static_cast<int>(r.kind)], 1, 512, args, s);
+  return runtime_.launch(lowLatency_[r.type], 1, 512, args, s);
 }
 
 }  // namespace hetccl

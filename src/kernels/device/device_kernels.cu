@@ -11,7 +11,7 @@
 //   hetccl_cast_F_T(dst, src, n):                        dst = (T) src, for floating types
 //   hetccl_cast_e4m3fnuz_T, hetccl_cast_T_e4m3fnuz (and e5m2fnuz), T f32 or e4m3 (e5m2): AMD MI300's fp8
 //   hetccl_inbox_pump(args):                            the one-sided inbox's pump (kernels/inbox.h), one block
-//   hetccl_ll_T_OP(args):                               the low-latency all-reduce (kernels/low_latency.h), one block
+//   hetccl_ll_T(args):                                  the low-latency all-reduce (kernels/low_latency.h), one block
 #if defined(HETCCL_BARE_HIP)
 #include "kernels/device/bare_hip.h"  // clang in HIP mode without ROCm headers
 #elif defined(__HIPCC__)
@@ -246,7 +246,7 @@ namespace {
 __device__ __forceinline__ uint64_t loadWord(const uint64_t* p) { return *static_cast<const volatile uint64_t*>(p); }
 __device__ __forceinline__ void storeWord(uint64_t* p, uint64_t v) { *static_cast<volatile uint64_t*>(p) = v; }
 
-template <typename S, RedKind K>
+template <typename S>
 __device__ void lowLatencyAllReduce(const low_latency::Args& a) {
   __shared__ uint32_t stop;
   const uint32_t t = gpu::threadIndex();
@@ -264,7 +264,7 @@ __device__ void lowLatencyAllReduce(const low_latency::Args& a) {
   const uint64_t n = low_latency::groups(a.bytes);
   for (uint64_t g = t; g < n; g += gpu::blockSize()) {
     uint32_t w[2];
-    low_latency::postGroup<S, K>(a, g, w);
+    low_latency::postGroup<S>(a, g, w);
     storeWord(a.mine + 2 * g, low_latency::word(w[0], a.call));
     storeWord(a.mine + 2 * g + 1, low_latency::word(w[1], a.call));
   }
@@ -282,7 +282,7 @@ __device__ void lowLatencyAllReduce(const low_latency::Args& a) {
           }
         posted[r][k] = static_cast<uint32_t>(v);
       }
-    if (!aborted) low_latency::finishGroup<S, K>(a, g, posted);
+    if (!aborted) low_latency::finishGroup<S>(a, g, posted);
   }
   gpu::fenceSystem();
   gpu::syncBlock();
@@ -291,26 +291,18 @@ __device__ void lowLatencyAllReduce(const low_latency::Args& a) {
 
 }  // namespace
 
-#define HETCCL_LL_KERNELS(S, name)                                                                                  \
-  extern "C" __global__ void hetccl_ll_##name##_sum(low_latency::Args a) { lowLatencyAllReduce<S, RedKind::Sum>(a); } \
-  extern "C" __global__ void hetccl_ll_##name##_prod(low_latency::Args a) {                                         \
-    lowLatencyAllReduce<S, RedKind::Prod>(a);                                                                       \
-  }                                                                                                                 \
-  extern "C" __global__ void hetccl_ll_##name##_max(low_latency::Args a) { lowLatencyAllReduce<S, RedKind::Max>(a); } \
-  extern "C" __global__ void hetccl_ll_##name##_min(low_latency::Args a) { lowLatencyAllReduce<S, RedKind::Min>(a); } \
-  extern "C" __global__ void hetccl_ll_##name##_premulsum(low_latency::Args a) {                                    \
-    lowLatencyAllReduce<S, RedKind::PreMulSum>(a);                                                                  \
-  }
+#define HETCCL_LL_KERNEL(S, name) \
+  extern "C" __global__ void hetccl_ll_##name(low_latency::Args a) { lowLatencyAllReduce<S>(a); }
 
-HETCCL_LL_KERNELS(int8_t, i8)
-HETCCL_LL_KERNELS(uint8_t, u8)
-HETCCL_LL_KERNELS(int32_t, i32)
-HETCCL_LL_KERNELS(uint32_t, u32)
-HETCCL_LL_KERNELS(int64_t, i64)
-HETCCL_LL_KERNELS(uint64_t, u64)
-HETCCL_LL_KERNELS(Half, f16)
-HETCCL_LL_KERNELS(float, f32)
-HETCCL_LL_KERNELS(double, f64)
-HETCCL_LL_KERNELS(Bf16, bf16)
-HETCCL_LL_KERNELS(Fp8E4M3, e4m3)
-HETCCL_LL_KERNELS(Fp8E5M2, e5m2)
+HETCCL_LL_KERNEL(int8_t, i8)
+HETCCL_LL_KERNEL(uint8_t, u8)
+HETCCL_LL_KERNEL(int32_t, i32)
+HETCCL_LL_KERNEL(uint32_t, u32)
+HETCCL_LL_KERNEL(int64_t, i64)
+HETCCL_LL_KERNEL(uint64_t, u64)
+HETCCL_LL_KERNEL(Half, f16)
+HETCCL_LL_KERNEL(float, f32)
+HETCCL_LL_KERNEL(double, f64)
+HETCCL_LL_KERNEL(Bf16, bf16)
+HETCCL_LL_KERNEL(Fp8E4M3, e4m3)
+HETCCL_LL_KERNEL(Fp8E5M2, e5m2)

@@ -36,7 +36,7 @@ class DeviceKernels {
   ncclResult_t castFp8(const Fp8Cast& c, void* dst, const void* src, size_t n, Stream s);
   // The one-sided inbox's pump (kernels/inbox.h), one block.
   ncclResult_t pumpInbox(const inbox::PumpArgs& a, Stream s);
-  // The low-latency all-reduce of r's type and op (kernels/low_latency.h), one block.
+  // The low-latency all-reduce of r's type (the op is in a.kind; kernels/low_latency.h), one block.
   ncclResult_t lowLatencyAllReduce(const Reduction& r, const low_latency::Args& a, Stream s);
 
   // The name of every kernel load() binds: what each image must hold.
@@ -59,7 +59,7 @@ class DeviceKernels {
   Function fnuzCast_[2][3] = {};  // [e4m3, e5m2][Fp8CastKind] from FNUZ's point of view
   Function ocpToFnuz_[2] = {};    // [e4m3, e5m2]
   Function pump_ = nullptr;
-  Function lowLatency_[ncclNumTypes][5] = {};
+  Function lowLatency_[ncclNumTypes] = {};
 };
 
 }  // namespace hetccl

@@ -341,6 +341,7 @@ ncclResult_t StreamCollectives::enqueueLowLatency(const Op& op) {
   a.rank = rank_;
   a.nranks = nranks_;
   a.average = op.red.average ? 1 : 0;
+  a.kind = static_cast<int32_t>(op.red.kind);
   for (int r = 0; r < nranks_; ++r) {
     const Segment& seg = *segments_[static_cast<size_t>(r)];
     void *flags = nullptr, *data = nullptr;  // two registrations: two device mappings
