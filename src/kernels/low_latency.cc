@@ -11,27 +11,19 @@ namespace {
 
 uint32_t loadAcquire(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 
-// Yields between looks, as the host runtime's flag waits do; false once
-// `abort` is set.
-class Patience {
- public:
-  explicit Patience(const uint32_t* abort) : abort_(abort) {}
-  bool wait() {
-    std::this_thread::yield();
-    return loadAcquire(abort_) == 0;
-  }
-
- private:
-  const uint32_t* abort_;
-};
+// One look more: yields first, as the host runtime's flag waits do; false
+// once `abort` is set.
+bool keepWaiting(const uint32_t* abort) {
+  std::this_thread::yield();
+  return loadAcquire(abort) == 0;
+}
 
 template <typename S>
 void run(const Args& a) {
-  Patience patience(a.abort);
   // My buffer of this call was last used two calls back: every rank has read it.
   for (int r = 0; a.call > 2 && r < a.nranks; ++r)
     while (r != a.rank && static_cast<int32_t>(loadAcquire(a.read[r]) - (a.call - 2)) < 0)
-      if (!patience.wait()) return;
+      if (!keepWaiting(a.abort)) return;
   const uint64_t n = groups(a.bytes);
   for (uint64_t g = 0; g < n; ++g) {
     uint32_t w[2];
@@ -45,7 +37,7 @@ void run(const Args& a) {
       for (int k = 0; k < 2; ++k) {
         uint64_t v;
         while (((v = __atomic_load_n(a.words[r] + 2 * g + k, __ATOMIC_ACQUIRE)) >> 32) != a.call)
-          if (!patience.wait()) return;
+          if (!keepWaiting(a.abort)) return;
         posted[r][k] = static_cast<uint32_t>(v);
       }
     finishGroup<S>(a, g, posted);

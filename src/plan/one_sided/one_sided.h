@@ -155,8 +155,8 @@ class OneSided {
     size_t received = 0;        // of them, so far
     std::vector<char> discard;  // a chunk of a put into no window, read and dropped
     // Stream-ordered (the inbox): descriptors written so far, the chunk of
-    // each slot (made at its first use), and what waits for a free slot:
-    // the next chunk's receive, or the descriptor that ends a message.
+    // each slot, and what waits for a free slot: the next chunk's receive,
+    // or the descriptor that ends a message.
     uint32_t tickets = 0;
     PinnedMemory chunks[inbox::kSlots];  // made with the first window in device memory
     void* chunksOnDevice[inbox::kSlots] = {};
@@ -225,7 +225,7 @@ class OneSided {
   // its first wait) go before the memory they read.
   static constexpr size_t kPutSlots = 1024;
   Runtime* rt_ = nullptr;
-  int device_ = -1;
+  int device_ = -1;  // where the pumps run (the windows' device)
   PinnedMemory counters_;
   PinnedMemory putFlags_;
   PinnedMemory inboxes_;   // a PeerInbox per peer

@@ -125,7 +125,11 @@ ncclResult_t OneSided::waitOnStream(std::span<const ncclWaitSignalDesc_t> descs,
       waits.emplace_back(counter(d.peer, d.ctx, d.sigIdx), static_cast<uint32_t>(target));
       if (d.peer == rank_) continue;  // my own puts' signals: the thread counts them
       StreamOwner& pumpStream = pumpStreams_[static_cast<size_t>(d.peer)];
-      if (!pumpStream) HETCCL_TRY(createStream(*rt_, &pumpStream));
+      if (!pumpStream) {  // on my device: the windows' (the caller's current one may be another)
+        DeviceGuard onMyDevice(*rt_, device_);
+        HETCCL_TRY(onMyDevice.status());
+        HETCCL_TRY(createStream(*rt_, &pumpStream));
+      }
       const uint32_t index = counterIndex(d.peer, d.ctx, d.sigIdx);
       pumps.emplace_back(pumpStream.get(),
                          inbox::PumpArgs{static_cast<inbox::PeerInbox*>(inboxesOnDevice_) + d.peer,
@@ -136,7 +140,11 @@ ncclResult_t OneSided::waitOnStream(std::span<const ncclWaitSignalDesc_t> descs,
   changed_.notify_all();
   // The pumps first: on the host runtime's synchronous streams a pump runs
   // at once, until its counter is there (the wait then passes at once).
-  for (const auto& [pumpStream, args] : pumps) HETCCL_TRY(pump_->pumpInbox(args, pumpStream));
+  if (!pumps.empty()) {
+    DeviceGuard onMyDevice(*rt_, device_);
+    HETCCL_TRY(onMyDevice.status());
+    for (const auto& [pumpStream, args] : pumps) HETCCL_TRY(pump_->pumpInbox(args, pumpStream));
+  }
   for (const auto& [word, target] : waits) HETCCL_TRY(rt_->waitFlag(stream, word, target));
   if (rt_->hasDevices()) return ncclSuccess;
   std::lock_guard<std::mutex> lock(mutex_);  // host runtime: the wait is over, or was released by a failure

@@ -14,7 +14,6 @@ namespace hetccl {
 // -- the progress thread -----------------------------------------------------
 
 void OneSided::loop() {
-  if (rt_ && rt_->setDevice(device_) != ncclSuccess) fatal(ncclSystemError, lastError());
   auto lastCheck = std::chrono::steady_clock::now();
   unsigned idle = 0;
   for (;;) {

@@ -158,7 +158,7 @@ ncclResult_t StreamCollectives::resume() {
   HETCCL_TRY(onMyDevice.status());
   for (auto& seg : segments_) HETCCL_TRY(seg->registerAll(rt_));
   dataReleased_ = false;
-  return ncclSuccess;
+  return mapLowLatency();
 }
 
 bool StreamCollectives::sharesMemory(int r) const {
@@ -225,6 +225,21 @@ ncclResult_t StreamCollectives::join() {
   HETCCL_TRY(setup_.ring->barrier(deadline, setup_.abort));  // everyone holds every segment: drop the names
   for (auto& seg : segments_) seg->shared.unlink();
   for (auto& seg : segments_) HETCCL_TRY(seg->registerAll(rt_));
+  return mapLowLatency();
+}
+
+// Where the low-latency kernel finds every rank's read word and words (two
+// registrations per segment: two device mappings), looked up once per
+// registration, not per call.
+ncclResult_t StreamCollectives::mapLowLatency() {
+  lowLatencyMap_.clear();
+  if (!setup_.lowLatencyBytes) return ncclSuccess;
+  for (const auto& seg : segments_) {
+    void *flags = nullptr, *data = nullptr;
+    HETCCL_TRY(rt_.devicePointerOf(seg->shared.base(), &flags));
+    HETCCL_TRY(rt_.devicePointerOf(seg->data(), &data));
+    lowLatencyMap_.push_back({static_cast<char*>(flags), static_cast<char*>(data)});
+  }
   return ncclSuccess;
 }
 
@@ -344,20 +359,18 @@ ncclResult_t StreamCollectives::enqueueLowLatency(const Op& op) {
   a.kind = static_cast<int32_t>(op.red.kind);
   for (int r = 0; r < nranks_; ++r) {
     const Segment& seg = *segments_[static_cast<size_t>(r)];
-    void *flags = nullptr, *data = nullptr;  // two registrations: two device mappings
-    HETCCL_TRY(rt_.devicePointerOf(seg.shared.base(), &flags));
-    HETCCL_TRY(rt_.devicePointerOf(seg.data(), &data));
-    a.words[r] = reinterpret_cast<const uint64_t*>(static_cast<char*>(data) + seg.lowLatencyWordsOffset(a.call) -
-                                                   seg.dataOffset());
-    // (offsets of flag lines within the flags, which are mapped whole)
-    auto offsetOf = [&](volatile uint32_t* line) {
-      return reinterpret_cast<const volatile char*>(line) - static_cast<const volatile char*>(seg.shared.base());
+    const LowLatencyMap& on = lowLatencyMap_[static_cast<size_t>(r)];
+    // (a flag line's offset within the flags, which are mapped whole)
+    auto lineOnDevice = [&](volatile uint32_t* line) {
+      return reinterpret_cast<uint32_t*>(on.flags + (reinterpret_cast<const volatile char*>(line) -
+                                                     static_cast<const volatile char*>(seg.shared.base())));
     };
-    a.read[r] = reinterpret_cast<const uint32_t*>(static_cast<char*>(flags) + offsetOf(seg.lowLatencyRead()));
+    a.words[r] = reinterpret_cast<const uint64_t*>(on.data + seg.lowLatencyWordsOffset(a.call) - seg.dataOffset());
+    a.read[r] = lineOnDevice(seg.lowLatencyRead());
     if (r != rank_) continue;
     a.mine = const_cast<uint64_t*>(a.words[r]);
-    a.myRead = const_cast<uint32_t*>(a.read[r]);
-    a.abort = reinterpret_cast<const uint32_t*>(static_cast<char*>(flags) + offsetOf(seg.broken()));
+    a.myRead = lineOnDevice(seg.lowLatencyRead());
+    a.abort = lineOnDevice(seg.broken());
   }
   lowLatencyCalls_.store(a.call);  // in flight from now on (the watchdog's)
   cv_.notify_all();

@@ -184,6 +184,12 @@ class StreamCollectives {
   bool takesLowLatency(const Op& op) const;
   ncclResult_t enqueueLowLatency(const Op& op);
   bool lowLatencyIdle() const;  // my last one has finished
+  ncclResult_t mapLowLatency();  // lowLatencyMap_, after (re)registering the segments
+  struct LowLatencyMap {         // a rank's segment as my device addresses it
+    char* flags;
+    char* data;
+  };
+  std::vector<LowLatencyMap> lowLatencyMap_;  // by rank (HETCCL_STREAM_LL_BYTES set)
   size_t pieceElemsOf(const Op& op, size_t partBytes) const;  // elements per piece, with parts of partBytes
   ncclResult_t copyOwnBlock(const Op& op, Stream s);  // my input's block into my output, where the collective has one
   // Where one piece's data is, in elements from the start of the buffers.
