@@ -200,10 +200,20 @@ void OneSided::raiseEverything() {
   for (size_t i = 0; i < words; ++i) __atomic_store_n(counter(0, 0, 0) + i, UINT32_MAX, __ATOMIC_RELEASE);
 }
 
-// Stream-ordered failures: the engine fails every call from now on, every
-// counter is raised so that no stream waits for ever, and the communicator
-// turns fatal (ncclCommGetAsyncError).
+// Stream-ordered failures: the communicator turns fatal (ncclCommGetAsyncError)
+// first, so that a call failing on this finds it so; then the engine fails
+// every call from now on and every counter is raised, so that no stream
+// waits for ever.
 void OneSided::fatal(ncclResult_t r, const std::string& why) {
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    first = error_ == ncclSuccess;
+  }
+  if (first && setup_.onError) {
+    fail(r, "%s", why.c_str());  // the text the communicator keeps
+    setup_.onError(r);
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (error_ == ncclSuccess) {
@@ -221,10 +231,6 @@ void OneSided::fatal(ncclResult_t r, const std::string& why) {
       }
   }
   changed_.notify_all();
-  if (setup_.onError) {
-    fail(r, "%s", why.c_str());  // the text the communicator keeps
-    setup_.onError(r);
-  }
 }
 
 }  // namespace hetccl
