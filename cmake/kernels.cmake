@@ -9,7 +9,9 @@ set(HETCCL_HIP_ARCHS "gfx908;gfx90a;gfx942;gfx950;gfx1030;gfx1100;gfx1101;gfx120
 
 set(_kernel_source ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/device/device_kernels.cu)
 set(_kernel_headers ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/reduce_math.h
-  ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/formats.h ${CMAKE_CURRENT_SOURCE_DIR}/src/common/types.h)
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/formats.h ${CMAKE_CURRENT_SOURCE_DIR}/src/common/types.h
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/low_latency.h ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/inbox.h
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/device/bare_hip.h)
 set(_kernel_includes -I${CMAKE_CURRENT_SOURCE_DIR}/src -I${CMAKE_CURRENT_SOURCE_DIR}/include)
 set(HETCCL_KERNEL_DEFINITIONS "")
 set(HETCCL_KERNEL_IMAGES "")
@@ -124,7 +126,7 @@ if(_clang_archs)
   set(_bundle ${CMAKE_CURRENT_BINARY_DIR}/kernels/hetccl_kernels_clang.hsaco)
   add_custom_command(OUTPUT ${_bundle}
     COMMAND ${HETCCL_HIP_CLANG} -std=c++17 -O3 -ffp-contract=off ${_bare_hip_flags} ${_offload} ${_kernel_includes} -o ${_bundle} ${_kernel_source}
-    DEPENDS ${_kernel_source} ${_kernel_headers} ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/device/bare_hip.h
+    DEPENDS ${_kernel_source} ${_kernel_headers}
     COMMENT "clang (HIP mode): GPU kernels for ${_clang_archs}" VERBATIM)
   list(APPEND _hip_bundles ${_bundle})
   list(APPEND _hip_bundle_readers ${HETCCL_OFFLOAD_BUNDLER})

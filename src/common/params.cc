@@ -313,9 +313,10 @@ const Setting kSettings[] = {
      p.streamPartBytes = static_cast<size_t>(r.integer(v, static_cast<long>(p.streamPartBytes), 4096));
    }},
   {"HETCCL_STREAM_LL_BYTES", nullptr, "`0`", true,
-   "all-reduces on the stream path of at most this many bytes per rank run as one kernel on the caller's stream "
-   "(the low-latency protocol: each rank's input to every rank through its shared segment, reduced there; ranks "
-   "that share memory, at most 16); `0`: never (the default until its switch size is measured on GPUs)",
+   "all-reduces, reduces, reduce-scatters, all-gathers and broadcasts on the stream path whose input per rank is "
+   "at most this many bytes run as one kernel on the caller's stream (the low-latency protocol: each rank posts its "
+   "input through its shared segment, every rank reads what it needs; ranks that share memory, at most 16); `0`: "
+   "never (the default until its switch sizes are measured on GPUs)",
    [](Params& p, const Reading& r, const char* v) {
      p.streamLowLatencyBytes = static_cast<size_t>(r.integer(v, static_cast<long>(p.streamLowLatencyBytes), 0, 1 << 24));
    }},

@@ -1,4 +1,4 @@
-// The low-latency all-reduce's steps on the CPU (kernels/low_latency.h),
+// The low-latency collectives' steps on the CPU (kernels/low_latency.h),
 // for CPU ranks taking the GPU ranks' paths: the kernel's, one thread.
 #include "kernels/low_latency.h"
 
@@ -18,29 +18,42 @@ bool keepWaiting(const uint32_t* abort) {
   return loadAcquire(abort) == 0;
 }
 
+// Rank r's group g once whole (false: aborted).
+bool readGroup(const Args& a, int r, uint64_t g, uint32_t out[2]) {
+  for (int k = 0; k < 2; ++k) {
+    uint64_t v;
+    while (((v = __atomic_load_n(a.words[r] + 2 * g + k, __ATOMIC_ACQUIRE)) >> 32) != a.call)
+      if (!keepWaiting(a.abort)) return false;
+    out[k] = static_cast<uint32_t>(v);
+  }
+  return true;
+}
+
 template <typename S>
 void run(const Args& a) {
   // My buffer of this call was last used two calls back: every rank has read it.
   for (int r = 0; a.call > 2 && r < a.nranks; ++r)
     while (r != a.rank && static_cast<int32_t>(loadAcquire(a.read[r]) - (a.call - 2)) < 0)
       if (!keepWaiting(a.abort)) return;
-  const uint64_t n = groups(a.bytes);
-  for (uint64_t g = 0; g < n; ++g) {
+  const uint64_t posts = postedGroups(a);
+  for (uint64_t g = 0; g < posts; ++g) {
     uint32_t w[2];
     postGroup<S>(a, g, w);
     __atomic_store_n(a.mine + 2 * g, word(w[0], a.call), __ATOMIC_RELEASE);
     __atomic_store_n(a.mine + 2 * g + 1, word(w[1], a.call), __ATOMIC_RELEASE);
   }
   uint32_t posted[kMaxRanks][2];
-  for (uint64_t g = 0; g < n; ++g) {
+  const uint64_t tasks = readTasks(a);
+  for (uint64_t t = 0; t < tasks; ++t) {
+    const Task k = taskOf(a, t);
+    if (k.from >= 0) {
+      if (!readGroup(a, k.from, k.group, posted[0])) return;
+      finishCopied(a, k, posted[0]);
+      continue;
+    }
     for (int r = 0; r < a.nranks; ++r)
-      for (int k = 0; k < 2; ++k) {
-        uint64_t v;
-        while (((v = __atomic_load_n(a.words[r] + 2 * g + k, __ATOMIC_ACQUIRE)) >> 32) != a.call)
-          if (!keepWaiting(a.abort)) return;
-        posted[r][k] = static_cast<uint32_t>(v);
-      }
-    finishGroup<S>(a, g, posted);
+      if (!readGroup(a, r, k.group, posted[r])) return;
+    finishReduced<S>(a, k, posted);
   }
   __atomic_store_n(a.myRead, a.call, __ATOMIC_RELEASE);
 }

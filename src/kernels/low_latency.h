@@ -1,17 +1,24 @@
-// The stream path's low-latency all-reduce (plan/stream): one kernel per
+// The stream path's low-latency collectives (plan/stream): one kernel per
 // rank and call on the caller's stream, no copy engine, no host thread.
-// Every rank writes its whole input, in 8-byte words of 4 data bytes and
-// a 4-byte flag (the call's number: a word is whole once its flag is the
-// call's, as in NCCL's LL protocol), into its shared segment (pinned host
-// memory every rank's GPU maps), then reads every rank's words, reduces
-// them in rank order (every rank computes the same bits) and writes the
-// result. Two buffers alternate between calls; before it writes, a rank
+// Every rank posts its input, in 8-byte words of 4 data bytes and a 4-byte
+// flag (the call's number: a word is whole once its flag is the call's, as
+// in NCCL's LL protocol), into its shared segment (pinned host memory every
+// rank's GPU maps); then every rank reads the words it needs and writes its
+// output. Two buffers alternate between calls; before it writes, a rank
 // waits until every peer has read its words of two calls back (each
-// rank's `read` word). A nonzero abort word (a rank gave up: the
-// watchdog, a dead peer) ends every wait.
+// rank's `read` word). A nonzero abort word (a rank gave up: the watchdog,
+// a dead peer) ends every wait.
+//
+// The posted input is `blocks` blocks of `blockBytes` (reduce-scatter: one
+// per rank; else one), each from a group boundary (8 bytes) so that a
+// reader takes a block whole. What each rank reads and writes:
+//   all-reduce, reduce (the root only), reduce-scatter (block `rank`):
+//     one group of every rank, reduced in rank order (every rank computes
+//     the same bits);
+//   all-gather: every rank's block into its place; broadcast: the root's.
 //
 // One source for the GPU kernel (device_kernels.cu, one block) and the
-// CPU ranks' host function (low_latency.cc): the per-group steps below.
+// CPU ranks' host function (low_latency.cc): the per-task steps below.
 #pragma once
 
 #include <cstdint>
@@ -23,15 +30,18 @@ namespace hetccl::low_latency {
 
 constexpr int kMaxRanks = 16;
 
+enum class Collective : int32_t { AllReduce, Reduce, ReduceScatter, AllGather, Broadcast };
+
 struct Args {
   const void* input;
   void* output;
-  uint64_t bytes;      // the message (count x type size) per rank
-  uint64_t scalar;     // PreMulSum: this rank's scalar's bytes
-  uint32_t call;       // this call's number among the low-latency calls (from 1): the words' flag
-  int32_t rank, nranks;
-  int32_t average;     // ncclAvg: divide the sum by nranks
-  int32_t kind;        // the RedKind (one kernel per type: the op is a branch, the same for every thread)
+  uint64_t blockBytes;  // count x type size
+  uint64_t scalar;      // PreMulSum: this rank's scalar's bytes
+  uint32_t call;        // this call's number among the low-latency calls (from 1): the words' flag
+  int32_t collective;   // a Collective
+  int32_t rank, nranks, root;
+  int32_t average;      // ncclAvg: divide the sum by nranks
+  int32_t kind;         // the RedKind (one kernel per type: the op is a branch, the same for every thread)
   uint64_t* mine;                         // my words of this call's buffer
   const uint64_t* words[kMaxRanks];       // every rank's (mine at [rank]), as this rank addresses them
   uint32_t* myRead;                       // raised to `call` once I have read every rank's words
@@ -39,27 +49,72 @@ struct Args {
   const uint32_t* abort;
 };
 
-// Bytes of a buffer for messages of up to `bytes`: two words per 8 bytes.
+// Bytes of a buffer for up to `bytes` posted: two words per 8 bytes.
 HETCCL_HD uint64_t bufferBytes(uint64_t bytes) { return (bytes + 7) / 8 * 16; }
 HETCCL_HD uint64_t groups(uint64_t bytes) { return (bytes + 7) / 8; }
 HETCCL_HD uint64_t word(uint32_t data, uint32_t flag) { return (static_cast<uint64_t>(flag) << 32) | data; }
 
-// Group g of the message (8 bytes, fewer at the end) as this rank posts
-// it: its own input, scaled by its own scalar for PreMulSum.
+HETCCL_HD bool reduces(Collective c) {
+  return c == Collective::AllReduce || c == Collective::Reduce || c == Collective::ReduceScatter;
+}
+HETCCL_HD uint64_t blocksPosted(Collective c, int nranks) {
+  return c == Collective::ReduceScatter ? static_cast<uint64_t>(nranks) : 1;
+}
+// The groups a rank posts and the buffer must hold.
+HETCCL_HD uint64_t groupsPosted(Collective c, int nranks, uint64_t blockBytes) {
+  return blocksPosted(c, nranks) * groups(blockBytes);
+}
+HETCCL_HD uint64_t postedGroups(const Args& a) {
+  const auto c = static_cast<Collective>(a.collective);
+  return c == Collective::Broadcast && a.rank != a.root ? 0 : groupsPosted(c, a.nranks, a.blockBytes);
+}
+// The reading tasks of a rank: reductions one per group of the block it
+// reduces; all-gather one per rank and group; broadcast one per group.
+HETCCL_HD uint64_t readTasks(const Args& a) {
+  const auto c = static_cast<Collective>(a.collective);
+  const uint64_t per = groups(a.blockBytes);
+  if (c == Collective::Reduce && a.rank != a.root) return 0;
+  return c == Collective::AllGather ? per * static_cast<uint64_t>(a.nranks) : per;
+}
+
+// Posted group g (8 bytes, fewer at a block's end) as this rank posts it:
+// its own input, scaled by its own scalar for PreMulSum.
 template <typename S>
 HETCCL_HD void postGroup(const Args& a, uint64_t g, uint32_t out[2]) {
-  constexpr uint64_t kPer = 8 / sizeof(S);
-  const uint64_t first = g * kPer, total = a.bytes / sizeof(S);
-  const uint64_t n = total - first < kPer ? total - first : kPer;
-  S v[kPer] = {};
-  const S* in = static_cast<const S*>(a.input) + first;
-  for (uint64_t i = 0; i < n; ++i) v[i] = in[i];
-  if (a.kind == static_cast<int32_t>(RedKind::PreMulSum)) {
-    S s;
+  const uint64_t per = groups(a.blockBytes), block = g / per, at = g % per * 8;
+  const uint64_t n = a.blockBytes - at < 8 ? a.blockBytes - at : 8;
+  uint8_t bytes[8] = {};
+  memcpy(bytes, static_cast<const char*>(a.input) + block * a.blockBytes + at, n);
+  if (reduces(static_cast<Collective>(a.collective)) && a.kind == static_cast<int32_t>(RedKind::PreMulSum)) {
+    S v[8 / sizeof(S)], s;
+    memcpy(v, bytes, 8);
     memcpy(&s, &a.scalar, sizeof(S));
-    for (uint64_t i = 0; i < n; ++i) v[i] = preMultiply<S>(v[i], Num<S>::load(s));
+    for (uint64_t i = 0; i < n / sizeof(S); ++i) v[i] = preMultiply<S>(v[i], Num<S>::load(s));
+    memcpy(bytes, v, 8);
   }
-  memcpy(out, v, 8);
+  memcpy(out, bytes, 8);
+}
+
+// Reading task t: the rank whose words it reads (-1: every rank, reduced),
+// the group there, and where its bytes go in the output.
+struct Task {
+  int32_t from;
+  uint64_t group, outAt, bytes;
+};
+HETCCL_HD Task taskOf(const Args& a, uint64_t t) {
+  const auto c = static_cast<Collective>(a.collective);
+  const uint64_t per = groups(a.blockBytes);
+  Task k{-1, t, t * 8, 0};
+  if (c == Collective::ReduceScatter) k.group = static_cast<uint64_t>(a.rank) * per + t;
+  if (c == Collective::Broadcast) k.from = a.root;
+  if (c == Collective::AllGather) {
+    k.from = static_cast<int32_t>(t / per);
+    k.group = t % per;
+    k.outAt = static_cast<uint64_t>(k.from) * a.blockBytes + k.group * 8;
+  }
+  const uint64_t at = (c == Collective::AllGather ? k.group : t) * 8;
+  k.bytes = a.blockBytes - at < 8 ? a.blockBytes - at : 8;
+  return k;
 }
 
 template <typename S, RedKind K>
@@ -67,13 +122,11 @@ HETCCL_HD void mergeInto(S* acc, const S* next, uint64_t n) {
   for (uint64_t i = 0; i < n; ++i) acc[i] = reduceElement<S, K>(acc[i], next[i], typename Num<S>::C{});
 }
 
-// The reduced group from every rank's posted words, in rank order, into
-// the output.
+// A reduction task's result from every rank's posted words, in rank order.
 template <typename S>
-HETCCL_HD void finishGroup(const Args& a, uint64_t g, const uint32_t (*posted)[2]) {
+HETCCL_HD void finishReduced(const Args& a, const Task& k, const uint32_t (*posted)[2]) {
   constexpr uint64_t kPer = 8 / sizeof(S);
-  const uint64_t first = g * kPer, total = a.bytes / sizeof(S);
-  const uint64_t n = total - first < kPer ? total - first : kPer;
+  const uint64_t n = k.bytes / sizeof(S);
   S acc[kPer], next[kPer];
   memcpy(acc, posted[0], 8);
   for (int r = 1; r < a.nranks; ++r) {
@@ -87,8 +140,12 @@ HETCCL_HD void finishGroup(const Args& a, uint64_t g, const uint32_t (*posted)[2
   }
   if (a.average)
     for (uint64_t i = 0; i < n; ++i) acc[i] = divideBy<S>(acc[i], a.nranks);
-  S* out = static_cast<S*>(a.output) + first;
-  for (uint64_t i = 0; i < n; ++i) out[i] = acc[i];
+  memcpy(static_cast<char*>(a.output) + k.outAt, acc, k.bytes);
+}
+
+// A copying task's bytes from one rank's posted words.
+HETCCL_HD void finishCopied(const Args& a, const Task& k, const uint32_t posted[2]) {
+  memcpy(static_cast<char*>(a.output) + k.outAt, posted, k.bytes);
 }
 
 // The CPU ranks' run of one call, on the calling thread (low_latency.cc).

@@ -33,8 +33,8 @@ class HostReducer : public Reducer {
   ncclResult_t pumpInbox(const inbox::PumpArgs& a, Stream s) override {
     return onStream(s, [=] { inbox::pumpOnHost(a); });
   }
-  ncclResult_t lowLatencyAllReduce(const Reduction& r, const low_latency::Args& a, Stream s) override {
-    return onStream(s, [=] { low_latency::runOnHost(a, r.type); });
+  ncclResult_t lowLatency(ncclDataType_t type, const low_latency::Args& a, Stream s) override {
+    return onStream(s, [=] { low_latency::runOnHost(a, type); });
   }
 
  private:
@@ -73,8 +73,8 @@ class KernelReducer : public Reducer {
     return kernels_->castFp8(c, dst, src, n, s);
   }
   ncclResult_t pumpInbox(const inbox::PumpArgs& a, Stream s) override { return kernels_->pumpInbox(a, s); }
-  ncclResult_t lowLatencyAllReduce(const Reduction& r, const low_latency::Args& a, Stream s) override {
-    return kernels_->lowLatencyAllReduce(r, a, s);
+  ncclResult_t lowLatency(ncclDataType_t type, const low_latency::Args& a, Stream s) override {
+    return kernels_->lowLatency(type, a, s);
   }
 
  private:

@@ -1,4 +1,4 @@
-// Element-wise reductions, the low-latency all-reduce and the one-sided
+// Element-wise reductions, the low-latency collectives and the one-sided
 // inbox's pump, queued on a runtime's stream, whatever the device: the GPU
 // kernels (DeviceKernels) on CUDA and HIP ranks, the same steps on the CPU
 // (in the stream's order) on CPU ranks. Stream plans use it so they run,
@@ -29,8 +29,8 @@ class Reducer {
   virtual ncclResult_t castFp8(const Fp8Cast& c, void* dst, const void* src, size_t n, Stream s) = 0;
   // The one-sided inbox's pump (kernels/inbox.h).
   virtual ncclResult_t pumpInbox(const inbox::PumpArgs& a, Stream s) = 0;
-  // The low-latency all-reduce of r's type and op (kernels/low_latency.h).
-  virtual ncclResult_t lowLatencyAllReduce(const Reduction& r, const low_latency::Args& a, Stream s) = 0;
+  // A low-latency collective of `type` (the op is in a.kind; kernels/low_latency.h).
+  virtual ncclResult_t lowLatency(ncclDataType_t type, const low_latency::Args& a, Stream s) = 0;
 };
 
 // The reducer for `runtime`'s current device (loads the GPU kernels).

@@ -135,10 +135,10 @@ ncclResult_t DeviceKernels::pumpInbox(const inbox::PumpArgs& a, Stream s) {
   return runtime_.launch(pump_, 1, 256, args, s);
 }
 
-ncclResult_t DeviceKernels::lowLatencyAllReduce(const Reduction& r, const low_latency::Args& a, Stream s) {
+ncclResult_t DeviceKernels::lowLatency(ncclDataType_t type, const low_latency::Args& a, Stream s) {
   low_latency::Args copy = a;
   void* args[] = {&copy};
-  return runtime_.launch(lowLatency_[r.type], 1, 512, args, s);
+  return runtime_.launch(lowLatency_[type], 1, 512, args, s);
 }
 
 }  // namespace hetccl

@@ -11,7 +11,7 @@
 //   hetccl_cast_F_T(dst, src, n):                        dst = (T) src, for floating types
 //   hetccl_cast_e4m3fnuz_T, hetccl_cast_T_e4m3fnuz (and e5m2fnuz), T f32 or e4m3 (e5m2): AMD MI300's fp8
 //   hetccl_inbox_pump(args):                            the one-sided inbox's pump (kernels/inbox.h), one block
-//   hetccl_ll_T(args):                                  the low-latency all-reduce (kernels/low_latency.h), one block
+//   hetccl_ll_T(args):                                  the low-latency collectives (kernels/low_latency.h), one block
 #if defined(HETCCL_BARE_HIP)
 #include "kernels/device/bare_hip.h"  // clang in HIP mode without ROCm headers
 #elif defined(__HIPCC__)
@@ -238,16 +238,28 @@ extern "C" __global__ void hetccl_inbox_pump(inbox::PumpArgs a) {
   }
 }
 
-// The low-latency all-reduce (kernels/low_latency.h): one block; every
-// thread posts and finishes its groups; thread 0 waits for the buffer and
-// raises the read word.
+// The low-latency collectives (kernels/low_latency.h): one block; every
+// thread posts its groups and does its reading tasks; thread 0 waits for
+// the buffer and raises the read word.
 namespace {
 
 __device__ __forceinline__ uint64_t loadWord(const uint64_t* p) { return *static_cast<const volatile uint64_t*>(p); }
 __device__ __forceinline__ void storeWord(uint64_t* p, uint64_t v) { *static_cast<volatile uint64_t*>(p) = v; }
 
+// Rank r's group g once whole (false: aborted).
+__device__ bool readGroup(const low_latency::Args& a, int r, uint64_t g, uint32_t out[2]) {
+  for (int k = 0; k < 2; ++k) {
+    uint64_t v;
+    uint32_t spins = 0;
+    while (((v = loadWord(a.words[r] + 2 * g + k)) >> 32) != a.call)
+      if (++spins % 1024 == 0 && loadHost(a.abort)) return false;
+    out[k] = static_cast<uint32_t>(v);
+  }
+  return true;
+}
+
 template <typename S>
-__device__ void lowLatencyAllReduce(const low_latency::Args& a) {
+__device__ void lowLatency(const low_latency::Args& a) {
   __shared__ uint32_t stop;
   const uint32_t t = gpu::threadIndex();
   if (t == 0) {
@@ -261,8 +273,8 @@ __device__ void lowLatencyAllReduce(const low_latency::Args& a) {
   }
   gpu::syncBlock();
   if (stop) return;
-  const uint64_t n = low_latency::groups(a.bytes);
-  for (uint64_t g = t; g < n; g += gpu::blockSize()) {
+  const uint64_t posts = low_latency::postedGroups(a);
+  for (uint64_t g = t; g < posts; g += gpu::blockSize()) {
     uint32_t w[2];
     low_latency::postGroup<S>(a, g, w);
     storeWord(a.mine + 2 * g, low_latency::word(w[0], a.call));
@@ -270,19 +282,16 @@ __device__ void lowLatencyAllReduce(const low_latency::Args& a) {
   }
   bool aborted = false;
   uint32_t posted[low_latency::kMaxRanks][2];
-  for (uint64_t g = t; g < n && !aborted; g += gpu::blockSize()) {
-    for (int r = 0; r < a.nranks && !aborted; ++r)
-      for (int k = 0; k < 2 && !aborted; ++k) {
-        uint64_t v;
-        uint32_t spins = 0;
-        while (((v = loadWord(a.words[r] + 2 * g + k)) >> 32) != a.call)
-          if (++spins % 1024 == 0 && loadHost(a.abort)) {
-            aborted = true;
-            break;
-          }
-        posted[r][k] = static_cast<uint32_t>(v);
-      }
-    if (!aborted) low_latency::finishGroup<S>(a, g, posted);
+  const uint64_t tasks = low_latency::readTasks(a);
+  for (uint64_t i = t; i < tasks && !aborted; i += gpu::blockSize()) {
+    const low_latency::Task k = low_latency::taskOf(a, i);
+    if (k.from >= 0) {
+      aborted = !readGroup(a, k.from, k.group, posted[0]);
+      if (!aborted) low_latency::finishCopied(a, k, posted[0]);
+      continue;
+    }
+    for (int r = 0; r < a.nranks && !aborted; ++r) aborted = !readGroup(a, r, k.group, posted[r]);
+    if (!aborted) low_latency::finishReduced<S>(a, k, posted);
   }
   gpu::fenceSystem();
   gpu::syncBlock();
@@ -292,7 +301,7 @@ __device__ void lowLatencyAllReduce(const low_latency::Args& a) {
 }  // namespace
 
 #define HETCCL_LL_KERNEL(S, name) \
-  extern "C" __global__ void hetccl_ll_##name(low_latency::Args a) { lowLatencyAllReduce<S>(a); }
+  extern "C" __global__ void hetccl_ll_##name(low_latency::Args a) { lowLatency<S>(a); }
 
 HETCCL_LL_KERNEL(int8_t, i8)
 HETCCL_LL_KERNEL(uint8_t, u8)

@@ -36,8 +36,8 @@ class DeviceKernels {
   ncclResult_t castFp8(const Fp8Cast& c, void* dst, const void* src, size_t n, Stream s);
   // The one-sided inbox's pump (kernels/inbox.h), one block.
   ncclResult_t pumpInbox(const inbox::PumpArgs& a, Stream s);
-  // The low-latency all-reduce of r's type (the op is in a.kind; kernels/low_latency.h), one block.
-  ncclResult_t lowLatencyAllReduce(const Reduction& r, const low_latency::Args& a, Stream s);
+  // A low-latency collective of `type` (the op is in a.kind; kernels/low_latency.h), one block.
+  ncclResult_t lowLatency(ncclDataType_t type, const low_latency::Args& a, Stream s);
 
   // The name of every kernel load() binds: what each image must hold.
   static std::vector<std::string> kernelNames();

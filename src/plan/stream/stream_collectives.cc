@@ -44,7 +44,7 @@ ncclResult_t StreamCollectives::create(const StreamSetup& setup, std::unique_ptr
       HETCCL_INFO("rank %d: stream collectives off: rank %d could not set them up", setup.rank, r);
       return ncclSuccess;
     }
-  // The low-latency all-reduce where every rank maps every segment (the same decision everywhere).
+  // The low-latency collectives where every rank maps every segment (the same decision everywhere).
   s->everyRankMapsAll_ = std::all_of(ready.begin(), ready.end(), [](uint8_t b) { return b == 2; });
   HETCCL_TRY(s->join());
   HETCCL_TRY(s->startRelay());
@@ -338,25 +338,50 @@ ncclResult_t StreamCollectives::enqueue(const Op& op) {
   return ncclSuccess;
 }
 
+namespace {
+
+// The collectives the low-latency kernel runs, as it names them.
+bool lowLatencyCollective(OpKind kind, low_latency::Collective* c) {
+  using low_latency::Collective;
+  switch (kind) {
+    case OpKind::AllReduce: *c = Collective::AllReduce; return true;
+    case OpKind::Reduce: *c = Collective::Reduce; return true;
+    case OpKind::ReduceScatter: *c = Collective::ReduceScatter; return true;
+    case OpKind::AllGather: *c = Collective::AllGather; return true;
+    case OpKind::Broadcast: *c = Collective::Broadcast; return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
 bool StreamCollectives::takesLowLatency(const Op& op) const {
-  // The same on every rank: the settings are rank 0's, everyRankMapsAll_ agreed at setup.
-  return op.kind == OpKind::AllReduce && op.count * typeSize(op.type) <= setup_.lowLatencyBytes &&
-         everyRankMapsAll_ && nranks_ <= low_latency::kMaxRanks;
+  // The same on every rank: the settings are rank 0's, everyRankMapsAll_
+  // agreed at setup. What a rank posts must fit its buffer.
+  low_latency::Collective c{};
+  return setup_.lowLatencyBytes && lowLatencyCollective(op.kind, &c) && everyRankMapsAll_ &&
+         nranks_ <= low_latency::kMaxRanks &&
+         low_latency::groupsPosted(c, nranks_, op.count * typeSize(op.type)) <=
+             low_latency::groups(setup_.lowLatencyBytes);
 }
 
 // One kernel on the caller's stream (kernels/low_latency.h): every rank's
 // words and read word as this rank's device addresses them.
 ncclResult_t StreamCollectives::enqueueLowLatency(const Op& op) {
+  low_latency::Collective c{};
+  lowLatencyCollective(op.kind, &c);
   low_latency::Args a{};
   a.input = op.sendbuff;
   a.output = op.recvbuff;
-  a.bytes = op.count * typeSize(op.type);
+  a.blockBytes = op.count * typeSize(op.type);
   a.scalar = op.red.scalar;
   a.call = lowLatencyCalls_.load() + 1;
+  a.collective = static_cast<int32_t>(c);
   a.rank = rank_;
   a.nranks = nranks_;
-  a.average = op.red.average ? 1 : 0;
-  a.kind = static_cast<int32_t>(op.red.kind);
+  a.root = op.root;
+  a.average = low_latency::reduces(c) && op.red.average ? 1 : 0;
+  a.kind = static_cast<int32_t>(low_latency::reduces(c) ? op.red.kind : RedKind::Sum);
   for (int r = 0; r < nranks_; ++r) {
     const Segment& seg = *segments_[static_cast<size_t>(r)];
     const LowLatencyMap& on = lowLatencyMap_[static_cast<size_t>(r)];
@@ -374,7 +399,7 @@ ncclResult_t StreamCollectives::enqueueLowLatency(const Op& op) {
   }
   lowLatencyCalls_.store(a.call);  // in flight from now on (the watchdog's)
   cv_.notify_all();
-  return reducer_->lowLatencyAllReduce(op.red, a, op.stream);
+  return reducer_->lowLatency(op.type, a, op.stream);
 }
 
 size_t StreamCollectives::pieceElemsOf(const Op& op, size_t partBytes) const {

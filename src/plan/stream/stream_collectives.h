@@ -87,7 +87,7 @@ struct StreamSetup {
   std::vector<SocketAddress> addresses;  // every rank's listener
   const AbortFlag* abort = nullptr;
   size_t partBytes = 2 << 20;  // HETCCL_STREAM_PART_BYTES
-  size_t lowLatencyBytes = 0;  // HETCCL_STREAM_LL_BYTES (0: no low-latency all-reduce)
+  size_t lowLatencyBytes = 0;  // HETCCL_STREAM_LL_BYTES (0: no low-latency collectives)
   int slots = 8;               // HETCCL_STREAM_SLOTS
   double timeoutSeconds = 300;
   std::function<void(ncclResult_t)> onError;  // the communicator turns fatal
@@ -134,6 +134,8 @@ class StreamCollectives {
   ncclResult_t suspend(bool ready);
   ncclResult_t resume();
   bool relayed() const { return relay_ != nullptr; }  // some peers are reached through the relay
+  // The call runs as one low-latency kernel (HETCCL_STREAM_LL_BYTES; kernels/low_latency.h).
+  bool takesLowLatency(const Op& op) const;
   std::string relayLinks() const;                     // StreamRelay::describeLinks; "" when none
   // Send/recv (alone or a group of them, one stream): on the streams when
   // HETCCL_STREAM_P2P is on and every peer's segment is mapped here.
@@ -179,9 +181,8 @@ class StreamCollectives {
   // against the peers' (a mismatch releases everything).
   ncclResult_t admitCall(const Op& op);
   ncclResult_t queuePiece(const Op& op, size_t start, size_t length, uint32_t seq);
-  // The low-latency all-reduce (kernels/low_latency.h): small all-reduces
-  // where every rank's segment is mapped here.
-  bool takesLowLatency(const Op& op) const;
+  // Small all-reduces, reduces, reduce-scatters, all-gathers and broadcasts
+  // as one kernel (kernels/low_latency.h) where every rank's segment is mapped here.
   ncclResult_t enqueueLowLatency(const Op& op);
   bool lowLatencyIdle() const;  // my last one has finished
   ncclResult_t mapLowLatency();  // lowLatencyMap_, after (re)registering the segments
@@ -243,7 +244,7 @@ class StreamCollectives {
   const void* checked_[2] = {};      // buffers already known to be device memory
 
   std::atomic<uint32_t> tickets_{0};  // calls queued
-  std::atomic<uint32_t> lowLatencyCalls_{0};  // low-latency all-reduces queued (their words' flag)
+  std::atomic<uint32_t> lowLatencyCalls_{0};  // low-latency calls queued (their words' flag)
   bool everyRankMapsAll_ = false;             // no rank reaches another through the relay (agreed at setup)
 
   std::mutex mutex_;  // the watchdog's

@@ -41,7 +41,7 @@ struct StreamCollectives::Segment {
   HostRegistration registration;      // [0, dataOffset())
   HostRegistration dataRegistration;  // [dataOffset(), shared.bytes())
   size_t slots = 0, nranks = 0, partBytes = 0, p2pSlots = 0;
-  size_t lowLatencyBytes = 0;  // the low-latency all-reduce's largest message (0: no buffers)
+  size_t lowLatencyBytes = 0;  // the largest a rank posts in a low-latency collective (0: no buffers)
 
   char* data() const { return shared.base() + dataOffset(); }
   size_t dataBytes() const { return shared.bytes() - dataOffset(); }
@@ -95,7 +95,7 @@ struct StreamCollectives::Segment {
   volatile uint32_t* p2pConsumed(int q, size_t s) const {
     return line(4 * slots + 5 + (nranks + static_cast<size_t>(q)) * p2pSlots + s);
   }
-  // The low-latency all-reduce (kernels/low_latency.h): my words of the
+  // The low-latency collectives (kernels/low_latency.h): my words of the
   // calls of one parity, and the last call whose words I have read.
   size_t lowLatencyWordsOffset(uint32_t call) const {
     return lowLatencyOffset() + (call % 2) * low_latency::bufferBytes(lowLatencyBytes);
