@@ -27,7 +27,8 @@ ncclResult_t StreamPath::enqueue(std::span<const Op* const> ops) {
 std::string StreamPath::describe(const Op& op) const {
   if (op.isPointToPoint()) return "send/recv through pinned memory (relayed between hosts), on the devices' streams";
   if (engine_.takesLowLatency(op))
-    return "low-latency: one kernel on the caller's stream, every rank's words through shared pinned memory";
+    return std::string("low-latency: one kernel on the caller's stream, every rank's words through pinned memory") +
+           (engine_.relayed() ? ", shared on a host and relayed {" + engine_.relayLinks() + "}" : " shared on the host");
   if (!engine_.relayed()) return "through shared pinned memory, on the devices' streams";
   return "through pinned memory, shared on a host and relayed {" + engine_.relayLinks() + "}, on the devices' streams";
 }

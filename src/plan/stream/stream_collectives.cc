@@ -33,19 +33,15 @@ ncclResult_t StreamCollectives::create(const StreamSetup& setup, std::unique_ptr
   if (local != ncclSuccess)
     HETCCL_WARN("rank %d: stream collectives unavailable here (%s); every rank takes the host-staged path", setup.rank,
                 lastError());
-  // Each rank's byte: 1 set up, 2 and every peer's segment mapped here.
+  // Each rank's byte: 1 set up.
   std::vector<uint8_t> ready(static_cast<size_t>(setup.nranks), 0);
-  bool mapsAll = true;
-  for (int r = 0; r < setup.nranks; ++r) mapsAll &= s->sharesMemory(r);
-  ready[static_cast<size_t>(setup.rank)] = local != ncclSuccess ? 0 : mapsAll ? 2 : 1;
+  ready[static_cast<size_t>(setup.rank)] = local != ncclSuccess ? 0 : 1;
   HETCCL_TRY(setup.ring->allGather(ready.data(), 1, Deadline(setup.timeoutSeconds), setup.abort));
   for (int r = 0; r < setup.nranks; ++r)
     if (!ready[static_cast<size_t>(r)]) {
       HETCCL_INFO("rank %d: stream collectives off: rank %d could not set them up", setup.rank, r);
       return ncclSuccess;
     }
-  // The low-latency collectives where every rank maps every segment (the same decision everywhere).
-  s->everyRankMapsAll_ = std::all_of(ready.begin(), ready.end(), [](uint8_t b) { return b == 2; });
   HETCCL_TRY(s->join());
   HETCCL_TRY(s->startRelay());
   s->watchdog_ = std::thread(&StreamCollectives::watch, s.get());
@@ -356,11 +352,10 @@ bool lowLatencyCollective(OpKind kind, low_latency::Collective* c) {
 }  // namespace
 
 bool StreamCollectives::takesLowLatency(const Op& op) const {
-  // The same on every rank: the settings are rank 0's, everyRankMapsAll_
-  // agreed at setup. What a rank posts must fit its buffer.
+  // The same on every rank: the settings are rank 0's. What a rank posts
+  // must fit its buffer.
   low_latency::Collective c{};
-  return setup_.lowLatencyBytes && lowLatencyCollective(op.kind, &c) && everyRankMapsAll_ &&
-         nranks_ <= low_latency::kMaxRanks &&
+  return setup_.lowLatencyBytes && lowLatencyCollective(op.kind, &c) && nranks_ <= low_latency::kMaxRanks &&
          low_latency::groupsPosted(c, nranks_, op.count * typeSize(op.type)) <=
              low_latency::groups(setup_.lowLatencyBytes);
 }
@@ -399,6 +394,7 @@ ncclResult_t StreamCollectives::enqueueLowLatency(const Op& op) {
   }
   lowLatencyCalls_.store(a.call);  // in flight from now on (the watchdog's)
   cv_.notify_all();
+  if (relay_) relay_->expectLowLatency(a.call, low_latency::postedGroups(a));
   return reducer_->lowLatency(op.type, a, op.stream);
 }
 

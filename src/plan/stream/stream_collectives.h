@@ -245,7 +245,6 @@ class StreamCollectives {
 
   std::atomic<uint32_t> tickets_{0};  // calls queued
   std::atomic<uint32_t> lowLatencyCalls_{0};  // low-latency calls queued (their words' flag)
-  bool everyRankMapsAll_ = false;             // no rank reaches another through the relay (agreed at setup)
 
   std::mutex mutex_;  // the watchdog's
   std::condition_variable cv_;

@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "kernels/low_latency.h"
 #include "plan/stream/stream_segment.h"
 #include "transport/net_plugin/net_plugin.h"
 
@@ -38,6 +39,11 @@ struct StreamRelay::Peer {
   bool lost = false;
   bool done = false;  // said goodbye: the end of the connection is no error
   alignas(8) char record[sizeof(CallRecord)] = {};  // a record being received
+  // Low-latency calls (under the relay's mutex): the last the peer has
+  // read (its read word), and my calls with words for it that have not
+  // landed there, from the call's announcement on.
+  uint32_t lowLatencyRead = 0;
+  std::deque<uint32_t> lowLatencyUnlanded;
   std::deque<Outgoing> out;
 };
 
@@ -162,6 +168,19 @@ void StreamRelay::publishP2pRecord(int peer, uint64_t call) {
   announcedRecords_.emplace_back(peer, call);
 }
 
+void StreamRelay::expectLowLatency(uint32_t call, uint64_t groups) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    announcedLowLatency_.push_back(LowLatencyPiece{call, groups, 0});
+    lowLatencyAnnounced_ = call;
+    for (auto& p : peers_) {
+      if (groups) p->lowLatencyUnlanded.push_back(call);
+      raiseLowLatencyReadLocked(*p);
+    }
+  }
+  wake();
+}
+
 void StreamRelay::sendTo(int peer, const Outgoing& o) {
   for (auto& p : peers_)
     if (p->rank == peer && !p->lost) p->out.push_back(o);
@@ -223,6 +242,11 @@ void StreamRelay::run() {
       announcedP2p_.clear();
       for (auto& r : announcedRecords_) p2pRecords_.push_back(r);
       announcedRecords_.clear();
+      for (auto& l : announcedLowLatency_) {
+        lastLowLatency_ = l.call;
+        lowLatency_.push_back(l);
+      }
+      announcedLowLatency_.clear();
     }
     bool moved = false;
     for (auto& p : peers_) {
@@ -233,7 +257,9 @@ void StreamRelay::run() {
     forwardPieces();
     forwardFlagsAndCalls();
     forwardP2p();
-    bool pending = !pieces_.empty() || !p2pPieces_.empty() || (lastSeq_ && !reachedValue(sentFlags_[slots_ + lastSlot_], lastSeq_));
+    forwardLowLatency();
+    bool pending = !pieces_.empty() || !p2pPieces_.empty() || !lowLatency_.empty() ||
+                   sentLowLatencyRead_ != lastLowLatency_ || (lastSeq_ && !reachedValue(sentFlags_[slots_ + lastSlot_], lastSeq_));
     bool polled = true;  // every link can wake the thread when data arrives
     for (auto& p : peers_) {
       if (p->lost) continue;
@@ -329,8 +355,81 @@ void StreamRelay::forwardPieces() {
   pieces_.erase(pieces_.begin(), pieces_.begin() + static_cast<std::ptrdiff_t>(done));
 }
 
+// My kernel writes a call's words in any order: the call goes once every
+// word carries its number, straight from my segment (the words stay until
+// every peer has read them: the kernel of two calls later waits for that).
+void StreamRelay::forwardLowLatency() {
+  StreamCollectives::Segment& mine = *setup_.segments[static_cast<size_t>(setup_.rank)];
+  size_t done = 0;
+  for (LowLatencyPiece& l : lowLatency_) {
+    const auto* words = reinterpret_cast<const uint64_t*>(mine.shared.base() + mine.lowLatencyWordsOffset(l.call));
+    while (l.seen < 2 * l.groups && __atomic_load_n(words + l.seen, __ATOMIC_ACQUIRE) >> 32 == l.call) ++l.seen;
+    if (l.seen < 2 * l.groups) break;
+    for (auto& p : peers_)
+      if (!p->lost && l.groups) {
+        p->out.push_back(Outgoing{Message{kLowLatency, 0, l.call, 0, mine.lowLatencyLandingOffset(l.call), 16 * l.groups},
+                                  reinterpret_cast<const char*>(words), {}});
+      }
+    ++done;
+  }
+  lowLatency_.erase(lowLatency_.begin(), lowLatency_.begin() + static_cast<std::ptrdiff_t>(done));
+}
+
+// A call's words arrived in the landing area of its parity: each is stored
+// whole into the mirror's words, where the kernel reading them polls.
+ncclResult_t StreamRelay::landLowLatency(Peer& p, const Message& m) {
+  StreamCollectives::Segment& mirror = *p.mirror;
+  if (!mirror.lowLatencyBytes || m.offset != mirror.lowLatencyLandingOffset(m.value) ||
+      m.bytes > low_latency::bufferBytes(mirror.lowLatencyBytes))
+    return fail(ncclInternalError, "stream relay: low-latency words from rank %d do not fit (%llu bytes at %llu)",
+                p.rank, static_cast<unsigned long long>(m.bytes), static_cast<unsigned long long>(m.offset));
+  const auto* landed = reinterpret_cast<const uint64_t*>(mirror.shared.base() + m.offset);
+  auto* words = reinterpret_cast<uint64_t*>(mirror.shared.base() + mirror.lowLatencyWordsOffset(m.value));
+  for (uint64_t i = 0; i < m.bytes / 8; ++i) __atomic_store_n(words + i, landed[i], __ATOMIC_RELEASE);
+  p.out.push_back(Outgoing{Message{kLowLatencyLanded, 0, m.value, 0, 0, 0}, nullptr, {}});
+  return ncclSuccess;
+}
+
+ncclResult_t StreamRelay::landedLowLatency(Peer& p, const Message& m) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (p.lowLatencyUnlanded.empty() || p.lowLatencyUnlanded.front() != m.value)
+      return fail(ncclInternalError, "stream relay: rank %d says low-latency call %u landed, which was not sent to it",
+                  p.rank, m.value);
+    p.lowLatencyUnlanded.pop_front();
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  raiseLowLatencyReadLocked(p);
+  return ncclSuccess;
+}
+
+// A kernel reuses its buffer of call k for call k + 2 once every peer's
+// read word has reached k. For a relayed peer that must also mean that my
+// words of k (and of every call before) have landed there: else my kernel
+// could overwrite them while the link still sends them, and my next
+// message of that parity overwrite its landing area before it was stored.
+// (A peer that reads nothing of a call, such as a reduce's non-root,
+// raises its read word at once, maybe before I have announced the call:
+// the mirror's word never passes my last announced call either.)
+void StreamRelay::raiseLowLatencyReadLocked(Peer& p) {
+  auto below = [](uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) < 0; };
+  uint32_t v = p.lowLatencyRead;
+  if (below(lowLatencyAnnounced_, v)) v = lowLatencyAnnounced_;
+  if (!p.lowLatencyUnlanded.empty() && below(p.lowLatencyUnlanded.front() - 1, v)) v = p.lowLatencyUnlanded.front() - 1;
+  raise(p.mirror->lowLatencyRead(), v);
+}
+
 void StreamRelay::forwardFlagsAndCalls() {
   StreamCollectives::Segment& mine = *setup_.segments[static_cast<size_t>(setup_.rank)];
+  if (mine.lowLatencyBytes) {  // the last low-latency call whose words I have read (a flag line)
+    const uint32_t v = __atomic_load_n(mine.lowLatencyRead(), __ATOMIC_ACQUIRE);
+    if (v != sentLowLatencyRead_) {
+      sentLowLatencyRead_ = v;
+      const auto line = static_cast<uint32_t>((reinterpret_cast<const volatile char*>(mine.lowLatencyRead()) -
+                                               mine.shared.base()) / kLine);
+      sendToAll(Message{kFlagLine, line, v, 0, 0, 0}, nullptr);
+    }
+  }
   // consumed and gathered carry no data: their latest value is enough.
   for (size_t k = 0; k < 2; ++k) {
     const uint32_t kind = k == 0 ? kConsumed : kGathered;
@@ -414,7 +513,17 @@ ncclResult_t StreamRelay::apply(Peer& p, const Message& m) {
       return applyRecord<CallRecord>(p, m);
     case kP2pRecord:
       return applyRecord<P2pRecord>(p, m);
-    case kFlagLine:  // a send/recv flag, after its data
+    case kLowLatency:
+      return landLowLatency(p, m);
+    case kLowLatencyLanded:
+      return landedLowLatency(p, m);
+    case kFlagLine:  // a send/recv flag, after its data; a low-latency read word
+      if (p.mirror->line(m.slot) == p.mirror->lowLatencyRead() && p.mirror->lowLatencyBytes) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (static_cast<int32_t>(m.value - p.lowLatencyRead) > 0) p.lowLatencyRead = m.value;
+        raiseLowLatencyReadLocked(p);
+        return ncclSuccess;
+      }
       raise(p.mirror->line(m.slot), m.value);
       return ncclSuccess;
     default:  // a flag, after its data

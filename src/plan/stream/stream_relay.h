@@ -17,9 +17,10 @@
 //
 // One thread per communicator moves everything: it polls my segment's
 // flags for pieces the caller announced (expect(), and expectP2p*() for
-// send/recv: their flag lines by index, data to that peer only), forwards
-// consumed/gathered flags, "gave up" words, published call records and
-// send sizes, and stores what arrives. A lost connection is reported through onFailure (the
+// send/recv: their flag lines by index, data to that peer only; the
+// low-latency calls' words, once all are posted), forwards consumed/gathered
+// flags, "gave up" words, low-latency read words, published call records
+// and send sizes, and stores what arrives. A lost connection is reported through onFailure (the
 // communicator turns fatal and the streams are released).
 #pragma once
 
@@ -76,6 +77,11 @@ class StreamRelay {
   void expectP2pSend(int peer, uint32_t seq, size_t slot, size_t bytes);
   void expectP2pRecv(int peer, uint32_t seq, size_t slot);
   void publishP2pRecord(int peer, uint64_t call);
+  // A low-latency call (kernels/low_latency.h) whose `groups` groups of
+  // words my kernel posts (maybe none): sent, in one message to each
+  // remote rank, once every word carries the call's number; the thread
+  // looks closely until my read word has reached the call and gone out.
+  void expectLowLatency(uint32_t call, uint64_t groups);
   // The streams were released (abort, a dead peer, a failed call): pieces
   // in flight will never complete, so destruction does not wait for them.
   void abandon();
@@ -95,12 +101,20 @@ class StreamRelay {
     size_t slot, bytes;  // bytes: a send's; a receive has none
     bool send;
   };
+  struct LowLatencyPiece {
+    uint32_t call;
+    uint64_t groups, seen;  // seen: the words already found posted
+  };
   explicit StreamRelay(const StreamRelaySetup& setup);
   ncclResult_t connect();
   void run();
   void forwardPieces();
   void forwardFlagsAndCalls();
   void forwardP2p();
+  void forwardLowLatency();
+  ncclResult_t landLowLatency(Peer& p, const RelayMessage& m);  // the landing area's words into the mirror's
+  ncclResult_t landedLowLatency(Peer& p, const RelayMessage& m);  // the peer's reply: my words of a call are there
+  void raiseLowLatencyReadLocked(Peer& p);  // the mirror's read word of p, as far as p has read and my words landed
   void sendTo(int peer, const RelayOutgoing& o);
   void announceP2p(const P2pPiece& piece);
   void wake();  // the thread, from its poll
@@ -121,7 +135,9 @@ class StreamRelay {
   std::vector<Piece> pieces_;                 // relay thread: announced, not fully sent
   std::vector<P2pPiece> p2pPieces_;           // relay thread: send/recv pieces not yet forwarded
   std::vector<std::pair<int, uint64_t>> p2pRecords_;  // relay thread: (peer, call) sizes to send
+  std::vector<LowLatencyPiece> lowLatency_;   // relay thread: announced, not yet sent
   std::vector<uint32_t> sentFlags_;           // per kind (consumed, gathered) and slot: last value sent
+  uint32_t sentLowLatencyRead_ = 0, lastLowLatency_ = 0;  // the read word sent; the last call announced
   uint64_t sentCalls_ = 0;
   bool sentBroken_ = false;
   uint32_t lastSeq_ = 0;  // the last piece announced, and its slot
@@ -131,6 +147,8 @@ class StreamRelay {
   std::vector<Piece> announced_;  // from expect(), taken by the thread
   std::vector<P2pPiece> announcedP2p_;
   std::vector<std::pair<int, uint64_t>> announcedRecords_;
+  std::vector<LowLatencyPiece> announcedLowLatency_;
+  uint32_t lowLatencyAnnounced_ = 0;  // the last low-latency call announced
   int wake_ = -1;                 // eventfd: a piece was announced, or stop
   std::atomic<bool> stop_{false};
   std::atomic<bool> draining_{false}, drained_{false};  // destruction: send what the peers still need

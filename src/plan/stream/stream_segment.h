@@ -63,7 +63,7 @@ struct StreamCollectives::Segment {
   size_t lowLatencyOffset() const {
     return stream_layout::alignUp(p2pDataOffset() + nranks * p2pSlots * partBytes, stream_layout::kPage);
   }
-  size_t bytes() const { return lowLatencyOffset() + 2 * low_latency::bufferBytes(lowLatencyBytes); }
+  size_t bytes() const { return lowLatencyOffset() + 4 * low_latency::bufferBytes(lowLatencyBytes); }
 
   volatile uint32_t* line(size_t index) const {
     return reinterpret_cast<volatile uint32_t*>(shared.base() + index * stream_layout::kLine);
@@ -96,9 +96,15 @@ struct StreamCollectives::Segment {
     return line(4 * slots + 5 + (nranks + static_cast<size_t>(q)) * p2pSlots + s);
   }
   // The low-latency collectives (kernels/low_latency.h): my words of the
-  // calls of one parity, and the last call whose words I have read.
+  // calls of one parity, and the last call whose words I have read. In a
+  // relayed mirror, a call's words land first in the landing area of its
+  // parity, whence the relay stores them word by word (a word must never
+  // be seen half written).
   size_t lowLatencyWordsOffset(uint32_t call) const {
     return lowLatencyOffset() + (call % 2) * low_latency::bufferBytes(lowLatencyBytes);
+  }
+  size_t lowLatencyLandingOffset(uint32_t call) const {
+    return lowLatencyOffset() + (2 + call % 2) * low_latency::bufferBytes(lowLatencyBytes);
   }
   volatile uint32_t* lowLatencyRead() const { return line(4 * slots + 5 + 2 * nranks * p2pSlots); }
 
