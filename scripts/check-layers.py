@@ -29,6 +29,7 @@ LAYERS = [
     ["core"],
     ["algorithms"],
     ["backend"],
+    ["model"],
     ["plan"],
     ["route"],
     ["api"],

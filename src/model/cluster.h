@@ -1,0 +1,69 @@
+// A cluster as the cost model (cost_model.h) and hetccl-sim see it: vendor
+// domains of nodes of GPUs, each domain's vendor library as a measured
+// bandwidth and latency, each node's NICs, the network between the nodes,
+// and optionally a data-parallel training job. Read from a text file of
+// sections and `key = value` lines (docs/simulator.md; examples in
+// examples/clusters/); a malformed or inconsistent file is an error naming
+// the line and the field.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace hetccl::model {
+
+enum class Vendor { Nvidia, Amd, Cpu };
+const char* vendorName(Vendor v);
+
+struct DomainSpec {
+  std::string name;
+  Vendor vendor = Vendor::Nvidia;
+  int nodes = 0;
+  int gpusPerNode = 0;      // ranks per node (CPU domains: ranks)
+  int nicsPerNode = 0;
+  double libraryBusGBs = 0;      // the vendor library's all-reduce bus bandwidth across the domain (large messages)
+  double libraryLatencyUs = 0;   // its latency for the smallest messages
+  double pcieGBs = 0;            // a GPU's copy bandwidth to or from host memory (host staging), each way
+  bool gpuDirect = false;        // the NICs read and write GPU memory (RDMA on device memory)
+  double reduceGBs = 0;          // a rank's reduction throughput (bytes of one input per second)
+  double samplesPerSecond = 0;   // training: one GPU's throughput alone ([training] only)
+  int line = 0;                  // where the section starts (for messages)
+
+  int ranks() const { return nodes * gpusPerNode; }
+};
+
+struct NetworkSpec {
+  double nicGbps = 0;          // per NIC, each way
+  double latencyUs = 0;        // one message between two nodes, end to end
+  double oversubscription = 1; // above the leaf switches (1: full bisection)
+  int nodesPerLeaf = 0;        // two-level fat tree: nodes under one leaf switch (0: one switch)
+  int line = 1;                // of its section (for messages)
+};
+
+struct TrainingSpec {
+  bool present = false;
+  double parameters = 0;           // the model's parameters
+  double bytesPerGradient = 2;     // bf16 gradients
+  double globalBatch = 0;          // samples per step, over every rank
+  double overlap = 0;              // share of the compute time the gradient all-reduce hides behind (0..1)
+  int line = 1;
+};
+
+struct Cluster {
+  std::string name;  // the file's `name`, else its path
+  NetworkSpec network;
+  std::vector<DomainSpec> domains;
+  TrainingSpec training;
+
+  int ranks() const;
+  int nodes() const;
+};
+
+// Parses a cluster file's text; false with *error ("<source>:<line>: ...")
+// when it is malformed or inconsistent.
+bool parseCluster(const std::string& text, const std::string& source, Cluster* out, std::string* error);
+// Reads and parses a file.
+bool loadCluster(const std::string& path, Cluster* out, std::string* error);
+
+}  // namespace hetccl::model

@@ -1,0 +1,309 @@
+#include "model/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace hetccl::model {
+
+const char* collectiveName(Collective c) {
+  switch (c) {
+    case Collective::AllReduce: return "all_reduce";
+    case Collective::ReduceScatter: return "reduce_scatter";
+    case Collective::AllGather: return "all_gather";
+    case Collective::Broadcast: return "broadcast";
+    default: return "reduce";
+  }
+}
+
+bool collectiveByName(const std::string& name, Collective* out) {
+  for (int i = 0; i < kCollectives; ++i)
+    if (name == collectiveName(static_cast<Collective>(i))) {
+      *out = static_cast<Collective>(i);
+      return true;
+    }
+  return false;
+}
+
+const char* planName(Plan p) {
+  switch (p) {
+    case Plan::Leaders: return "leaders";
+    case Plan::Hierarchical: return "hierarchical";
+    default: return "flat";
+  }
+}
+
+double busFactor(Collective coll, int ranks) {
+  const double n = ranks;
+  switch (coll) {
+    case Collective::AllReduce: return n > 1 ? 2 * (n - 1) / n : 0;
+    case Collective::ReduceScatter:
+    case Collective::AllGather: return n > 1 ? (n - 1) / n : 0;
+    default: return 1;
+  }
+}
+
+namespace {
+
+constexpr double kGB = 1e9, kUs = 1e-6;
+
+// One domain's vendor library (bus bandwidth as nccl-tests defines it).
+struct Library {
+  double n, bw, alpha;
+  double allReduce(double s) const { return n > 1 ? alpha + 2 * s * (n - 1) / n / bw : 0; }
+  double reduceScatter(double s) const { return n > 1 ? alpha + s * (n - 1) / n / bw : 0; }
+  double allGather(double s) const { return reduceScatter(s); }
+  double rooted(double s) const { return n > 1 ? alpha + s / bw : 0; }  // reduce, broadcast
+};
+
+Library library(const DomainSpec& d) { return Library{double(d.ranks()), d.libraryBusGBs * kGB, d.libraryLatencyUs * kUs}; }
+
+// What one rank of a domain moves to or from other nodes per second: its
+// share of the node's NICs (`leader`: a rank alone on its node's NIC), the
+// host copy where the NIC cannot reach GPU memory, the fabric above the
+// leaves.
+double crossBandwidth(const Cluster& c, const DomainSpec& d, bool leader) {
+  const double nic = c.network.nicGbps / 8 * kGB;
+  double bw = leader ? nic : nic * std::min(d.nicsPerNode, d.gpusPerNode) / d.gpusPerNode;
+  if (d.vendor != Vendor::Cpu && !d.gpuDirect) bw = std::min(bw, d.pcieGBs * kGB);
+  if (c.network.nodesPerLeaf > 0 && c.nodes() > c.network.nodesPerLeaf) bw /= c.network.oversubscription;
+  return bw;
+}
+
+// One hop between nodes: the network's latency, plus the copies to and
+// from host memory where a GPU's data is staged (a few microseconds each).
+double crossAlpha(const Cluster& c) {
+  bool staged = false;
+  for (const DomainSpec& d : c.domains) staged |= d.vendor != Vendor::Cpu && !d.gpuDirect;
+  return (c.network.latencyUs + (staged ? 10.0 : 0.0)) * kUs;
+}
+
+double slowestReduce(const Cluster& c) {
+  double r = std::numeric_limits<double>::max();
+  for (const DomainSpec& d : c.domains) r = std::min(r, d.reduceGBs * kGB);
+  return r;
+}
+
+// A plan's steps, each a time for the whole message; pipelined over
+// pieces, a piece's step costs its alpha plus its share of the bytes, and
+// the pieces overlap: the first goes through every step, each further
+// piece adds the slowest step's share.
+// What a step occupies: pieces overlap only across steps of different
+// resources (the vendor library's reduce-scatter and all-gather share the
+// domain's links; where a domain spans nodes, its library also shares the
+// NICs with the traffic between domains).
+enum class Resource { Library, Network, Compute };
+struct Step {
+  double alpha, beta;  // seconds; seconds for the whole message
+  Resource resource = Resource::Library;
+};
+Step network(Step s) { return Step{s.alpha, s.beta, Resource::Network}; }
+Step compute(double seconds) { return Step{0, seconds, Resource::Compute}; }
+
+double pipelinedIn(const Cluster& c, const std::vector<Step>& steps, double k) {
+  bool nicsShared = false;
+  for (const DomainSpec& d : c.domains) nicsShared |= d.nodes > 1;
+  double sum = 0, busy[3] = {0, 0, 0};
+  for (const Step& s : steps) {
+    const double t = s.alpha + s.beta / k;
+    sum += t;
+    const Resource r = s.resource == Resource::Network && nicsShared ? Resource::Library : s.resource;
+    busy[static_cast<int>(r)] += t;
+  }
+  return sum + (k - 1) * std::max({busy[0], busy[1], busy[2]});
+}
+
+// The piece is `pieceBytes`, or (0) the best power of two from 256 KiB
+// up to the whole message; *chosen says which.
+double pipelined(const Cluster& c, const std::vector<Step>& steps, double bytes, double pieceBytes, double* chosen) {
+  if (pieceBytes > 0) {
+    *chosen = std::min(pieceBytes, bytes);
+    return pipelinedIn(c, steps, std::max(1.0, std::ceil(bytes / pieceBytes)));
+  }
+  double best = pipelinedIn(c, steps, 1);
+  *chosen = bytes;
+  for (double piece = 256 << 10; piece < bytes; piece *= 2) {
+    const double t = pipelinedIn(c, steps, std::ceil(bytes / piece));
+    if (t < best) best = t, *chosen = piece;
+  }
+  return best;
+}
+double sequential(const std::vector<Step>& steps) {
+  double t = 0;
+  for (const Step& s : steps) t += s.alpha + s.beta;
+  return t;
+}
+
+// A rooted library step (reduce, broadcast) of one domain.
+Step rootedStep(const DomainSpec& d, double s) {
+  const Library l = library(d);
+  return l.n > 1 ? Step{l.alpha, s / l.bw} : Step{0, 0};
+}
+
+// The slowest domain's time for a library step, `time(library, domain)`.
+template <typename F>
+Step inDomains(const Cluster& c, F time) {
+  Step worst{0, 0};
+  for (const DomainSpec& d : c.domains) {
+    const Library lib = library(d);
+    const double full = time(lib, d);
+    if (full > worst.alpha + worst.beta) worst = Step{lib.n > 1 ? lib.alpha : 0, full - (lib.n > 1 ? lib.alpha : 0)};
+  }
+  return worst;
+}
+
+// Between domains, spread over every rank: each rank of domain d moves
+// `perRank(d)` bytes in one phase; the slowest domain sets the pace.
+template <typename F>
+Step acrossDomains(const Cluster& c, int phases, F perRank) {
+  double beta = 0;
+  for (const DomainSpec& d : c.domains) beta = std::max(beta, perRank(d) / crossBandwidth(c, d, false));
+  return network(Step{phases * crossAlpha(c), phases * beta});
+}
+
+// Between the domains' leaders: a ring of `rounds` rounds moving `bytes` per leader.
+Step amongLeaders(const Cluster& c, double rounds, double bytes) {
+  double bw = std::numeric_limits<double>::max();
+  for (const DomainSpec& d : c.domains) bw = std::min(bw, crossBandwidth(c, d, true));
+  return network(Step{rounds * crossAlpha(c), bytes / bw});
+}
+
+// A chain through every rank (broadcast, reduce), pipelined: a piece takes
+// a hop's latency and its bytes at each of the N - 1 hops, the last piece
+// leaves the root after k - 1 others. The best power-of-two piece.
+double chain(const Cluster& c, double n, double bytes, double perByte, double* chosen) {
+  double bw = std::numeric_limits<double>::max();
+  for (const DomainSpec& d : c.domains) bw = std::min(bw, crossBandwidth(c, d, false));
+  auto time = [&](double k) { return (n - 2 + k) * (crossAlpha(c) + bytes / k * (1 / bw + perByte)); };
+  double best = time(1);
+  *chosen = bytes;
+  for (double piece = 256 << 10; piece < bytes; piece *= 2)
+    if (const double t = time(std::ceil(bytes / piece)); t < best) best = t, *chosen = piece;
+  return best;
+}
+
+// A ring over every rank through the transports.
+Step flatRing(const Cluster& c, double rounds, double bytesPerRank) {
+  double bw = std::numeric_limits<double>::max();
+  for (const DomainSpec& d : c.domains) bw = std::min(bw, crossBandwidth(c, d, false));
+  return network(Step{rounds * crossAlpha(c), bytesPerRank / bw});
+}
+
+double estimate(const Cluster& c, Collective coll, Plan plan, double s, const ModelSettings& ms, double* piece) {
+  *piece = 0;
+  const double N = c.ranks(), D = static_cast<double>(c.domains.size());
+  const double gamma = 1 / slowestReduce(c);
+  const DomainSpec& root = c.domains.front();  // rooted collectives: the root in the first domain
+  auto share = [&](const DomainSpec& d) { return d.ranks() / N; };
+  auto others = [&](const DomainSpec& d) { return 1 - share(d); };
+  if (plan == Plan::Flat) {
+    switch (coll) {
+      case Collective::AllReduce:
+        return sequential({flatRing(c, 2 * (N - 1), 2 * s * (N - 1) / N), compute(s * (N - 1) / N * gamma)});
+      case Collective::ReduceScatter:
+        return sequential({flatRing(c, N - 1, s * (N - 1) / N), compute(s * (N - 1) / N * gamma)});
+      case Collective::AllGather: return sequential({flatRing(c, N - 1, s * (N - 1) / N)});
+      case Collective::Broadcast: return chain(c, N, s, 0, piece);
+      default: return chain(c, N, s, gamma, piece);
+    }
+  }
+  if (plan == Plan::Leaders) {
+    const Step reduceIn = inDomains(c, [&](const Library& l, const DomainSpec&) { return l.rooted(s); });
+    const Step spreadOut = reduceIn;  // a domain broadcast costs what a domain reduce does
+    switch (coll) {
+      case Collective::AllReduce:
+      case Collective::ReduceScatter:  // all-reduced by the leaders, each rank keeps its block
+        return sequential({reduceIn, amongLeaders(c, 2 * (D - 1), 2 * s * (D - 1) / D), compute(s * (D - 1) / D * gamma),
+                           spreadOut});
+      case Collective::AllGather:  // (hetccl spreads all-gathers; the leaders' cost for comparison)
+        return sequential({inDomains(c, [&](const Library& l, const DomainSpec& d) { return l.rooted(s * share(d)); }),
+                           amongLeaders(c, D - 1, s * (D - 1) / D), spreadOut});
+      case Collective::Broadcast:
+        return sequential({Step{0, 0}, amongLeaders(c, D - 1, s * (D - 1)), spreadOut});
+      default:
+        return sequential({reduceIn, amongLeaders(c, D - 1, s * (D - 1)), compute(s * (D - 1) * gamma)});
+    }
+  }
+  // Hierarchical (spread): the vendor library inside, every rank between.
+  switch (coll) {
+    case Collective::AllReduce:
+      return pipelined(c, {inDomains(c, [&](const Library& l, const DomainSpec&) { return l.reduceScatter(s); }),
+                        acrossDomains(c, 2, [&](const DomainSpec& d) { return s * others(d) / d.ranks(); }),
+                        compute(s / N * (D - 1) * gamma),
+                        inDomains(c, [&](const Library& l, const DomainSpec&) { return l.allGather(s); })},
+                       s, ms.pieceBytes, piece);
+    case Collective::ReduceScatter:
+      return pipelined(c, {inDomains(c, [&](const Library& l, const DomainSpec&) { return l.reduceScatter(s); }),
+                        acrossDomains(c, 1, [&](const DomainSpec& d) { return s * others(d) / d.ranks(); }),
+                        compute(s / N * (D - 1) * gamma)},
+                       s, ms.pieceBytes, piece);
+    case Collective::AllGather:
+      return pipelined(c, {inDomains(c, [&](const Library& l, const DomainSpec& d) { return l.allGather(s * share(d)); }),
+                        acrossDomains(c, 1, [&](const DomainSpec& d) { return s * others(d) / d.ranks(); }),
+                        inDomains(c, [&](const Library& l, const DomainSpec& d) { return l.allGather(s * others(d)); })},
+                       s, ms.pieceBytes, piece);
+    case Collective::Broadcast:
+      return pipelined(c, {rootedStep(root, s),
+                        acrossDomains(c, 1,
+                                      [&](const DomainSpec& d) {
+                                        return &d == &root ? s * (D - 1) / d.ranks() : s / d.ranks();
+                                      }),
+                        inDomains(c, [&](const Library& l, const DomainSpec&) { return l.allGather(s); })},
+                       s, ms.pieceBytes, piece);
+    default:
+      return pipelined(c, {inDomains(c, [&](const Library& l, const DomainSpec&) { return l.reduceScatter(s); }),
+                        acrossDomains(c, 1,
+                                      [&](const DomainSpec& d) {
+                                        return &d == &root ? s * (D - 1) / d.ranks() : s / d.ranks();
+                                      }),
+                        compute(s / root.ranks() * (D - 1) * gamma), rootedStep(root, s)},
+                       s, ms.pieceBytes, piece);
+  }
+}
+
+}  // namespace
+
+std::vector<Estimate> estimateAll(const Cluster& c, Collective coll, double bytes, const ModelSettings& s) {
+  std::vector<Estimate> out;
+  const double factor = busFactor(coll, c.ranks());
+  for (Plan p : {Plan::Leaders, Plan::Hierarchical, Plan::Flat}) {
+    Estimate e;
+    e.plan = p;
+    e.hetcclRunsIt = p != Plan::Flat && !(p == Plan::Leaders && coll == Collective::AllGather);
+    e.seconds = estimate(c, coll, p, bytes, s, &e.pieceBytes);
+    e.busGBs = e.seconds > 0 ? bytes / e.seconds * factor / kGB : 0;
+    out.push_back(e);
+  }
+  return out;
+}
+
+// Within 1% the plan of fewer steps (leaders) stands: a tie in the model
+// (two domains, messages of a few bytes: the same latencies either way)
+// is decided by what it leaves out, the hierarchical plan's extra hand-offs.
+Estimate choose(const Cluster& c, Collective coll, double bytes, const ModelSettings& s) {
+  Estimate best;
+  best.seconds = std::numeric_limits<double>::max();
+  for (const Estimate& e : estimateAll(c, coll, bytes, s))
+    if (e.hetcclRunsIt && e.seconds < best.seconds * 0.99) best = e;
+  return best;
+}
+
+TrainingEstimate estimateTraining(const Cluster& c, bool balanced, const ModelSettings& s) {
+  TrainingEstimate t;
+  double slowest = std::numeric_limits<double>::max();
+  for (const DomainSpec& d : c.domains) {
+    t.sumOfParts += d.ranks() * d.samplesPerSecond;
+    slowest = std::min(slowest, d.samplesPerSecond);
+  }
+  const double batch = c.training.globalBatch;
+  // Balanced: every GPU ends its share at once; equal: the slowest GPU's share sets the step.
+  t.computeSeconds = balanced ? batch / t.sumOfParts : batch / c.ranks() / slowest;
+  t.allReduceSeconds =
+      c.ranks() > 1 ? choose(c, Collective::AllReduce, c.training.parameters * c.training.bytesPerGradient, s).seconds : 0;
+  t.stepSeconds = t.computeSeconds + std::max(0.0, t.allReduceSeconds - c.training.overlap * t.computeSeconds);
+  t.samplesPerSecond = batch / t.stepSeconds;
+  t.efficiency = t.samplesPerSecond / t.sumOfParts;
+  return t;
+}
+
+}  // namespace hetccl::model

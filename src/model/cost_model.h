@@ -1,0 +1,76 @@
+// The cost of hetccl's cross-domain plans on a cluster (cluster.h), in the
+// alpha-beta-gamma style: a step costs a latency (alpha) plus its bytes
+// over the bandwidth of its narrowest link (beta) plus the reductions it
+// computes (gamma); the steps of a pipelined plan overlap piece by piece.
+// What each step is:
+//   - inside a domain, the vendor library: its measured bus bandwidth and
+//     latency for the whole domain (NCCL's and RCCL's own ring/tree
+//     choices inside it are theirs);
+//   - between domains, the transports: each rank's share of its node's
+//     NICs, capped by its copy bandwidth to host memory where the NIC
+//     cannot reach GPU memory (host staging), and by the fabric's
+//     oversubscription once the nodes span several leaf switches.
+// Plans, as hetccl names them (plan/cross_domain/plan.h):
+//   leaders       through one rank per domain (few round trips: small messages);
+//   hierarchical  the vendor library inside each domain, and the traffic
+//                 between domains spread over every rank, pipelined in
+//                 pieces (all-reduce, reduce-scatter; all-gather, broadcast
+//                 and reduce as "spread");
+//   flat          a ring (or chain) over every rank through the transports,
+//                 ignoring the vendor library: the reference a host-staged
+//                 library such as Gloo or MPI would run, not a hetccl plan.
+// Bytes are nccl-tests' sizes: the buffer of all-reduce, broadcast and
+// reduce; the whole output of all-gather and input of reduce-scatter.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "model/cluster.h"
+
+namespace hetccl::model {
+
+enum class Collective { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce };
+constexpr int kCollectives = 5;
+const char* collectiveName(Collective c);  // as hetccl-perf and nccl-tests name them
+bool collectiveByName(const std::string& name, Collective* out);
+
+enum class Plan { Leaders, Hierarchical, Flat };
+constexpr int kPlans = 3;
+const char* planName(Plan p);
+
+struct ModelSettings {
+  // A pipelined plan's piece (hetccl runs 4 x HETCCL_PIPELINE_CHUNK_BYTES);
+  // 0: the model picks the best power of two from 256 KiB to the whole message.
+  double pieceBytes = 0;
+};
+
+struct Estimate {
+  Plan plan = Plan::Hierarchical;
+  bool hetcclRunsIt = true;  // false: the flat reference
+  double seconds = 0;
+  double busGBs = 0;      // nccl-tests' bus bandwidth at that time
+  double pieceBytes = 0;  // a pipelined plan's piece (0: not pipelined)
+};
+
+// Every plan's estimate for one call (the flat reference last).
+std::vector<Estimate> estimateAll(const Cluster& c, Collective coll, double bytes, const ModelSettings& s = {});
+// The fastest of the plans hetccl runs (within 1%: leaders, of fewer steps).
+Estimate choose(const Cluster& c, Collective coll, double bytes, const ModelSettings& s = {});
+// nccl-tests' bus bandwidth factor for `ranks` ranks.
+double busFactor(Collective coll, int ranks);
+
+// Data-parallel training ([training] in the cluster file): one step's
+// compute with batches proportional to each GPU's speed (or equal), the
+// gradients' all-reduce (the chosen plan) of which `overlap` of the
+// compute time hides a share, and the throughput against the sum of the
+// GPUs' own.
+struct TrainingEstimate {
+  double computeSeconds = 0, allReduceSeconds = 0, stepSeconds = 0;
+  double samplesPerSecond = 0, sumOfParts = 0;  // the job's and the sum of every GPU's alone
+  double efficiency = 0;                        // samplesPerSecond / sumOfParts
+};
+TrainingEstimate estimateTraining(const Cluster& c, bool balanced, const ModelSettings& s = {});
+
+}  // namespace hetccl::model
