@@ -91,6 +91,8 @@ const std::vector<Field>& fields() {
       {Section::Network, "latency_us", numberInto([](Cluster& c) -> double& { return c.network.latencyUs; })},
       {Section::Network, "oversubscription", numberInto([](Cluster& c) -> double& { return c.network.oversubscription; })},
       {Section::Network, "nodes_per_leaf", wholeInto([](Cluster& c) -> int& { return c.network.nodesPerLeaf; })},
+      {Section::Network, "one_host",
+       [](Cluster& c, const std::string& v, std::string* why) { return yesNo(v, &c.network.oneHost, why); }},
       {Section::Domain, "vendor",
        [](Cluster& c, const std::string& v, std::string* why) {
          for (Vendor k : {Vendor::Nvidia, Vendor::Amd, Vendor::Cpu})
@@ -110,6 +112,7 @@ const std::vector<Field>& fields() {
       {Section::Domain, "gpudirect",
        [](Cluster& c, const std::string& v, std::string* why) { return yesNo(v, &last(c).gpuDirect, why); }},
       {Section::Domain, "reduce_gbs", numberInto([](Cluster& c) -> double& { return last(c).reduceGBs; })},
+      {Section::Domain, "cores_per_node", wholeInto([](Cluster& c) -> int& { return last(c).coresPerNode; })},
       {Section::Domain, "samples_per_s", numberInto([](Cluster& c) -> double& { return last(c).samplesPerSecond; })},
       {Section::Training, "parameters", numberInto([](Cluster& c) -> double& { return c.training.parameters; })},
       {Section::Training, "bytes_per_gradient", numberInto([](Cluster& c) -> double& { return c.training.bytesPerGradient; })},

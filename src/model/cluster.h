@@ -28,6 +28,7 @@ struct DomainSpec {
   bool gpuDirect = false;        // the NICs read and write GPU memory (RDMA on device memory)
   double reduceGBs = 0;          // a rank's reduction throughput (bytes of one input per second)
   double samplesPerSecond = 0;   // training: one GPU's throughput alone ([training] only)
+  int coresPerNode = 0;          // CPU domains: the cores their ranks share (0: a core per rank)
   int line = 0;                  // where the section starts (for messages)
 
   int ranks() const { return nodes * gpusPerNode; }
@@ -38,6 +39,7 @@ struct NetworkSpec {
   double latencyUs = 0;        // one message between two nodes, end to end
   double oversubscription = 1; // above the leaf switches (1: full bisection)
   int nodesPerLeaf = 0;        // two-level fat tree: nodes under one leaf switch (0: one switch)
+  bool oneHost = false;        // every domain on one host (CPU ranks beside each other: they share its cores)
   int line = 1;                // of its section (for messages)
 };
 

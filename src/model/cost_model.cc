@@ -161,7 +161,8 @@ Step acrossDomains(const Cluster& c, int phases, F perRank) {
   return network(Step{phases * crossAlpha(c), phases * beta});
 }
 
-// Between the domains' leaders: a ring of `rounds` rounds moving `bytes` per leader.
+// Between the domains' leaders: `rounds` rounds (each leader posts all of
+// a round's messages at once) moving `bytes` per leader.
 Step amongLeaders(const Cluster& c, double rounds, double bytes) {
   double bw = std::numeric_limits<double>::max();
   for (const DomainSpec& d : c.domains) bw = std::min(bw, crossBandwidth(c, d, true));
@@ -189,7 +190,23 @@ Step flatRing(const Cluster& c, double rounds, double bytesPerRank) {
   return network(Step{rounds * crossAlpha(c), bytesPerRank / bw});
 }
 
+// CPU ranks beyond their node's cores take turns: every step of theirs
+// slows by the ratio (one host: all the cluster's ranks share it).
+double cpuSlowdown(const Cluster& c) {
+  double worst = 1;
+  for (const DomainSpec& d : c.domains)
+    if (d.vendor == Vendor::Cpu && d.coresPerNode > 0)
+      worst = std::max(worst, double(c.network.oneHost ? c.ranks() : d.gpusPerNode) / d.coresPerNode);
+  return worst;
+}
+
+double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, const ModelSettings& ms, double* piece);
+
 double estimate(const Cluster& c, Collective coll, Plan plan, double s, const ModelSettings& ms, double* piece) {
+  return cpuSlowdown(c) * estimatePlan(c, coll, plan, s, ms, piece);
+}
+
+double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, const ModelSettings& ms, double* piece) {
   *piece = 0;
   const double N = c.ranks(), D = static_cast<double>(c.domains.size());
   const double gamma = 1 / slowestReduce(c);
@@ -213,15 +230,15 @@ double estimate(const Cluster& c, Collective coll, Plan plan, double s, const Mo
     switch (coll) {
       case Collective::AllReduce:
       case Collective::ReduceScatter:  // all-reduced by the leaders, each rank keeps its block
-        return sequential({reduceIn, amongLeaders(c, 2 * (D - 1), 2 * s * (D - 1) / D), compute(s * (D - 1) / D * gamma),
+        return sequential({reduceIn, amongLeaders(c, 2, 2 * s * (D - 1) / D), compute(s * (D - 1) / D * gamma),
                            spreadOut});
       case Collective::AllGather:  // (hetccl spreads all-gathers; the leaders' cost for comparison)
         return sequential({inDomains(c, [&](const Library& l, const DomainSpec& d) { return l.rooted(s * share(d)); }),
-                           amongLeaders(c, D - 1, s * (D - 1) / D), spreadOut});
+                           amongLeaders(c, 1, s * (D - 1) / D), spreadOut});
       case Collective::Broadcast:
-        return sequential({Step{0, 0}, amongLeaders(c, D - 1, s * (D - 1)), spreadOut});
+        return sequential({amongLeaders(c, 1, s * (D - 1)), spreadOut});
       default:
-        return sequential({reduceIn, amongLeaders(c, D - 1, s * (D - 1)), compute(s * (D - 1) * gamma)});
+        return sequential({reduceIn, amongLeaders(c, 1, s * (D - 1)), compute(s * (D - 1) * gamma)});
     }
   }
   // Hierarchical (spread): the vendor library inside, every rank between.

@@ -41,7 +41,7 @@ constexpr int kPlans = 3;
 const char* planName(Plan p);
 
 struct ModelSettings {
-  // A pipelined plan's piece (hetccl runs 4 x HETCCL_PIPELINE_CHUNK_BYTES);
+  // A pipelined plan's piece (hetccl runs 4 x HETCCL_CHUNK_BYTES);
   // 0: the model picks the best power of two from 256 KiB to the whole message.
   double pieceBytes = 0;
 };

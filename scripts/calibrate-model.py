@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Fits the cost model's parameters (docs/simulator.md) to hetccl-perf runs
+on the machine at hand, writes them as a cluster file, and reports how
+well the model then predicts layouts and sizes it was not fitted to.
+
+    scripts/calibrate-model.py [--perf build/hetccl-perf] [--sim build/hetccl-sim]
+                               [--runs 3] [--out build/calibrated.cluster] [--table FILE]
+
+Here (CPU ranks, one host): the "vendor library" of a domain is hetccl's
+own host algorithms among its ranks, the "NIC" between domains is the
+shared-memory transport (each rank its own link). The fit, from the
+medians of `--runs` alternating runs:
+  library:  all-reduce in one domain of two ranks: t = latency + 2 S (n-1)/n / busbw;
+  links:    all-gather across two one-rank domains: t = latency + S / 2 / bandwidth;
+  reduce:   all-reduce across the same two ranks: what its slope adds to the links'.
+Every other row (sizes between the fitted ones; two domains of two ranks,
+one and three, three domains of one) is a prediction checked against a
+measurement: the table says each one's error, and the median.
+"""
+import argparse
+import os
+import pathlib
+import re
+import statistics
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+FIT_SIZES = [1 << 10, 1 << 14, 1 << 18, 1 << 20, 1 << 22]        # fitted
+HELD_SIZES = [1 << 12, 1 << 16, 1 << 21, 1 << 23]                # held back
+SMALL_ALLREDUCE = 64 << 10   # HETCCL_SMALL_ALLREDUCE_BYTES: leaders up to it (the rooted collectives too)
+PIECE = 4 * (512 << 10)      # 4 x HETCCL_CHUNK_BYTES
+
+
+def measure(perf, coll, layout, sizes, runs):
+    """Median out-of-place time (us) per size over `runs` runs of hetccl-perf."""
+    times = {s: [] for s in sizes}
+    for _ in range(runs):
+        for s in sizes:
+            iters = "50" if s <= (1 << 16) else "10"
+            cmd = [perf, coll, "-b", str(s), "-e", str(s), "-n", iters, "-w", "3", "-c", "0"] + layout
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=True).stdout
+            row = next(l for l in out.splitlines() if re.match(r"^\s+\d+\s+\d+", l))
+            times[s].append(float(row.split()[5]))
+    return {s: statistics.median(v) for s, v in times.items()}
+
+
+def line_fit(points):
+    """Least squares t = a + b x over (x, t) points: (a, b)."""
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    mt = sum(t for _, t in points) / n
+    b = sum((x - mx) * (t - mt) for x, t in points) / sum((x - mx) ** 2 for x, _ in points)
+    return mt - b * mx, b
+
+
+def fit(lib, links, ar):
+    """The parameters from three measurements ({bytes: us}): the library's
+    all-reduce in one domain of two ranks, the all-gather and the
+    (hierarchical) all-reduce across two one-rank domains."""
+    lib_us, slope = line_fit([(s * 2 * (2 - 1) / 2, t) for s, t in lib.items()])
+    link_us, link_slope = line_fit([(s / 2, t) for s, t in links.items()])
+    _, ar_slope = line_fit(list(ar.items()))
+    # The all-reduce of two one-rank domains: S / link + S / 2 / reduce (per byte).
+    reduce_per_byte = max(ar_slope - link_slope, 1e-9) * 2  # (link_slope is per byte of S / 2)
+    return {"lib_us": max(lib_us, 0.1), "lib_gbs": 1e-3 / slope, "link_us": max(link_us, 0.1),
+            "link_gbs": 1e-3 / link_slope, "reduce_gbs": 1e-3 / reduce_per_byte}
+
+
+def self_test():
+    """The fit recovers known parameters from the formulas it inverts."""
+    want = {"lib_us": 12.0, "lib_gbs": 5.0, "link_us": 9.0, "link_gbs": 8.0, "reduce_gbs": 3.0}
+    lib = {s: want["lib_us"] + s * 2 * (2 - 1) / 2 / (want["lib_gbs"] * 1e3) for s in FIT_SIZES}
+    links = {s: want["link_us"] + s / 2 / (want["link_gbs"] * 1e3) for s in FIT_SIZES}
+    ar = {s: 2 * want["link_us"] + s / (want["link_gbs"] * 1e3) + s / 2 / (want["reduce_gbs"] * 1e3) for s in FIT_SIZES}
+    got = fit(lib, links, ar)
+    bad = {k: (got[k], v) for k, v in want.items() if abs(got[k] - v) > 1e-6 * v}
+    print("calibrate-model self-test:", "ok" if not bad else f"wrong {bad}")
+    return 1 if bad else 0
+
+
+def cluster_text(domains, p):
+    """A cluster file of CPU domains of the given sizes on this host."""
+    lines = ["name = this host's CPU ranks (calibrated)", "[network]", "one_host = yes",
+             f"nic_gbps = {p['link_gbs'] * 8:.6g}", f"latency_us = {p['link_us']:.6g}"]
+    for i, n in enumerate(domains):
+        lines += [f"[domain d{i}]", "vendor = cpu", "nodes = 1", f"gpus_per_node = {n}", f"nics_per_node = {n}",
+                  f"cores_per_node = {os.cpu_count()}",
+                  f"library_busbw_gbs = {p['lib_gbs']:.6g}", f"library_latency_us = {p['lib_us']:.6g}",
+                  f"reduce_gbs = {p['reduce_gbs']:.6g}"]
+    return "\n".join(lines) + "\n"
+
+
+def predict(sim, domains, p, coll, size):
+    """The model's time (us) for the plan hetccl runs today (its thresholds)."""
+    path = ROOT / "build" / "calibrate-layout.cluster"
+    path.write_text(cluster_text(domains, p))
+    out = subprocess.run([sim, str(path), "-c", coll, "-b", str(size), "-e", str(size), "--csv",
+                          "--piece-bytes", str(PIECE)], capture_output=True, text=True, check=True).stdout
+    rows = [l.split(",") for l in out.splitlines()[1:]]
+    plan = "hierarchical" if coll == "all_gather" or size > SMALL_ALLREDUCE else "leaders"
+    return next(float(r[5]) for r in rows if r[2] == plan) * 1e6
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--perf", default=str(ROOT / "build" / "hetccl-perf"))
+    ap.add_argument("--sim", default=str(ROOT / "build" / "hetccl-sim"))
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--out", default=str(ROOT / "build" / "calibrated.cluster"))
+    ap.add_argument("--table", help="also write the table (markdown) here")
+    ap.add_argument("--rows", action="store_true", help="every prediction, not only each layout's summary")
+    ap.add_argument("--self-test", action="store_true", help="check the fit on synthetic measurements, and exit")
+    a = ap.parse_args()
+    if a.self_test:
+        return self_test()
+
+    one_domain = ["-N", "2", "--domains", "1"]
+    two_singles = ["-N", "2", "--domains", "2"]
+    p = fit(measure(a.perf, "all_reduce", one_domain, FIT_SIZES, a.runs),
+            measure(a.perf, "all_gather", two_singles, FIT_SIZES, a.runs),
+            measure(a.perf, "all_reduce", two_singles, [s for s in FIT_SIZES if s > SMALL_ALLREDUCE], a.runs))
+    pathlib.Path(a.out).write_text(cluster_text([2, 2], p))
+    print(f"fitted: library {p['lib_gbs']:.2f} GB/s busbw, {p['lib_us']:.1f} us; links {p['link_gbs']:.2f} GB/s, "
+          f"{p['link_us']:.1f} us; reductions {p['reduce_gbs']:.2f} GB/s -> {a.out}")
+
+    checks = [("two one-rank domains", [1, 1], two_singles, ["all_gather", "all_reduce"], HELD_SIZES),
+              ("two domains of two", [2, 2], ["-N", "4", "--domains", "2"], ["all_reduce", "all_gather", "broadcast"],
+               FIT_SIZES + HELD_SIZES),
+              ("one and three", [1, 3], ["-N", "4", "--domain-list", "a,b,b,b"], ["all_reduce", "all_gather"],
+               FIT_SIZES + HELD_SIZES),
+              ("three one-rank domains", [1, 1, 1], ["-N", "3", "--domains", "3"], ["all_reduce", "all_gather"],
+               FIT_SIZES + HELD_SIZES)]
+    rows, summary, errors = [], [], []
+    for name, domains, layout, colls, sizes in checks:
+        for coll in colls:
+            measured = measure(a.perf, coll, layout, sorted(sizes), a.runs)
+            mine = []
+            for s in sorted(sizes):
+                predicted = predict(a.sim, domains, p, coll, s)
+                err = (predicted - measured[s]) / measured[s]
+                mine.append(abs(err))
+                rows.append(f"| {name} | {coll} | {s} | {measured[s]:.1f} | {predicted:.1f} | {err * 100:+.0f}% |")
+            errors += mine
+            summary.append(f"| {name} | {coll} | {len(mine)} | {statistics.median(mine) * 100:.0f}% | "
+                           f"{max(mine) * 100:.0f}% |")
+    if a.rows:
+        table = ["| layout | collective | bytes | measured (us) | predicted (us) | error |", "|---|---|---|---|---|---|"] + rows
+    else:
+        table = ["| layout | collective | sizes | median error | largest error |", "|---|---|---|---|---|"] + summary
+    table.append(f"| **all** | | {len(errors)} | {statistics.median(errors) * 100:.0f}% | {max(errors) * 100:.0f}% |")
+    print("\n".join(table))
+    if a.table:
+        pathlib.Path(a.table).write_text("\n".join(table) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
