@@ -46,11 +46,15 @@ def measure(perf, coll, layout, sizes, runs):
 
 
 def line_fit(points):
-    """Least squares t = a + b x over (x, t) points: (a, b)."""
-    n = len(points)
-    mx = sum(x for x, _ in points) / n
-    mt = sum(t for _, t in points) / n
-    b = sum((x - mx) * (t - mt) for x, t in points) / sum((x - mx) ** 2 for x, _ in points)
+    """t = a + b x over (x, t) points, least squares of the relative
+    residuals (weights 1 / t^2): the small sizes' microseconds count as
+    much as the large sizes' milliseconds, so the latency is not lost in
+    the large sizes' noise. (a, b)."""
+    w = [1 / (t * t) for _, t in points]
+    sw = sum(w)
+    mx = sum(wi * x for wi, (x, _) in zip(w, points)) / sw
+    mt = sum(wi * t for wi, (_, t) in zip(w, points)) / sw
+    b = sum(wi * (x - mx) * (t - mt) for wi, (x, t) in zip(w, points)) / sum(wi * (x - mx) ** 2 for wi, (x, _) in zip(w, points))
     return mt - b * mx, b
 
 

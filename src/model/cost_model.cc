@@ -91,26 +91,31 @@ double slowestReduce(const Cluster& c) {
 // What a step occupies: pieces overlap only across steps of different
 // resources (the vendor library's reduce-scatter and all-gather share the
 // domain's links; where a domain spans nodes, its library also shares the
-// NICs with the traffic between domains).
-enum class Resource { Library, Network, Compute };
+// NICs with the traffic between domains). A rooted collective's steps in
+// the root's domain alone and in the other domains alone do not meet.
+enum class Resource { Library, RootLibrary, OtherLibraries, Network, Compute };
 struct Step {
   double alpha, beta;  // seconds; seconds for the whole message
   Resource resource = Resource::Library;
 };
 Step network(Step s) { return Step{s.alpha, s.beta, Resource::Network}; }
+Step othersOnly(Step s) { return Step{s.alpha, s.beta, Resource::OtherLibraries}; }
 Step compute(double seconds) { return Step{0, seconds, Resource::Compute}; }
 
 double pipelinedIn(const Cluster& c, const std::vector<Step>& steps, double k) {
   bool nicsShared = false;
   for (const DomainSpec& d : c.domains) nicsShared |= d.nodes > 1;
-  double sum = 0, busy[3] = {0, 0, 0};
+  double sum = 0, root = 0, others = 0, net = 0, cpu = 0;  // each resource's busy time per piece
   for (const Step& s : steps) {
     const double t = s.alpha + s.beta / k;
     sum += t;
     const Resource r = s.resource == Resource::Network && nicsShared ? Resource::Library : s.resource;
-    busy[static_cast<int>(r)] += t;
+    if (r == Resource::Library || r == Resource::RootLibrary) root += t;
+    if (r == Resource::Library || r == Resource::OtherLibraries) others += t;
+    if (r == Resource::Network) net += t;
+    if (r == Resource::Compute) cpu += t;
   }
-  return sum + (k - 1) * std::max({busy[0], busy[1], busy[2]});
+  return sum + (k - 1) * std::max({root, others, net, cpu});
 }
 
 // The piece is `pieceBytes`, or (0) the best power of two from 256 KiB
@@ -260,12 +265,14 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
                         inDomains(c, [&](const Library& l, const DomainSpec& d) { return l.allGather(s * others(d)); })},
                        s, ms.pieceBytes, piece);
     case Collective::Broadcast:
-      return pipelined(c, {rootedStep(root, s),
+      return pipelined(c, {Step{rootedStep(root, s).alpha, rootedStep(root, s).beta, Resource::RootLibrary},
                         acrossDomains(c, 1,
                                       [&](const DomainSpec& d) {
                                         return &d == &root ? s * (D - 1) / d.ranks() : s / d.ranks();
                                       }),
-                        inDomains(c, [&](const Library& l, const DomainSpec&) { return l.allGather(s); })},
+                        othersOnly(inDomains(c, [&](const Library& l, const DomainSpec& d) {
+                          return &d == &root ? 0.0 : l.allGather(s);
+                        }))},
                        s, ms.pieceBytes, piece);
     default:
       return pipelined(c, {inDomains(c, [&](const Library& l, const DomainSpec&) { return l.reduceScatter(s); }),
