@@ -37,8 +37,8 @@ def measure(perf, coll, layout, sizes, runs):
     times = {s: [] for s in sizes}
     for _ in range(runs):
         for s in sizes:
-            iters = "50" if s <= (1 << 16) else "10"
-            cmd = [perf, coll, "-b", str(s), "-e", str(s), "-n", iters, "-w", "3", "-c", "0"] + layout
+            iters = "400" if s <= (1 << 16) else "100" if s <= (1 << 20) else "30"
+            cmd = [perf, coll, "-b", str(s), "-e", str(s), "-n", iters, "-w", "10", "-c", "0"] + layout
             out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=True).stdout
             row = next(l for l in out.splitlines() if re.match(r"^\s+\d+\s+\d+", l))
             times[s].append(float(row.split()[5]))
