@@ -280,6 +280,15 @@ TEST(StreamCollectives, LowLatencyDeadPeerIsAnErrorNotAHang) {
   deadPeerIsAnError(threeDomains(env), 17);
 }
 
+// The same with every pair relayed (HETCCL_TRANSPORT=socket): the words
+// that never come through the relay end in an error too.
+TEST(StreamCollectives, LowLatencyDeadPeerThroughTheRelayIsAnErrorNotAHang) {
+  mp::Env env = streamEnv("20");
+  env.push_back({"HETCCL_STREAM_LL_BYTES", "4096"});
+  env.push_back({"HETCCL_TRANSPORT", "socket"});
+  deadPeerIsAnError(threeDomains(env), 17);
+}
+
 // Ranks that cannot map each other's segments (on different hosts, or
 // refusing shared memory as HETCCL_TRANSPORT=socket makes them here) reach
 // them through the relay (src/plan/stream/stream_relay.h): the plan is still the
