@@ -25,6 +25,7 @@
 #include "launcher.h"
 #include "nccl.h"
 #include "perf_buffers.h"
+#include "perf_model.h"
 #include "reference.h"
 #include "uneven.h"
 
@@ -47,6 +48,8 @@ struct Options {
   int domains = 0;                       // --domains K: -N ranks in K contiguous domains
   std::vector<std::string> domainList;   // --domain-list a,b,a,b: one domain name per local rank
   bool showPlan = false;                 // --plan: print the plan for each row
+  hetccl::model::Cluster model;          // --model FILE: the cost model's estimate per row (perf_model.h)
+  bool showModel = false;
   bool showHostTime = false;             // --host-time: the calling thread's time per call
   int hostRanks = 0;                     // --host-ranks K: the last K local ranks are CPU ranks
   int peerShift = 1;                     // --peer-shift S: sendrecv to rank+S, from rank-S
@@ -80,6 +83,7 @@ size_t parseSize(const char* s) {
           "  --domain-list <a,b,..> with -N: the domain of each local rank, in rank order\n"
           "  --host-ranks <K>       with -N: the last K local ranks are CPU ranks (HETCCL_DEVICE=host)\n"
           "  --plan                 print the plan hetccl runs for each collective and size\n"
+          "  --model <cluster file> print the cost model's estimate beside each row (docs/simulator.md)\n"
           "  --host-time            print the calling thread's time per call (queuing only, no waiting)\n"
           "  --peer-shift <S>       sendrecv: each rank sends to rank+S and receives from rank-S (default 1)\n");
   exit(2);
@@ -112,6 +116,7 @@ Options parse(int argc, char** argv) {
                                        {"host-ranks", required_argument, nullptr, 4},
                                        {"host-time", no_argument, nullptr, 5},
                                        {"peer-shift", required_argument, nullptr, 6},
+                                       {"model", required_argument, nullptr, 7},
                                        {nullptr, 0, nullptr, 0}};
   while ((ch = getopt_long(argc, argv, "b:e:f:i:n:w:c:o:d:r:N:t:g:m:z:G:", longOptions, nullptr)) != -1) {
     switch (ch) {
@@ -131,6 +136,12 @@ Options parse(int argc, char** argv) {
       case 3: o.showPlan = true; break;
       case 5: o.showHostTime = true; break;
       case 6: o.peerShift = atoi(optarg); break;
+      case 7: {
+        std::string error;
+        if (!hetccl::model::loadCluster(optarg, &o.model, &error)) usage(error.c_str());
+        o.showModel = true;
+        break;
+      }
       case 'b': o.minBytes = parseSize(optarg); break;
       case 'e': o.maxBytes = parseSize(optarg); break;
       case 'f': o.factor = atof(optarg); break;
@@ -531,6 +542,7 @@ int runRanks(const Options& o, int first, int perProcess, int n, int localBase, 
             if (o.showPlan)
               if (auto plan = extension<DescribePlan>("hetcclCommDescribePlan"))
                 printf("#   plan: %s\n", plan(ranks[0].comm, collectiveName(coll), k.count, type));
+            if (o.showModel) perf_model::print(o.model, collectiveName(coll), static_cast<double>(totalBytes));
             fflush(stdout);
           }
           busSum += (times[0] > 0 ? totalBytes / times[0] / 1e3 : 0.0) * factor;
