@@ -50,7 +50,6 @@ constexpr double kGB = 1e9, kUs = 1e-6;
 // One domain's vendor library (bus bandwidth as nccl-tests defines it).
 struct Library {
   double n, bw, alpha;
-  double allReduce(double s) const { return n > 1 ? alpha + 2 * s * (n - 1) / n / bw : 0; }
   double reduceScatter(double s) const { return n > 1 ? alpha + s * (n - 1) / n / bw : 0; }
   double allGather(double s) const { return reduceScatter(s); }
   double rooted(double s) const { return n > 1 ? alpha + s / bw : 0; }  // reduce, broadcast
@@ -78,6 +77,13 @@ double crossAlpha(const Cluster& c) {
   return (c.network.latencyUs + (staged ? 10.0 : 0.0)) * kUs;
 }
 
+// The narrowest of the domains' cross bandwidths (a ring, a chain, the leaders).
+double slowestLink(const Cluster& c, bool leader) {
+  double bw = std::numeric_limits<double>::max();
+  for (const DomainSpec& d : c.domains) bw = std::min(bw, crossBandwidth(c, d, leader));
+  return bw;
+}
+
 double slowestReduce(const Cluster& c) {
   double r = std::numeric_limits<double>::max();
   for (const DomainSpec& d : c.domains) r = std::min(r, d.reduceGBs * kGB);
@@ -87,8 +93,7 @@ double slowestReduce(const Cluster& c) {
 // A plan's steps, each a time for the whole message; pipelined over
 // pieces, a piece's step costs its alpha plus its share of the bytes, and
 // the pieces overlap: the first goes through every step, each further
-// piece adds the slowest step's share.
-// What a step occupies: pieces overlap only across steps of different
+// piece adds the busiest resource's share. Pieces overlap only across steps of different
 // resources (the vendor library's reduce-scatter and all-gather share the
 // domain's links; where a domain spans nodes, its library also shares the
 // NICs with the traffic between domains). A rooted collective's steps in
@@ -118,20 +123,23 @@ double pipelinedIn(const Cluster& c, const std::vector<Step>& steps, double k) {
   return sum + (k - 1) * std::max({root, others, net, cpu});
 }
 
-// The piece is `pieceBytes`, or (0) the best power of two from 256 KiB
-// up to the whole message; *chosen says which.
-double pipelined(const Cluster& c, const std::vector<Step>& steps, double bytes, double pieceBytes, double* chosen) {
+// `time(pieces)` with pieces of `pieceBytes`, or (0) of the best power of
+// two from 256 KiB up to the whole message; *chosen says which.
+template <typename F>
+double inPieces(double bytes, double pieceBytes, double* chosen, F time) {
   if (pieceBytes > 0) {
     *chosen = std::min(pieceBytes, bytes);
-    return pipelinedIn(c, steps, std::max(1.0, std::ceil(bytes / pieceBytes)));
+    return time(std::max(1.0, std::ceil(bytes / pieceBytes)));
   }
-  double best = pipelinedIn(c, steps, 1);
+  double best = time(1.0);
   *chosen = bytes;
-  for (double piece = 256 << 10; piece < bytes; piece *= 2) {
-    const double t = pipelinedIn(c, steps, std::ceil(bytes / piece));
-    if (t < best) best = t, *chosen = piece;
-  }
+  for (double piece = 256 << 10; piece < bytes; piece *= 2)
+    if (const double t = time(std::ceil(bytes / piece)); t < best) best = t, *chosen = piece;
   return best;
+}
+
+double pipelined(const Cluster& c, const std::vector<Step>& steps, double bytes, double pieceBytes, double* chosen) {
+  return inPieces(bytes, pieceBytes, chosen, [&](double k) { return pipelinedIn(c, steps, k); });
 }
 double sequential(const std::vector<Step>& steps) {
   double t = 0;
@@ -169,30 +177,21 @@ Step acrossDomains(const Cluster& c, int phases, F perRank) {
 // Between the domains' leaders: `rounds` rounds (each leader posts all of
 // a round's messages at once) moving `bytes` per leader.
 Step amongLeaders(const Cluster& c, double rounds, double bytes) {
-  double bw = std::numeric_limits<double>::max();
-  for (const DomainSpec& d : c.domains) bw = std::min(bw, crossBandwidth(c, d, true));
-  return network(Step{rounds * crossAlpha(c), bytes / bw});
+  return network(Step{rounds * crossAlpha(c), bytes / slowestLink(c, true)});
 }
 
 // A chain through every rank (broadcast, reduce), pipelined: a piece takes
 // a hop's latency and its bytes at each of the N - 1 hops, the last piece
 // leaves the root after k - 1 others. The best power-of-two piece.
 double chain(const Cluster& c, double n, double bytes, double perByte, double* chosen) {
-  double bw = std::numeric_limits<double>::max();
-  for (const DomainSpec& d : c.domains) bw = std::min(bw, crossBandwidth(c, d, false));
-  auto time = [&](double k) { return (n - 2 + k) * (crossAlpha(c) + bytes / k * (1 / bw + perByte)); };
-  double best = time(1);
-  *chosen = bytes;
-  for (double piece = 256 << 10; piece < bytes; piece *= 2)
-    if (const double t = time(std::ceil(bytes / piece)); t < best) best = t, *chosen = piece;
-  return best;
+  const double bw = slowestLink(c, false);
+  return inPieces(bytes, 0, chosen,
+                  [&](double k) { return (n - 2 + k) * (crossAlpha(c) + bytes / k * (1 / bw + perByte)); });
 }
 
 // A ring over every rank through the transports.
 Step flatRing(const Cluster& c, double rounds, double bytesPerRank) {
-  double bw = std::numeric_limits<double>::max();
-  for (const DomainSpec& d : c.domains) bw = std::min(bw, crossBandwidth(c, d, false));
-  return network(Step{rounds * crossAlpha(c), bytesPerRank / bw});
+  return network(Step{rounds * crossAlpha(c), bytesPerRank / slowestLink(c, false)});
 }
 
 // CPU ranks beyond their node's cores take turns: every step of theirs
@@ -203,12 +202,6 @@ double cpuSlowdown(const Cluster& c) {
     if (d.vendor == Vendor::Cpu && d.coresPerNode > 0)
       worst = std::max(worst, double(c.network.oneHost ? c.ranks() : d.gpusPerNode) / d.coresPerNode);
   return worst;
-}
-
-double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, const ModelSettings& ms, double* piece);
-
-double estimate(const Cluster& c, Collective coll, Plan plan, double s, const ModelSettings& ms, double* piece) {
-  return cpuSlowdown(c) * estimatePlan(c, coll, plan, s, ms, piece);
 }
 
 double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, const ModelSettings& ms, double* piece) {
@@ -283,6 +276,10 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
                         compute(s / root.ranks() * (D - 1) * gamma), rootedStep(root, s)},
                        s, ms.pieceBytes, piece);
   }
+}
+
+double estimate(const Cluster& c, Collective coll, Plan plan, double s, const ModelSettings& ms, double* piece) {
+  return cpuSlowdown(c) * estimatePlan(c, coll, plan, s, ms, piece);
 }
 
 }  // namespace

@@ -182,7 +182,8 @@ class StreamCollectives {
   ncclResult_t admitCall(const Op& op);
   ncclResult_t queuePiece(const Op& op, size_t start, size_t length, uint32_t seq);
   // Small all-reduces, reduces, reduce-scatters, all-gathers and broadcasts
-  // as one kernel (kernels/low_latency.h) where every rank's segment is mapped here.
+  // as one kernel (kernels/low_latency.h; stream_low_latency.cc): every
+  // rank's segment, shared or a relayed mirror.
   ncclResult_t enqueueLowLatency(const Op& op);
   bool lowLatencyIdle() const;  // my last one has finished
   ncclResult_t mapLowLatency();  // lowLatencyMap_, after (re)registering the segments

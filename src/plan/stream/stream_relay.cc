@@ -242,11 +242,9 @@ void StreamRelay::run() {
       announcedP2p_.clear();
       for (auto& r : announcedRecords_) p2pRecords_.push_back(r);
       announcedRecords_.clear();
-      for (auto& l : announcedLowLatency_) {
-        lastLowLatency_ = l.call;
-        lowLatency_.push_back(l);
-      }
+      lowLatency_.insert(lowLatency_.end(), announcedLowLatency_.begin(), announcedLowLatency_.end());
       announcedLowLatency_.clear();
+      lastLowLatency_ = lowLatencyAnnounced_;
     }
     bool moved = false;
     for (auto& p : peers_) {
@@ -365,11 +363,9 @@ void StreamRelay::forwardLowLatency() {
     const auto* words = reinterpret_cast<const uint64_t*>(mine.shared.base() + mine.lowLatencyWordsOffset(l.call));
     while (l.seen < 2 * l.groups && __atomic_load_n(words + l.seen, __ATOMIC_ACQUIRE) >> 32 == l.call) ++l.seen;
     if (l.seen < 2 * l.groups) break;
-    for (auto& p : peers_)
-      if (!p->lost && l.groups) {
-        p->out.push_back(Outgoing{Message{kLowLatency, 0, l.call, 0, mine.lowLatencyLandingOffset(l.call), 16 * l.groups},
-                                  reinterpret_cast<const char*>(words), {}});
-      }
+    if (l.groups)
+      sendToAll(Message{kLowLatency, 0, l.call, 0, mine.lowLatencyLandingOffset(l.call), 16 * l.groups},
+                reinterpret_cast<const char*>(words));
     ++done;
   }
   lowLatency_.erase(lowLatency_.begin(), lowLatency_.begin() + static_cast<std::ptrdiff_t>(done));
@@ -391,14 +387,11 @@ ncclResult_t StreamRelay::landLowLatency(Peer& p, const Message& m) {
 }
 
 ncclResult_t StreamRelay::landedLowLatency(Peer& p, const Message& m) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (p.lowLatencyUnlanded.empty() || p.lowLatencyUnlanded.front() != m.value)
-      return fail(ncclInternalError, "stream relay: rank %d says low-latency call %u landed, which was not sent to it",
-                  p.rank, m.value);
-    p.lowLatencyUnlanded.pop_front();
-  }
   std::lock_guard<std::mutex> lock(mutex_);
+  if (p.lowLatencyUnlanded.empty() || p.lowLatencyUnlanded.front() != m.value)
+    return fail(ncclInternalError, "stream relay: rank %d says low-latency call %u landed, which was not sent to it",
+                p.rank, m.value);
+  p.lowLatencyUnlanded.pop_front();
   raiseLowLatencyReadLocked(p);
   return ncclSuccess;
 }

@@ -137,7 +137,7 @@ class StreamRelay {
   std::vector<std::pair<int, uint64_t>> p2pRecords_;  // relay thread: (peer, call) sizes to send
   std::vector<LowLatencyPiece> lowLatency_;   // relay thread: announced, not yet sent
   std::vector<uint32_t> sentFlags_;           // per kind (consumed, gathered) and slot: last value sent
-  uint32_t sentLowLatencyRead_ = 0, lastLowLatency_ = 0;  // the read word sent; the last call announced
+  uint32_t sentLowLatencyRead_ = 0, lastLowLatency_ = 0;  // the read word sent; the last call announced (a copy)
   uint64_t sentCalls_ = 0;
   bool sentBroken_ = false;
   uint32_t lastSeq_ = 0;  // the last piece announced, and its slot
