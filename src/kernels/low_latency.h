@@ -17,7 +17,8 @@
 //     the same bits);
 //   all-gather: every rank's block into its place; broadcast: the root's.
 //
-// One source for the GPU kernel (device_kernels.cu, one block) and the
+// One source for the GPU kernel (device_kernels.cu: a grid of blocks, the
+// last to finish raises the read word) and the
 // CPU ranks' host function (low_latency.cc): the per-task steps below.
 #pragma once
 
@@ -47,6 +48,7 @@ struct Args {
   uint32_t* myRead;                       // raised to `call` once I have read every rank's words
   const uint32_t* read[kMaxRanks];        // every rank's read word
   const uint32_t* abort;
+  uint32_t* blocksDone;  // GPU: the blocks of this call that are done (device memory, 0 between calls)
 };
 
 // Bytes of a buffer for up to `bytes` posted: two words per 8 bytes.
@@ -75,6 +77,21 @@ HETCCL_HD uint64_t readTasks(const Args& a) {
   const uint64_t per = groups(a.blockBytes);
   if (c == Collective::Reduce && a.rank != a.root) return 0;
   return c == Collective::AllGather ? per * static_cast<uint64_t>(a.nranks) : per;
+}
+
+// The threads' work of a call: posting, then reading (the GPU kernel's
+// grid covers the larger).
+HETCCL_HD uint64_t work(const Args& a) {
+  const uint64_t posts = postedGroups(a), reads = readTasks(a);
+  return posts > reads ? posts : reads;
+}
+// Reading task t of a reduction reads group t of every rank, which this
+// rank posted from the same thread (same index, same stride) and can take
+// from its input instead: all-reduce and reduce. (Reduce-scatter's tasks
+// read block `rank`, posted by other threads.)
+HETCCL_HD bool ownGroupFromInput(const Args& a) {
+  const auto c = static_cast<Collective>(a.collective);
+  return c == Collective::AllReduce || c == Collective::Reduce;
 }
 
 // Posted group g (8 bytes, fewer at a block's end) as this rank posts it:

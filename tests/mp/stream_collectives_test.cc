@@ -244,51 +244,6 @@ TEST(StreamCollectives, DifferentRootsAcrossRanksFail) {
 
 TEST(StreamCollectives, DeadPeerIsAnErrorNotAHang) { deadPeerIsAnError(threeDomains(streamEnv("20"))); }
 
-// HETCCL_STREAM_LL_BYTES: all-reduce, reduce, reduce-scatter, all-gather
-// and broadcast run as the low-latency kernel while what a rank posts fits
-// (a reduce-scatter posts a block per rank, each from an 8-byte boundary);
-// the others, and larger calls, take the bulk path. (Their results: the
-// matrix under StreamCollectives.LowLatency.)
-TEST(StreamCollectives, LowLatencyTakesTheSmallCallsOfFiveCollectives) {
-  mp::Env env = streamEnv();
-  env.push_back({"HETCCL_STREAM_LL_BYTES", "4096"});
-  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 60, [](int rank, int n, const ncclUniqueId& id) {
-    ncclComm_t comm;
-    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
-    const struct {
-      const char* coll;
-      size_t fits;  // the most float32 elements that still take the kernel (3 ranks, 4096 bytes)
-    } cases[] = {{"all_reduce", 1024}, {"reduce", 1024}, {"all_gather", 1024}, {"broadcast", 1024},
-                 {"reduce_scatter", 340}, {"alltoall", 0}, {"gather", 0}, {"scatter", 0}};
-    for (const auto& c : cases)
-      for (size_t count : {size_t{1}, c.fits, c.fits + 1}) {
-        if (count == 0) continue;
-        const char* plan = hetcclCommDescribePlan(comm, c.coll, count, ncclFloat32);
-        const bool low = plan && strstr(plan, "low-latency");
-        RANK_EXPECT(low == (count <= c.fits), "%s of %zu: %s", c.coll, count, plan ? plan : "(null)");
-      }
-    RANK_NCCL(ncclCommDestroy(comm));
-    return 0;
-  });
-}
-
-// The low-latency kernel (one per call, a host function here): a dead
-// peer ends its wait for the peer's words too.
-TEST(StreamCollectives, LowLatencyDeadPeerIsAnErrorNotAHang) {
-  mp::Env env = streamEnv("20");
-  env.push_back({"HETCCL_STREAM_LL_BYTES", "4096"});
-  deadPeerIsAnError(threeDomains(env), 17);
-}
-
-// The same with every pair relayed (HETCCL_TRANSPORT=socket): the words
-// that never come through the relay end in an error too.
-TEST(StreamCollectives, LowLatencyDeadPeerThroughTheRelayIsAnErrorNotAHang) {
-  mp::Env env = streamEnv("20");
-  env.push_back({"HETCCL_STREAM_LL_BYTES", "4096"});
-  env.push_back({"HETCCL_TRANSPORT", "socket"});
-  deadPeerIsAnError(threeDomains(env), 17);
-}
-
 // Ranks that cannot map each other's segments (on different hosts, or
 // refusing shared memory as HETCCL_TRANSPORT=socket makes them here) reach
 // them through the relay (src/plan/stream/stream_relay.h): the plan is still the

@@ -22,12 +22,20 @@ __device__ inline uint32_t blockSize() { return __builtin_amdgcn_workgroup_size_
 // The dispatch's grid size is in work-items; HIP's gridDim counts blocks.
 __device__ inline uint32_t gridBlocks() { return __builtin_amdgcn_grid_size_x() / __builtin_amdgcn_workgroup_size_x(); }
 __device__ inline void sleepBriefly() { __builtin_amdgcn_s_sleep(8); }
+__device__ inline void pause() { __builtin_amdgcn_s_sleep(2); }
+// Two 8-byte words at a 16-byte boundary, each read whole (volatile).
+__device__ inline void loadPair(const uint64_t* p, uint64_t* lo, uint64_t* hi) {
+  *lo = *static_cast<const volatile uint64_t*>(p);
+  *hi = *static_cast<const volatile uint64_t*>(p + 1);
+}
 __device__ inline void fenceSystem() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, ""); }
 __device__ inline void syncBlock() {
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
   __builtin_amdgcn_s_barrier();
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
 }
+// Adds one to a device-memory count; returns what it held.
+__device__ inline uint32_t countBlockDone(uint32_t* count) { return __atomic_fetch_add(count, 1u, __ATOMIC_ACQ_REL); }
 }  // namespace hetccl::gpu
 
 // Device memcpy beside the host one (clang overloads on __device__).

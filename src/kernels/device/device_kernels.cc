@@ -1,6 +1,7 @@
 #include "kernels/device/device_kernels.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "common/error.h"
@@ -25,6 +26,8 @@ int castIndex(ncclDataType_t t) {
 
 constexpr unsigned kThreads = 512;
 constexpr size_t kMaxBlocks = 4096;
+constexpr unsigned kLowLatencyThreads = 256;
+constexpr uint64_t kLowLatencyBlocks = 64;
 
 }  // namespace
 
@@ -136,9 +139,13 @@ ncclResult_t DeviceKernels::pumpInbox(const inbox::PumpArgs& a, Stream s) {
 }
 
 ncclResult_t DeviceKernels::lowLatency(ncclDataType_t type, const low_latency::Args& a, Stream s) {
+  // A thread per group posted or read (each read a PCIe round trip, so
+  // many in flight), up to kLowLatencyBlocks blocks.
   low_latency::Args copy = a;
   void* args[] = {&copy};
-  return runtime_.launch(lowLatency_[type], 1, 512, args, s);
+  const uint64_t blocks = std::clamp<uint64_t>((low_latency::work(a) + kLowLatencyThreads - 1) / kLowLatencyThreads, 1,
+                                               kLowLatencyBlocks);
+  return runtime_.launch(lowLatency_[type], static_cast<unsigned>(blocks), kLowLatencyThreads, args, s);
 }
 
 }  // namespace hetccl

@@ -34,11 +34,25 @@ __device__ __forceinline__ uint32_t blockSize() { return blockDim.x; }
 __device__ __forceinline__ uint32_t gridBlocks() { return gridDim.x; }
 #if defined(__HIPCC__)
 __device__ __forceinline__ void sleepBriefly() { __builtin_amdgcn_s_sleep(8); }
+__device__ __forceinline__ void pause() { __builtin_amdgcn_s_sleep(2); }
+// Two 8-byte words at a 16-byte boundary, each read whole (volatile).
+__device__ __forceinline__ void loadPair(const uint64_t* p, uint64_t* lo, uint64_t* hi) {
+  *lo = *static_cast<const volatile uint64_t*>(p);
+  *hi = *static_cast<const volatile uint64_t*>(p + 1);
+}
 #else
 __device__ __forceinline__ void sleepBriefly() { __nanosleep(500); }
+__device__ __forceinline__ void pause() { __nanosleep(100); }
+// Two 8-byte words at a 16-byte boundary in one 16-byte load (each half
+// whole, as NCCL's LL reads its lines): half the bus requests of two loads.
+__device__ __forceinline__ void loadPair(const uint64_t* p, uint64_t* lo, uint64_t* hi) {
+  asm volatile("ld.volatile.v2.u64 {%0, %1}, [%2];" : "=l"(*lo), "=l"(*hi) : "l"(p) : "memory");
+}
 #endif
 __device__ __forceinline__ void fenceSystem() { __threadfence_system(); }
 __device__ __forceinline__ void syncBlock() { __syncthreads(); }
+// Adds one to a device-memory count; returns what it held.
+__device__ __forceinline__ uint32_t countBlockDone(uint32_t* count) { return atomicAdd(count, 1u); }
 }  // namespace hetccl::gpu
 #endif
 
@@ -238,22 +252,51 @@ extern "C" __global__ void hetccl_inbox_pump(inbox::PumpArgs a) {
   }
 }
 
-// The low-latency collectives (kernels/low_latency.h): one block; every
-// thread posts its groups and does its reading tasks; thread 0 waits for
-// the buffer and raises the read word.
+// The low-latency collectives (kernels/low_latency.h): a grid of blocks;
+// thread 0 of each block waits for the buffer, every thread posts its
+// groups and does its reading tasks (grid-stride), and the last block to
+// finish raises the read word.
 namespace {
 
-__device__ __forceinline__ uint64_t loadWord(const uint64_t* p) { return *static_cast<const volatile uint64_t*>(p); }
 __device__ __forceinline__ void storeWord(uint64_t* p, uint64_t v) { *static_cast<volatile uint64_t*>(p) = v; }
 
-// Rank r's group g once whole (false: aborted).
+// Rank r's group g once whole (false: aborted). A look that finds it not
+// yet there pauses before the next (a spinning thread's reads would crowd
+// the bus that the data comes over).
 __device__ bool readGroup(const low_latency::Args& a, int r, uint64_t g, uint32_t out[2]) {
-  for (int k = 0; k < 2; ++k) {
-    uint64_t v;
-    uint32_t spins = 0;
-    while (((v = loadWord(a.words[r] + 2 * g + k)) >> 32) != a.call)
-      if (++spins % 1024 == 0 && loadHost(a.abort)) return false;
-    out[k] = static_cast<uint32_t>(v);
+  const uint64_t* at = a.words[r] + 2 * g;
+  uint64_t v0, v1;
+  gpu::loadPair(at, &v0, &v1);
+  uint32_t spins = 0;
+  while ((v0 >> 32) != a.call || (v1 >> 32) != a.call) {
+    if (++spins % 256 == 0 && loadHost(a.abort)) return false;
+    gpu::pause();
+    gpu::loadPair(at, &v0, &v1);
+  }
+  out[0] = static_cast<uint32_t>(v0);
+  out[1] = static_cast<uint32_t>(v1);
+  return true;
+}
+
+// Group g of every rank (mine from my input where this thread posted it).
+// Every rank's loads are issued before any is waited for.
+template <typename S>
+__device__ bool readEveryRank(const low_latency::Args& a, uint64_t g, uint32_t (*posted)[2]) {
+  const bool own = low_latency::ownGroupFromInput(a);
+  uint64_t v[low_latency::kMaxRanks][2];
+  for (int r = 0; r < a.nranks; ++r)
+    if (!own || r != a.rank) gpu::loadPair(a.words[r] + 2 * g, &v[r][0], &v[r][1]);
+  for (int r = 0; r < a.nranks; ++r) {
+    if (own && r == a.rank) {
+      low_latency::postGroup<S>(a, g, posted[r]);
+      continue;
+    }
+    if ((v[r][0] >> 32) == a.call && (v[r][1] >> 32) == a.call) {
+      posted[r][0] = static_cast<uint32_t>(v[r][0]);
+      posted[r][1] = static_cast<uint32_t>(v[r][1]);
+    } else if (!readGroup(a, r, g, posted[r])) {
+      return false;
+    }
   }
   return true;
 }
@@ -274,7 +317,7 @@ __device__ void lowLatency(const low_latency::Args& a) {
   gpu::syncBlock();
   if (stop) return;
   const uint64_t posts = low_latency::postedGroups(a);
-  for (uint64_t g = t; g < posts; g += gpu::blockSize()) {
+  for (uint64_t g = firstIndex(); g < posts; g += stride()) {
     uint32_t w[2];
     low_latency::postGroup<S>(a, g, w);
     storeWord(a.mine + 2 * g, low_latency::word(w[0], a.call));
@@ -283,19 +326,25 @@ __device__ void lowLatency(const low_latency::Args& a) {
   bool aborted = false;
   uint32_t posted[low_latency::kMaxRanks][2];
   const uint64_t tasks = low_latency::readTasks(a);
-  for (uint64_t i = t; i < tasks && !aborted; i += gpu::blockSize()) {
+  for (uint64_t i = firstIndex(); i < tasks && !aborted; i += stride()) {
     const low_latency::Task k = low_latency::taskOf(a, i);
     if (k.from >= 0) {
       aborted = !readGroup(a, k.from, k.group, posted[0]);
       if (!aborted) low_latency::finishCopied(a, k, posted[0]);
       continue;
     }
-    for (int r = 0; r < a.nranks && !aborted; ++r) aborted = !readGroup(a, r, k.group, posted[r]);
+    aborted = !readEveryRank<S>(a, k.group, posted);
     if (!aborted) low_latency::finishReduced<S>(a, k, posted);
   }
   gpu::fenceSystem();
   gpu::syncBlock();
-  if (t == 0 && !loadHost(a.abort)) storeHost(a.myRead, a.call);
+  if (t != 0 || loadHost(a.abort)) return;
+  // The last block done (every block's reads are complete) raises the
+  // read word and leaves the count at 0 for the next call.
+  if (gpu::gridBlocks() > 1 && gpu::countBlockDone(a.blocksDone) != gpu::gridBlocks() - 1) return;
+  if (gpu::gridBlocks() > 1) storeHost(a.blocksDone, 0);
+  gpu::fenceSystem();
+  storeHost(a.myRead, a.call);
 }
 
 }  // namespace

@@ -311,8 +311,8 @@ ncclResult_t StreamCollectives::enqueue(const Op& op) {
     release();
     return r;
   }
-  const Stream streams[4] = {send_.get(), reduce_.get(), result_.get(), gather_.get()};
-  for (size_t i = 0; i < 4; ++i) {
+  const Stream streams[kStreams] = {send_.get(), reduce_.get(), result_.get(), gather_.get()};
+  for (size_t i = 0; i < kStreams; ++i) {
     HETCCL_TRY(rt_.recordEvent(finished_[i].get(), streams[i]));
     HETCCL_TRY(rt_.waitEvent(op.stream, finished_[i].get()));
   }
@@ -375,10 +375,12 @@ ncclResult_t StreamCollectives::reduceMine(const Op& op, const Shape& sh, const 
 
 ncclResult_t StreamCollectives::issue(const Job& job) {
   const Op& op = job.op;
-  Stream streams[4] = {send_.get(), reduce_.get(), result_.get(), gather_.get()};
+  Stream streams[kStreams] = {send_.get(), reduce_.get(), result_.get(), gather_.get()};
   for (Stream s : streams) HETCCL_TRY(rt_.waitEvent(s, job.start));
   HETCCL_TRY(copyOwnBlock(op, gather_.get()));
   const size_t pieceElems = pieceElemsOf(op, partBytes_);
+  const size_t pieces = (op.count + pieceElems - 1) / pieceElems;
+  phaseTwoOut_ = pieces >= kResultStreamPieces ? result_.get() : gather_.get();
   for (size_t start = 0; start < op.count; start += pieceElems) {
     const uint32_t seq = issued_.load() + 1;
     issued_.store(seq);  // in flight from now on (a host rank's "stream" may block in it)
@@ -386,7 +388,7 @@ ncclResult_t StreamCollectives::issue(const Job& job) {
     HETCCL_TRY(queuePiece(op, start, std::min(pieceElems, op.count - start), seq));
   }
   const Segment& mine = *segments_[static_cast<size_t>(rank_)];
-  for (size_t i = 0; i < 4; ++i) HETCCL_TRY(rt_.writeFlag(streams[i], mine.done(i), job.ticket));
+  for (size_t i = 0; i < kStreams; ++i) HETCCL_TRY(rt_.writeFlag(streams[i], mine.done(i), job.ticket));
   return ncclSuccess;
 }
 
@@ -507,16 +509,17 @@ ncclResult_t StreamCollectives::queuePiece(const Op& op, size_t start, size_t le
   HETCCL_TRY(reduceMine(op, sh, incoming(0), partBytes_, reduce_.get()));
   HETCCL_TRY(rt_.recordEvent(reduced_[slot].get(), reduce_.get()));
 
-  // Phase 2 (all-gather). Result stream: my part (reduced, or my input),
-  // for the peers.
-  HETCCL_TRY(rt_.waitEvent(result_.get(), reduced_[slot].get()));
+  // Phase 2 (all-gather). Out (the result or the gather stream, see
+  // kResultStreamPieces): my part (reduced, or my input) for the peers.
+  const Stream out = phaseTwoOut_;
+  HETCCL_TRY(rt_.waitEvent(out, reduced_[slot].get()));
   for (int q = 0; q < nranks_ && reuse; ++q)
-    if (q != rank_) HETCCL_TRY(rt_.waitFlag(result_.get(), peer(q).gathered(slot), reuse));
+    if (q != rank_) HETCCL_TRY(rt_.waitFlag(out, peer(q).gathered(slot), reuse));
   if (sh.gathers && sh.mine.count) {
     const char* from = (sh.mineFromSend ? send : recv) + sh.mine.offset * es;
-    HETCCL_TRY(rt_.copyAsync(mine.reducedPart(slot), from, sh.mine.count * es, result_.get()));
+    HETCCL_TRY(rt_.copyAsync(mine.reducedPart(slot), from, sh.mine.count * es, out));
   }
-  HETCCL_TRY(rt_.writeFlag(result_.get(), mine.reduced(slot), seq));
+  HETCCL_TRY(rt_.writeFlag(out, mine.reduced(slot), seq));
 
   // Gather stream: the peers' parts, into the output.
   for (int q = 0; q < nranks_; ++q) {

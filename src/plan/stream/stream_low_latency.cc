@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "kernels/low_latency.h"
+#include "runtime/owned.h"
 #include "plan/stream/stream_collectives.h"
 #include "plan/stream/stream_relay.h"
 #include "plan/stream/stream_segment.h"
@@ -69,10 +70,14 @@ ncclResult_t StreamCollectives::enqueueLowLatency(const Op& op) {
     a.myRead = lineOnDevice(seg.lowLatencyRead());
     a.abort = lineOnDevice(seg.broken());
   }
+  a.blocksDone = static_cast<uint32_t*>(lowLatencyBlocksDone_.get());
+  if (lowLatencyStream_ && lowLatencyStream_ != op.stream) HETCCL_TRY(rt_.waitEvent(op.stream, lowLatencyDone_.get()));
   lowLatencyCalls_.store(a.call);  // in flight from now on (the watchdog's)
   cv_.notify_all();
   if (relay_) relay_->expectLowLatency(a.call, low_latency::postedGroups(a));
-  return reducer_->lowLatency(op.type, a, op.stream);
+  HETCCL_TRY(reducer_->lowLatency(op.type, a, op.stream));
+  lowLatencyStream_ = op.stream;
+  return rt_.recordEvent(lowLatencyDone_.get(), op.stream);
 }
 
 // Where the low-latency kernel finds every rank's read word and words (two
@@ -81,6 +86,12 @@ ncclResult_t StreamCollectives::enqueueLowLatency(const Op& op) {
 ncclResult_t StreamCollectives::mapLowLatency() {
   lowLatencyMap_.clear();
   if (!setup_.lowLatencyBytes) return ncclSuccess;
+  if (!lowLatencyBlocksDone_) {  // the GPU kernel's count of done blocks, 0 between calls
+    HETCCL_TRY(allocDevice(rt_, sizeof(uint32_t), &lowLatencyBlocksDone_));
+    HETCCL_TRY(rt_.memsetAsync(lowLatencyBlocksDone_.get(), 0, sizeof(uint32_t), send_.get()));
+    HETCCL_TRY(rt_.synchronize(send_.get()));
+    HETCCL_TRY(createEvent(rt_, &lowLatencyDone_));
+  }
   for (const auto& seg : segments_) {
     void *flags = nullptr, *data = nullptr;
     HETCCL_TRY(rt_.devicePointerOf(seg->shared.base(), &flags));

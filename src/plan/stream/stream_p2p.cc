@@ -97,10 +97,10 @@ ncclResult_t StreamCollectives::enqueueP2p(std::span<const Op* const> ops) {
       }
   cv_.notify_all();  // pieces in flight for the watchdog
   if (r == ncclSuccess) r = rt_.recordEvent(finished_[0].get(), p2pSend_.get());
-  if (r == ncclSuccess) r = rt_.recordEvent(finished_[3].get(), p2pRecv_.get());
+  if (r == ncclSuccess) r = rt_.recordEvent(finished_[kStreams - 1].get(), p2pRecv_.get());
   for (Stream caller : callers) {
     if (r == ncclSuccess) r = rt_.waitEvent(caller, finished_[0].get());
-    if (r == ncclSuccess) r = rt_.waitEvent(caller, finished_[3].get());
+    if (r == ncclSuccess) r = rt_.waitEvent(caller, finished_[kStreams - 1].get());
   }
   if (r != ncclSuccess) {
     if (setup_.onError) setup_.onError(r);

@@ -322,7 +322,7 @@ void StreamRelay::sayGoodbye() {
 
 void StreamRelay::forwardPieces() {
   StreamCollectives::Segment& mine = *setup_.segments[static_cast<size_t>(setup_.rank)];
-  // My streams raise `posted` (send stream) and `reduced` (result stream)
+  // My streams raise `posted` (send stream) and `reduced` (result or gather stream)
   // in piece order, each on its own: two cursors.
   for (Piece& pc : pieces_) {
     if (pc.postedSent) continue;

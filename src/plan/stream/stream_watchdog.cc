@@ -139,7 +139,7 @@ std::string StreamCollectives::describeProgress() const {
   std::string text = "pieces issued " + std::to_string(issued_.load()) + ", finished " +
                      std::to_string(completedPieces()) + ", calls queued " + std::to_string(tickets_.load()) + ", done";
   const Segment& mine = *segments_[static_cast<size_t>(rank_)];
-  for (size_t i = 0; i < 4; ++i) {
+  for (size_t i = 0; i < kStreams; ++i) {
     text += " ";
     text += std::to_string(__atomic_load_n(mine.done(i), __ATOMIC_ACQUIRE));
   }
@@ -179,7 +179,7 @@ void StreamCollectives::release() {
   }
   const Segment& mine = *segments_[static_cast<size_t>(rank_)];
   if (mine.shared.base())
-    for (size_t i = 0; i < 4; ++i) __atomic_store_n(mine.done(i), tickets_.load() + (1u << 30), __ATOMIC_RELEASE);
+    for (size_t i = 0; i < kStreams; ++i) __atomic_store_n(mine.done(i), tickets_.load() + (1u << 30), __ATOMIC_RELEASE);
   raiseGraphLane();
 }
 

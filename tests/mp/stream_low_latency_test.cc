@@ -1,0 +1,98 @@
+// The stream path's low-latency collectives (kernels/low_latency.h:
+// one kernel per call, a host function on these CPU ranks taking the GPU
+// ranks' paths): which calls take them, a dead peer, and their order
+// across streams. Their results: the collective matrices, which take them
+// for small calls (HETCCL_STREAM_LL_BYTES, 32 KiB by default).
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "hetccl.h"
+#include "matrix.h"
+#include "runtime/runtime.h"
+#include "stream_test_util.h"
+
+namespace {
+
+using namespace streamtest;
+// HETCCL_STREAM_LL_BYTES: all-reduce, reduce, reduce-scatter, all-gather
+// and broadcast run as the low-latency kernel while what a rank posts fits
+// (a reduce-scatter posts a block per rank, each from an 8-byte boundary);
+// the others, and larger calls, take the bulk path.
+TEST(StreamLowLatency, TakesTheSmallCallsOfFiveCollectives) {
+  mp::Env env = streamEnv();
+  env.push_back({"HETCCL_STREAM_LL_BYTES", "4096"});
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    const struct {
+      const char* coll;
+      size_t fits;  // the most float32 elements that still take the kernel (3 ranks, 4096 bytes)
+    } cases[] = {{"all_reduce", 1024}, {"reduce", 1024}, {"all_gather", 1024}, {"broadcast", 1024},
+                 {"reduce_scatter", 340}, {"alltoall", 0}, {"gather", 0}, {"scatter", 0}};
+    for (const auto& c : cases)
+      for (size_t count : {size_t{1}, c.fits, c.fits + 1}) {
+        if (count == 0) continue;
+        const char* plan = hetcclCommDescribePlan(comm, c.coll, count, ncclFloat32);
+        const bool low = plan && strstr(plan, "low-latency");
+        RANK_EXPECT(low == (count <= c.fits), "%s of %zu: %s", c.coll, count, plan ? plan : "(null)");
+      }
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
+// The low-latency kernel (one per call, a host function here): a dead
+// peer ends its wait for the peer's words too.
+TEST(StreamLowLatency, DeadPeerIsAnErrorNotAHang) {
+  mp::Env env = streamEnv("20");
+  env.push_back({"HETCCL_STREAM_LL_BYTES", "4096"});
+  deadPeerIsAnError(threeDomains(env), 17);
+}
+
+// The same with every pair relayed (HETCCL_TRANSPORT=socket): the words
+// that never come through the relay end in an error too.
+TEST(StreamLowLatency, DeadPeerThroughTheRelayIsAnErrorNotAHang) {
+  mp::Env env = streamEnv("20");
+  env.push_back({"HETCCL_STREAM_LL_BYTES", "4096"});
+  env.push_back({"HETCCL_TRANSPORT", "socket"});
+  deadPeerIsAnError(threeDomains(env), 17);
+}
+
+void sleepFor(void* micros) { usleep(static_cast<useconds_t>(reinterpret_cast<uintptr_t>(micros))); }
+
+// A rank's low-latency calls run in the order they were made, whatever
+// streams they are on (each after the last one's event; on a GPU their
+// kernels share one count of done blocks): a call on stream B made after
+// one on stream A that is held up behind other work is not done before
+// it. Threaded host streams (HETCCL_HOST_STREAMS=1) run them as a GPU would.
+TEST(StreamLowLatency, CallsOnTwoStreamsRunInCallOrder) {
+  mp::Env env = streamEnv();
+  env.push_back({"HETCCL_HOST_STREAMS", "1"});
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 60, [](int rank, int n, const ncclUniqueId& id) {
+    hetccl::Runtime& rt = hetccl::processRuntime();
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    constexpr size_t kCount = 256;
+    RANK_EXPECT(strstr(hetcclCommDescribePlan(comm, "all_reduce", kCount, ncclInt32), "low-latency"), "plan");
+    hetccl::Stream a = nullptr, b = nullptr;
+    RANK_EXPECT(rt.createStream(&a) == ncclSuccess && rt.createStream(&b) == ncclSuccess && a && b,
+                "threaded streams");
+    std::vector<int32_t> in1(kCount, rank + 1), in2(kCount, 10 * (rank + 1)), out1(kCount, -1), out2(kCount, -1);
+    RANK_EXPECT(rt.launchHostFunc(a, sleepFor, reinterpret_cast<void*>(uintptr_t{300000})) == ncclSuccess, "busy");
+    RANK_NCCL(ncclAllReduce(in1.data(), out1.data(), kCount, ncclInt32, ncclSum, comm, static_cast<cudaStream_t>(a)));
+    RANK_NCCL(ncclAllReduce(in2.data(), out2.data(), kCount, ncclInt32, ncclSum, comm, static_cast<cudaStream_t>(b)));
+    RANK_EXPECT(rt.synchronize(b) == ncclSuccess, "sync b");
+    RANK_EXPECT(__atomic_load_n(&out1[kCount - 1], __ATOMIC_ACQUIRE) == 3, "the call on b finished before the earlier one on a");
+    RANK_EXPECT(rt.synchronize(a) == ncclSuccess, "sync a");
+    for (size_t i = 0; i < kCount; ++i) RANK_EXPECT(out1[i] == 3 && out2[i] == 30, "element %zu: %d %d", i, out1[i], out2[i]);
+    RANK_NCCL(ncclCommDestroy(comm));
+    rt.destroyStream(a);
+    rt.destroyStream(b);
+    return 0;
+  });
+}
+
+}  // namespace
