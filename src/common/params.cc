@@ -315,8 +315,9 @@ const Setting kSettings[] = {
   {"HETCCL_STREAM_LL_BYTES", nullptr, "`32768`", true,
    "all-reduces, reduces, reduce-scatters, all-gathers and broadcasts on the stream path whose input per rank is "
    "at most this many bytes run as one kernel on the caller's stream (the low-latency protocol: each rank posts its "
-   "input through its shared segment, every rank reads what it needs; at most 16 ranks); `0`: never. The default "
-   "is where the kernel stopped winning on an H200 (docs/performance.md)",
+   "input through its shared segment, every rank reads what it needs; at most 16 ranks), and so do sends and "
+   "receives of at most this many bytes (and half a slot) between ranks that share memory; `0`: never. The "
+   "default is where the kernel stopped winning on an H200 (docs/performance.md)",
    [](Params& p, const Reading& r, const char* v) {
      p.streamLowLatencyBytes = static_cast<size_t>(r.integer(v, static_cast<long>(p.streamLowLatencyBytes), 0, 1 << 24));
    }},

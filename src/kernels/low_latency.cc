@@ -1,6 +1,8 @@
-// The low-latency collectives' steps on the CPU (kernels/low_latency.h),
-// for CPU ranks taking the GPU ranks' paths: the kernel's, one thread.
+// The low-latency collectives' and sends' and receives' steps on the CPU
+// (kernels/low_latency.h, low_latency_p2p.h), for CPU ranks taking the GPU
+// ranks' paths: the kernels', one thread.
 #include "kernels/low_latency.h"
+#include "kernels/low_latency_p2p.h"
 
 #include <array>
 #include <thread>
@@ -65,10 +67,44 @@ constexpr std::array<RunFn, ncclNumTypes> kRuns = {&run<int8_t>,  &run<uint8_t>,
                                                    &run<int64_t>, &run<uint64_t>, &run<Half>,   &run<float>,
                                                    &run<double>,  &run<Bf16>,     &run<Fp8E4M3>, &run<Fp8E5M2>};
 
+// The sends first (the peer's receives may be in this same group), then
+// the receives; every wait ends when `abort` is raised.
+void runP2p(const P2pArgs& a) {
+  for (int i = 0; i < a.count; ++i) {
+    const P2pOp& op = a.ops[i];
+    if (!op.send) continue;
+    while (op.reuse && static_cast<int32_t>(loadAcquire(op.consumed) - op.reuse) < 0)
+      if (!keepWaiting(a.abort)) return;
+    for (uint64_t g = 0; g < groups(op.bytes); ++g) {
+      uint32_t w[2];
+      sendGroup(op, g, w);
+      __atomic_store_n(op.words + 2 * g, word(w[0], op.piece), __ATOMIC_RELEASE);
+      __atomic_store_n(op.words + 2 * g + 1, word(w[1], op.piece), __ATOMIC_RELEASE);
+    }
+  }
+  for (int i = 0; i < a.count; ++i) {
+    const P2pOp& op = a.ops[i];
+    if (op.send) continue;
+    for (uint64_t g = 0; g < groups(op.bytes); ++g) {
+      uint32_t in[2];
+      for (int k = 0; k < 2; ++k) {
+        uint64_t v;
+        while (((v = __atomic_load_n(op.words + 2 * g + k, __ATOMIC_ACQUIRE)) >> 32) != op.piece)
+          if (!keepWaiting(a.abort)) return;
+        in[k] = static_cast<uint32_t>(v);
+      }
+      receiveGroup(op, g, in);
+    }
+    __atomic_store_n(op.consumed, op.piece, __ATOMIC_RELEASE);
+  }
+}
+
 }  // namespace
 
 void runOnHost(const Args& a, ncclDataType_t type) {
   kRuns[static_cast<size_t>(type)](a);
 }
+
+void runP2pOnHost(const P2pArgs& a) { runP2p(a); }
 
 }  // namespace hetccl::low_latency

@@ -36,6 +36,9 @@ class HostReducer : public Reducer {
   ncclResult_t lowLatency(ncclDataType_t type, const low_latency::Args& a, Stream s) override {
     return onStream(s, [=] { low_latency::runOnHost(a, type); });
   }
+  ncclResult_t lowLatencyP2p(const low_latency::P2pArgs& a, Stream s) override {
+    return onStream(s, [=] { low_latency::runP2pOnHost(a); });
+  }
 
  private:
   template <typename F>
@@ -76,6 +79,7 @@ class KernelReducer : public Reducer {
   ncclResult_t lowLatency(ncclDataType_t type, const low_latency::Args& a, Stream s) override {
     return kernels_->lowLatency(type, a, s);
   }
+  ncclResult_t lowLatencyP2p(const low_latency::P2pArgs& a, Stream s) override { return kernels_->lowLatencyP2p(a, s); }
 
  private:
   std::unique_ptr<DeviceKernels> kernels_;

@@ -1,4 +1,4 @@
-// Element-wise reductions, the low-latency collectives and the one-sided
+// Element-wise reductions, the low-latency collectives and sends, and the one-sided
 // inbox's pump, queued on a runtime's stream, whatever the device: the GPU
 // kernels (DeviceKernels) on CUDA and HIP ranks, the same steps on the CPU
 // (in the stream's order) on CPU ranks. Stream plans use it so they run,
@@ -11,6 +11,7 @@
 #include "kernels/fp8_cast.h"
 #include "kernels/inbox.h"
 #include "kernels/low_latency.h"
+#include "kernels/low_latency_p2p.h"
 #include "runtime/runtime.h"
 
 namespace hetccl {
@@ -31,6 +32,8 @@ class Reducer {
   virtual ncclResult_t pumpInbox(const inbox::PumpArgs& a, Stream s) = 0;
   // A low-latency collective of `type` (the op is in a.kind; kernels/low_latency.h).
   virtual ncclResult_t lowLatency(ncclDataType_t type, const low_latency::Args& a, Stream s) = 0;
+  // A group's small sends and receives (kernels/low_latency_p2p.h).
+  virtual ncclResult_t lowLatencyP2p(const low_latency::P2pArgs& a, Stream s) = 0;
 };
 
 // The reducer for `runtime`'s current device (loads the GPU kernels).

@@ -5,8 +5,10 @@
 // for small calls (HETCCL_STREAM_LL_BYTES, 32 KiB by default).
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 #include "hetccl.h"
@@ -92,6 +94,88 @@ TEST(StreamLowLatency, CallsOnTwoStreamsRunInCallOrder) {
     rt.destroyStream(a);
     rt.destroyStream(b);
     return 0;
+  });
+}
+
+// Small sends and receives (kernels/low_latency_p2p.h): a group of more
+// small messages to one peer than the pair has slots (three here: the
+// rest are copied), beside a large one and both ways at once, on two
+// streams; every byte checked, several rounds (slots reused by both
+// kinds). Synchronous and threaded host streams.
+void smallAndLargeSendsBothWays(const char* threaded) {
+  mp::Env env = streamEnv("20");
+  env.push_back({"HETCCL_HOST_STREAMS", threaded});
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 60, [](int rank, int n, const ncclUniqueId& id) {
+    hetccl::Runtime& rt = hetccl::processRuntime();
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    const int peer = 1 - rank;
+    hetccl::Stream a = nullptr, b = nullptr;
+    RANK_EXPECT(rt.createStream(&a) == ncclSuccess && rt.createStream(&b) == ncclSuccess, "streams");
+    // Element counts (int32): small ones take the kernel (up to 2048 bytes
+    // here: half a 4096-byte slot), 5000 is copied.
+    const size_t counts[] = {1, 7, 511, 5000, 0, 100, 33};
+    auto value = [](int from, int round, size_t m, size_t i) { return from * 1000000 + round * 10000 + static_cast<int32_t>(m * 1000 + i % 997); };
+    for (int round = 0; round < 4; ++round) {
+      std::vector<std::vector<int32_t>> out(std::size(counts)), in(std::size(counts));
+      RANK_NCCL(ncclGroupStart());
+      for (size_t m = 0; m < std::size(counts); ++m) {
+        out[m].resize(counts[m]);
+        in[m].assign(counts[m], -1);
+        for (size_t i = 0; i < counts[m]; ++i) out[m][i] = value(rank, round, m, i);
+        const auto s = static_cast<cudaStream_t>(m % 2 ? b : a);
+        if (rank == 0) {  // rank 0 receives each before it sends it; rank 1 the other way round
+          RANK_NCCL(ncclRecv(in[m].data(), counts[m], ncclInt32, peer, comm, s));
+          RANK_NCCL(ncclSend(out[m].data(), counts[m], ncclInt32, peer, comm, s));
+        } else {
+          RANK_NCCL(ncclSend(out[m].data(), counts[m], ncclInt32, peer, comm, s));
+          RANK_NCCL(ncclRecv(in[m].data(), counts[m], ncclInt32, peer, comm, s));
+        }
+      }
+      RANK_NCCL(ncclGroupEnd());
+      RANK_EXPECT(rt.synchronize(a) == ncclSuccess && rt.synchronize(b) == ncclSuccess, "sync");
+      for (size_t m = 0; m < std::size(counts); ++m)
+        for (size_t i = 0; i < counts[m]; ++i)
+          RANK_EXPECT(in[m][i] == value(peer, round, m, i), "round %d message %zu element %zu: %d", round, m, i, in[m][i]);
+    }
+    RANK_NCCL(ncclCommDestroy(comm));
+    rt.destroyStream(a);
+    rt.destroyStream(b);
+    return 0;
+  });
+}
+
+TEST(StreamLowLatency, SmallAndLargeSendsBothWays) { smallAndLargeSendsBothWays("0"); }
+TEST(StreamLowLatency, SmallAndLargeSendsBothWaysOnThreadedStreams) { smallAndLargeSendsBothWays("1"); }
+
+// A peer that dies while my small receive waits for its words: an error,
+// not a hang (the watchdog raises the abort word the kernel polls).
+TEST(StreamLowLatency, DeadPeerDuringASmallReceiveIsAnErrorNotAHang) {
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, streamEnv("20")), 120, [](int rank, int n, const ncclUniqueId& id) {
+    hetccl::Runtime& rt = hetccl::processRuntime();
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<int32_t> x(64, rank);
+    hetccl::Stream s = nullptr;
+    RANK_EXPECT(rt.createStream(&s) == ncclSuccess, "stream");
+    RANK_NCCL(ncclGroupStart());
+    RANK_NCCL(ncclSend(x.data(), x.size(), ncclInt32, 1 - rank, comm, static_cast<cudaStream_t>(s)));
+    RANK_NCCL(ncclRecv(x.data(), x.size(), ncclInt32, 1 - rank, comm, static_cast<cudaStream_t>(s)));
+    RANK_NCCL(ncclGroupEnd());
+    RANK_EXPECT(rt.synchronize(s) == ncclSuccess, "sync");
+    if (rank == 1) _exit(0);
+    const auto t0 = std::chrono::steady_clock::now();
+    const ncclResult_t r = ncclRecv(x.data(), x.size(), ncclInt32, 1, comm, static_cast<cudaStream_t>(s));
+    ncclResult_t async = ncclSuccess;
+    for (int i = 0; i < 300 && r == ncclSuccess && async == ncclSuccess; ++i) {
+      ncclCommGetAsyncError(comm, &async);
+      if (async == ncclSuccess) usleep(50000);
+    }
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    RANK_EXPECT(r != ncclSuccess || async != ncclSuccess, "no error %.1f s after the peer died", waited);
+    RANK_EXPECT(waited < 20, "the error took %.1f s", waited);
+    ncclCommAbort(comm);
+    _exit(0);
   });
 }
 

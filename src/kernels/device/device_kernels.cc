@@ -68,6 +68,7 @@ void DeviceKernels::eachKernel(DeviceKernels* k, const std::function<void(const 
     visit("hetccl_cast_" + ocp + "_" + fnuz, k ? &k->ocpToFnuz_[t] : nullptr);
   }
   visit("hetccl_inbox_pump", k ? &k->pump_ : nullptr);
+  visit("hetccl_ll_p2p", k ? &k->lowLatencyP2p_ : nullptr);
 }
 
 std::vector<std::string> DeviceKernels::kernelNames() {
@@ -146,6 +147,13 @@ ncclResult_t DeviceKernels::lowLatency(ncclDataType_t type, const low_latency::A
   const uint64_t blocks = std::clamp<uint64_t>((low_latency::work(a) + kLowLatencyThreads - 1) / kLowLatencyThreads, 1,
                                                kLowLatencyBlocks);
   return runtime_.launch(lowLatency_[type], static_cast<unsigned>(blocks), kLowLatencyThreads, args, s);
+}
+
+ncclResult_t DeviceKernels::lowLatencyP2p(const low_latency::P2pArgs& a, Stream s) {
+  if (a.count <= 0) return ncclSuccess;
+  low_latency::P2pArgs copy = a;
+  void* args[] = {&copy};
+  return runtime_.launch(lowLatencyP2p_, static_cast<unsigned>(a.count), kLowLatencyThreads, args, s);
 }
 
 }  // namespace hetccl

@@ -11,7 +11,8 @@
 //   hetccl_cast_F_T(dst, src, n):                        dst = (T) src, for floating types
 //   hetccl_cast_e4m3fnuz_T, hetccl_cast_T_e4m3fnuz (and e5m2fnuz), T f32 or e4m3 (e5m2): AMD MI300's fp8
 //   hetccl_inbox_pump(args):                            the one-sided inbox's pump (kernels/inbox.h), one block
-//   hetccl_ll_T(args):                                  the low-latency collectives (kernels/low_latency.h), one block
+//   hetccl_ll_T(args):                                  the low-latency collectives (kernels/low_latency.h), a grid
+//   hetccl_ll_p2p(args):                                small sends and receives (kernels/low_latency_p2p.h), a block each
 #if defined(HETCCL_BARE_HIP)
 #include "kernels/device/bare_hip.h"  // clang in HIP mode without ROCm headers
 #elif defined(__HIPCC__)
@@ -22,6 +23,7 @@
 
 #include "kernels/inbox.h"
 #include "kernels/low_latency.h"
+#include "kernels/low_latency_p2p.h"
 #include "kernels/reduce_math.h"
 
 using namespace hetccl;
@@ -348,6 +350,53 @@ __device__ void lowLatency(const low_latency::Args& a) {
 }
 
 }  // namespace
+
+// Small sends and receives (kernels/low_latency_p2p.h): block i does
+// operation i. A send's thread 0 waits for the slot, then every thread
+// writes its groups; a receive's threads read theirs until whole, and
+// thread 0 raises the slot's `consumed` once all are written.
+extern "C" __global__ void hetccl_ll_p2p(low_latency::P2pArgs a) {
+  __shared__ uint32_t stop;
+  const low_latency::P2pOp& op = a.ops[gpu::blockIndex()];
+  const uint32_t t = gpu::threadIndex();
+  const uint64_t groups = low_latency::groups(op.bytes);
+  if (op.send) {
+    if (t == 0) {
+      stop = 0;
+      while (op.reuse && static_cast<int32_t>(loadHost(op.consumed) - op.reuse) < 0)
+        if (loadHost(a.abort)) {
+          stop = 1;
+          break;
+        }
+    }
+    gpu::syncBlock();
+    if (stop) return;
+    for (uint64_t g = t; g < groups; g += gpu::blockSize()) {
+      uint32_t w[2];
+      low_latency::sendGroup(op, g, w);
+      storeWord(op.words + 2 * g, low_latency::word(w[0], op.piece));
+      storeWord(op.words + 2 * g + 1, low_latency::word(w[1], op.piece));
+    }
+    return;
+  }
+  bool aborted = false;
+  for (uint64_t g = t; g < groups && !aborted; g += gpu::blockSize()) {
+    const uint64_t* at = op.words + 2 * g;
+    uint64_t v0, v1;
+    gpu::loadPair(at, &v0, &v1);
+    uint32_t spins = 0;
+    while (!aborted && ((v0 >> 32) != op.piece || (v1 >> 32) != op.piece)) {
+      if (++spins % 256 == 0 && loadHost(a.abort)) aborted = true;
+      gpu::pause();
+      gpu::loadPair(at, &v0, &v1);
+    }
+    const uint32_t in[2] = {static_cast<uint32_t>(v0), static_cast<uint32_t>(v1)};
+    if (!aborted) low_latency::receiveGroup(op, g, in);
+  }
+  gpu::fenceSystem();
+  gpu::syncBlock();
+  if (t == 0 && !loadHost(a.abort)) storeHost(op.consumed, op.piece);
+}
 
 #define HETCCL_LL_KERNEL(S, name) \
   extern "C" __global__ void hetccl_ll_##name(low_latency::Args a) { lowLatency<S>(a); }

@@ -12,6 +12,7 @@
 #include "kernels/fp8_cast.h"
 #include "kernels/inbox.h"
 #include "kernels/low_latency.h"
+#include "kernels/low_latency_p2p.h"
 #include "runtime/runtime.h"
 
 namespace hetccl {
@@ -36,8 +37,10 @@ class DeviceKernels {
   ncclResult_t castFp8(const Fp8Cast& c, void* dst, const void* src, size_t n, Stream s);
   // The one-sided inbox's pump (kernels/inbox.h), one block.
   ncclResult_t pumpInbox(const inbox::PumpArgs& a, Stream s);
-  // A low-latency collective of `type` (the op is in a.kind; kernels/low_latency.h), one block.
+  // A low-latency collective of `type` (the op is in a.kind; kernels/low_latency.h), a grid.
   ncclResult_t lowLatency(ncclDataType_t type, const low_latency::Args& a, Stream s);
+  // A group's small sends and receives (kernels/low_latency_p2p.h), a block each.
+  ncclResult_t lowLatencyP2p(const low_latency::P2pArgs& a, Stream s);
 
   // The name of every kernel load() binds: what each image must hold.
   static std::vector<std::string> kernelNames();
@@ -60,6 +63,7 @@ class DeviceKernels {
   Function ocpToFnuz_[2] = {};    // [e4m3, e5m2]
   Function pump_ = nullptr;
   Function lowLatency_[ncclNumTypes] = {};
+  Function lowLatencyP2p_ = nullptr;
 };
 
 }  // namespace hetccl

@@ -137,6 +137,9 @@ class StreamCollectives {
   bool relayed() const { return relay_ != nullptr; }  // some peers are reached through the relay
   // The call runs as one low-latency kernel (HETCCL_STREAM_LL_BYTES; kernels/low_latency.h).
   bool takesLowLatency(const Op& op) const;
+  // A send or receive small enough for the low-latency kernel, to a peer
+  // that shares memory (at most the pair's slots of them per group).
+  bool takesLowLatencyP2p(const Op& op) const;
   std::string relayLinks() const;                     // StreamRelay::describeLinks; "" when none
   // Send/recv (alone or a group of them, one stream): on the streams when
   // HETCCL_STREAM_P2P is on and every peer's segment is mapped here.
@@ -283,6 +286,10 @@ class StreamCollectives {
   std::mutex p2pMutex_;
   std::deque<RecvCheck> recvChecks_;  // receives whose sender had not published its size yet (p2pMutex_)
   ncclResult_t queueSendPiece(const Op& op, size_t offset, size_t bytes);
+  // A group's small sends and receives to peers that share memory
+  // (kernels/low_latency_p2p.h; stream_low_latency.cc; enqueueP2p picks
+  // them): each its pair's next piece, as kernels on `s`.
+  ncclResult_t enqueueLowLatencyP2p(std::span<const Op* const> ops, Stream s);
   ncclResult_t queueRecvPiece(const Op& op, size_t offset, size_t bytes);
   ncclResult_t checkRecvSizes();            // watchdog: the receives against the senders' sizes
   uint64_t p2pProgress(bool* pending) const;  // pieces done so far; *pending: some still in flight

@@ -4,7 +4,12 @@
 #include <cstdint>
 
 #include "common/error.h"
+#include <algorithm>
+#include <span>
+#include <vector>
+
 #include "kernels/low_latency.h"
+#include "kernels/low_latency_p2p.h"
 #include "runtime/owned.h"
 #include "plan/stream/stream_collectives.h"
 #include "plan/stream/stream_relay.h"
@@ -78,6 +83,66 @@ ncclResult_t StreamCollectives::enqueueLowLatency(const Op& op) {
   HETCCL_TRY(reducer_->lowLatency(op.type, a, op.stream));
   lowLatencyStream_ = op.stream;
   return rt_.recordEvent(lowLatencyDone_.get(), op.stream);
+}
+
+bool StreamCollectives::takesLowLatencyP2p(const Op& op) const {
+  // The same on both sides of a pair: the sizes match (checked), the
+  // settings are rank 0's, and sharing memory is mutual. A slot holds
+  // half its bytes as words.
+  const size_t bytes = op.count * typeSize(op.type);
+  if (op.root < 0 || op.root >= nranks_ || op.root == rank_) return false;  // (to itself: a device copy)
+  return setup_.lowLatencyBytes && !lowLatencyMap_.empty() && sharesMemory(op.root) && bytes > 0 &&
+         bytes <= std::min(setup_.lowLatencyBytes, partBytes_ / 2);
+}
+
+// The sends first, then the receives, kMaxP2pOps to a kernel: a kernel's
+// receives wait only for the peer's sends, which wait for nothing of this
+// group (a pair's small pieces of one group are at most its slots, see
+// enqueueP2p: a send waits only for the peer's receive of an earlier group).
+ncclResult_t StreamCollectives::enqueueLowLatencyP2p(std::span<const Op* const> ops, Stream s) {
+  std::vector<const Op*> order;
+  for (OpKind kind : {OpKind::Send, OpKind::Recv})
+    for (const Op* op : ops)
+      if (op->kind == kind) order.push_back(op);
+  const Segment& mine = *segments_[static_cast<size_t>(rank_)];
+  const LowLatencyMap& myMap = lowLatencyMap_[static_cast<size_t>(rank_)];
+  auto onDevice = [](const LowLatencyMap& m, const Segment& seg, const volatile void* at, bool flag) {
+    const char* base = flag ? static_cast<const char*>(seg.shared.base()) : seg.shared.base() + seg.dataOffset();
+    return (flag ? m.flags : m.data) + (static_cast<const volatile char*>(at) - base);
+  };
+  low_latency::P2pArgs a{};
+  a.abort = reinterpret_cast<const uint32_t*>(onDevice(myMap, mine, mine.broken(), true));
+  for (size_t i = 0; i < order.size(); ++i) {
+    const Op& op = *order[i];
+    const int q = op.root;
+    const bool send = op.kind == OpKind::Send;
+    const Segment& peer = *segments_[static_cast<size_t>(q)];
+    const LowLatencyMap& peerMap = lowLatencyMap_[static_cast<size_t>(q)];
+    auto& seqs = send ? sendSeq_ : recvSeq_;
+    const uint32_t piece = seqs[static_cast<size_t>(q)].load() + 1;
+    seqs[static_cast<size_t>(q)].store(piece);
+    const size_t slot = (piece - 1) % p2pSlots_;
+    low_latency::P2pOp& o = a.ops[a.count++];
+    o.send = send ? 1 : 0;
+    o.piece = piece;
+    o.bytes = op.count * typeSize(op.type);
+    o.input = op.sendbuff;
+    o.output = op.recvbuff;
+    if (send) {
+      o.reuse = piece > p2pSlots_ ? piece - static_cast<uint32_t>(p2pSlots_) : 0;
+      o.words = reinterpret_cast<uint64_t*>(onDevice(myMap, mine, mine.p2pData(q, slot), false));
+      o.consumed = reinterpret_cast<uint32_t*>(onDevice(peerMap, peer, peer.p2pConsumed(rank_, slot), true));
+    } else {
+      o.words = reinterpret_cast<uint64_t*>(onDevice(peerMap, peer, peer.p2pData(rank_, slot), false));
+      o.consumed = reinterpret_cast<uint32_t*>(onDevice(myMap, mine, mine.p2pConsumed(q, slot), true));
+    }
+    if (a.count == low_latency::kMaxP2pOps || i + 1 == order.size()) {
+      cv_.notify_all();  // pieces in flight for the watchdog
+      HETCCL_TRY(reducer_->lowLatencyP2p(a, s));
+      a.count = 0;
+    }
+  }
+  return ncclSuccess;
 }
 
 // Where the low-latency kernel finds every rank's read word and words (two

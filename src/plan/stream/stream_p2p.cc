@@ -68,9 +68,20 @@ ncclResult_t StreamCollectives::enqueueP2p(std::span<const Op* const> ops) {
       return r;
     }
   }
+  // Small ones to peers that share memory, up to the pair's slots each way:
+  // kernels, each its pair's next piece (before the group's copied pieces,
+  // on both sides of every pair: matched sends and receives have one size).
+  std::vector<const Op*> small, bulk;
+  std::vector<size_t> smallPerPair(static_cast<size_t>(nranks_) * 2, 0);
+  for (const Op* op : ops) {
+    const size_t pair = static_cast<size_t>(op->root) * 2 + (op->kind == OpKind::Send ? 0 : 1);
+    const bool fits = takesLowLatencyP2p(*op) && smallPerPair[pair] < p2pSlots_;
+    if (fits) ++smallPerPair[pair];
+    (fits ? small : bulk).push_back(op);
+  }
   size_t rounds = 0;
-  for (const Op* op : ops) rounds = std::max(rounds, (bytesOf(*op) + partBytes_ - 1) / partBytes_);
-  if (rounds == 0) return ncclSuccess;
+  for (const Op* op : bulk) rounds = std::max(rounds, (bytesOf(*op) + partBytes_ - 1) / partBytes_);
+  if (rounds == 0 && small.empty()) return ncclSuccess;
   // Queued on my device (the caller's current one may be another), after
   // what the callers' streams hold (a group's calls may use several); each
   // of those streams waits for the end.
@@ -79,6 +90,11 @@ ncclResult_t StreamCollectives::enqueueP2p(std::span<const Op* const> ops) {
   std::vector<Stream> callers;
   for (const Op* op : ops)
     if (std::find(callers.begin(), callers.end(), op->stream) == callers.end()) callers.push_back(op->stream);
+  if (rounds == 0 && callers.size() == 1) {  // only kernels, on the one caller's stream
+    const ncclResult_t r = enqueueLowLatencyP2p(small, callers.front());
+    if (r != ncclSuccess && setup_.onError) setup_.onError(r);
+    return r;
+  }
   const uint32_t ticket = ++tickets_;
   Event start = startEvents_[ticket % kStartEvents].get();
   ncclResult_t r = ncclSuccess;
@@ -87,9 +103,10 @@ ncclResult_t StreamCollectives::enqueueP2p(std::span<const Op* const> ops) {
     for (Stream s : {p2pSend_.get(), p2pRecv_.get()})
       if (r == ncclSuccess) r = rt_.waitEvent(s, start);
   }
+  if (r == ncclSuccess && !small.empty()) r = enqueueLowLatencyP2p(small, p2pSend_.get());
   for (size_t i = 0; i < rounds && r == ncclSuccess; ++i)
     for (OpKind kind : {OpKind::Send, OpKind::Recv})
-      for (const Op* op : ops) {
+      for (const Op* op : bulk) {
         const size_t total = bytesOf(*op), offset = i * partBytes_;
         if (op->kind != kind || offset >= total || r != ncclSuccess) continue;
         const size_t bytes = std::min(partBytes_, total - offset);
