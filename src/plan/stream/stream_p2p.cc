@@ -91,7 +91,9 @@ ncclResult_t StreamCollectives::enqueueP2p(std::span<const Op* const> ops) {
   for (const Op* op : ops)
     if (std::find(callers.begin(), callers.end(), op->stream) == callers.end()) callers.push_back(op->stream);
   if (rounds == 0 && callers.size() == 1) {  // only kernels, on the one caller's stream
-    const ncclResult_t r = enqueueLowLatencyP2p(small, callers.front());
+    ncclResult_t r = enqueueLowLatencyP2p(small, callers.front());
+    // (the end of my last send/recv, as the copied ones mark it: suspend waits for it)
+    if (r == ncclSuccess) r = rt_.recordEvent(finished_[0].get(), callers.front());
     if (r != ncclSuccess && setup_.onError) setup_.onError(r);
     return r;
   }
