@@ -1,19 +1,19 @@
-// The stream path's low-latency collectives (kernels/low_latency.h): which
-// calls take them, their kernel's arguments, and where it finds every
-// rank's segment (shared, or a mirror the relay keeps current).
-#include <cstdint>
-
-#include "common/error.h"
+// The stream path's low-latency collectives (kernels/low_latency.h) and
+// small sends and receives (kernels/low_latency_p2p.h): which calls take
+// them, their kernels' arguments, and where they find every rank's
+// segment (shared, or a mirror the relay keeps current).
 #include <algorithm>
+#include <cstdint>
 #include <span>
 #include <vector>
 
+#include "common/error.h"
 #include "kernels/low_latency.h"
 #include "kernels/low_latency_p2p.h"
-#include "runtime/owned.h"
 #include "plan/stream/stream_collectives.h"
 #include "plan/stream/stream_relay.h"
 #include "plan/stream/stream_segment.h"
+#include "runtime/owned.h"
 
 namespace hetccl {
 
