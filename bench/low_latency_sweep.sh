@@ -28,9 +28,7 @@ if [ ! -x "$tests/all_reduce_perf" ]; then
     BUILDDIR="$bin" > "$out/nccl_tests_build.log" 2>&1 || { tail -20 "$out/nccl_tests_build.log"; exit 1; }
   tests=$bin
 fi
-export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mpslog
-mkdir -p /tmp/mps /tmp/mpslog
-nvidia-cuda-mps-control -d && trap 'echo quit | nvidia-cuda-mps-control' EXIT
+source bench/mps.sh
 runs=${RUNS:-$out/runs}
 mkdir -p "$runs"
 

@@ -25,9 +25,7 @@ out=${OUT:-$PWD/mixed-results}
 mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH}
-export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mpslog
-mkdir -p /tmp/mps /tmp/mpslog
-nvidia-cuda-mps-control -d && trap 'echo quit | nvidia-cuda-mps-control' EXIT
+source bench/mps.sh
 args=${ARGS:-}
 port=29611
 

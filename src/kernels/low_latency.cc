@@ -20,16 +20,25 @@ bool keepWaiting(const uint32_t* abort) {
   return loadAcquire(abort) == 0;
 }
 
-// Rank r's group g once whole (false: aborted).
-bool readGroup(const Args& a, int r, uint64_t g, uint32_t out[2]) {
+// A group's two words, each flagged `flag`.
+void storePair(uint64_t* at, const uint32_t w[2], uint32_t flag) {
+  __atomic_store_n(at, word(w[0], flag), __ATOMIC_RELEASE);
+  __atomic_store_n(at + 1, word(w[1], flag), __ATOMIC_RELEASE);
+}
+
+// The group at `at` once both words carry `flag` (false: aborted).
+bool awaitPair(const uint64_t* at, uint32_t flag, const uint32_t* abort, uint32_t out[2]) {
   for (int k = 0; k < 2; ++k) {
     uint64_t v;
-    while (((v = __atomic_load_n(a.words[r] + 2 * g + k, __ATOMIC_ACQUIRE)) >> 32) != a.call)
-      if (!keepWaiting(a.abort)) return false;
+    while (((v = __atomic_load_n(at + k, __ATOMIC_ACQUIRE)) >> 32) != flag)
+      if (!keepWaiting(abort)) return false;
     out[k] = static_cast<uint32_t>(v);
   }
   return true;
 }
+
+// Rank r's group g once whole (false: aborted).
+bool readGroup(const Args& a, int r, uint64_t g, uint32_t out[2]) { return awaitPair(a.words[r] + 2 * g, a.call, a.abort, out); }
 
 template <typename S>
 void run(const Args& a) {
@@ -41,8 +50,7 @@ void run(const Args& a) {
   for (uint64_t g = 0; g < posts; ++g) {
     uint32_t w[2];
     postGroup<S>(a, g, w);
-    __atomic_store_n(a.mine + 2 * g, word(w[0], a.call), __ATOMIC_RELEASE);
-    __atomic_store_n(a.mine + 2 * g + 1, word(w[1], a.call), __ATOMIC_RELEASE);
+    storePair(a.mine + 2 * g, w, a.call);
   }
   uint32_t posted[kMaxRanks][2];
   const uint64_t tasks = readTasks(a);
@@ -78,8 +86,7 @@ void runP2p(const P2pArgs& a) {
     for (uint64_t g = 0; g < groups(op.bytes); ++g) {
       uint32_t w[2];
       sendGroup(op, g, w);
-      __atomic_store_n(op.words + 2 * g, word(w[0], op.piece), __ATOMIC_RELEASE);
-      __atomic_store_n(op.words + 2 * g + 1, word(w[1], op.piece), __ATOMIC_RELEASE);
+      storePair(op.words + 2 * g, w, op.piece);
     }
   }
   for (int i = 0; i < a.count; ++i) {
@@ -87,12 +94,7 @@ void runP2p(const P2pArgs& a) {
     if (op.send) continue;
     for (uint64_t g = 0; g < groups(op.bytes); ++g) {
       uint32_t in[2];
-      for (int k = 0; k < 2; ++k) {
-        uint64_t v;
-        while (((v = __atomic_load_n(op.words + 2 * g + k, __ATOMIC_ACQUIRE)) >> 32) != op.piece)
-          if (!keepWaiting(a.abort)) return;
-        in[k] = static_cast<uint32_t>(v);
-      }
+      if (!awaitPair(op.words + 2 * g, op.piece, a.abort, in)) return;
       receiveGroup(op, g, in);
     }
     __atomic_store_n(op.consumed, op.piece, __ATOMIC_RELEASE);

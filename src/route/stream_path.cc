@@ -26,8 +26,7 @@ ncclResult_t StreamPath::enqueue(std::span<const Op* const> ops) {
 
 std::string StreamPath::describe(const Op& op) const {
   if (op.isPointToPoint() && engine_.takesLowLatencyP2p(op))
-    return "low-latency send/recv: one kernel per group on the caller's stream, words through pinned memory shared on "
-           "the host";
+    return "low-latency send/recv: one kernel per group, words through pinned memory shared on the host";
   if (op.isPointToPoint()) return "send/recv through pinned memory (relayed between hosts), on the devices' streams";
   if (engine_.takesLowLatency(op))
     return std::string("low-latency: one kernel on the caller's stream, every rank's words through pinned memory") +

@@ -260,24 +260,32 @@ extern "C" __global__ void hetccl_inbox_pump(inbox::PumpArgs a) {
 // finish raises the read word.
 namespace {
 
-__device__ __forceinline__ void storeWord(uint64_t* p, uint64_t v) { *static_cast<volatile uint64_t*>(p) = v; }
+// A group's two words, each flagged `flag`.
+__device__ __forceinline__ void storePair(uint64_t* at, const uint32_t w[2], uint32_t flag) {
+  *static_cast<volatile uint64_t*>(at) = low_latency::word(w[0], flag);
+  *static_cast<volatile uint64_t*>(at + 1) = low_latency::word(w[1], flag);
+}
 
-// Rank r's group g once whole (false: aborted). A look that finds it not
-// yet there pauses before the next (a spinning thread's reads would crowd
-// the bus that the data comes over).
-__device__ bool readGroup(const low_latency::Args& a, int r, uint64_t g, uint32_t out[2]) {
-  const uint64_t* at = a.words[r] + 2 * g;
+// The group at `at` once both words carry `flag` (false: aborted). A look
+// that finds it not yet there pauses before the next (a spinning thread's
+// reads would crowd the bus that the data comes over).
+__device__ bool awaitPair(const uint64_t* at, uint32_t flag, const uint32_t* abort, uint32_t out[2]) {
   uint64_t v0, v1;
   gpu::loadPair(at, &v0, &v1);
   uint32_t spins = 0;
-  while ((v0 >> 32) != a.call || (v1 >> 32) != a.call) {
-    if (++spins % 256 == 0 && loadHost(a.abort)) return false;
+  while ((v0 >> 32) != flag || (v1 >> 32) != flag) {
+    if (++spins % 256 == 0 && loadHost(abort)) return false;
     gpu::pause();
     gpu::loadPair(at, &v0, &v1);
   }
   out[0] = static_cast<uint32_t>(v0);
   out[1] = static_cast<uint32_t>(v1);
   return true;
+}
+
+// Rank r's group g once whole (false: aborted).
+__device__ bool readGroup(const low_latency::Args& a, int r, uint64_t g, uint32_t out[2]) {
+  return awaitPair(a.words[r] + 2 * g, a.call, a.abort, out);
 }
 
 // Group g of every rank (mine from my input where this thread posted it).
@@ -322,8 +330,7 @@ __device__ void lowLatency(const low_latency::Args& a) {
   for (uint64_t g = firstIndex(); g < posts; g += stride()) {
     uint32_t w[2];
     low_latency::postGroup<S>(a, g, w);
-    storeWord(a.mine + 2 * g, low_latency::word(w[0], a.call));
-    storeWord(a.mine + 2 * g + 1, low_latency::word(w[1], a.call));
+    storePair(a.mine + 2 * g, w, a.call);
   }
   bool aborted = false;
   uint32_t posted[low_latency::kMaxRanks][2];
@@ -374,23 +381,14 @@ extern "C" __global__ void hetccl_ll_p2p(low_latency::P2pArgs a) {
     for (uint64_t g = t; g < groups; g += gpu::blockSize()) {
       uint32_t w[2];
       low_latency::sendGroup(op, g, w);
-      storeWord(op.words + 2 * g, low_latency::word(w[0], op.piece));
-      storeWord(op.words + 2 * g + 1, low_latency::word(w[1], op.piece));
+      storePair(op.words + 2 * g, w, op.piece);
     }
     return;
   }
   bool aborted = false;
   for (uint64_t g = t; g < groups && !aborted; g += gpu::blockSize()) {
-    const uint64_t* at = op.words + 2 * g;
-    uint64_t v0, v1;
-    gpu::loadPair(at, &v0, &v1);
-    uint32_t spins = 0;
-    while (!aborted && ((v0 >> 32) != op.piece || (v1 >> 32) != op.piece)) {
-      if (++spins % 256 == 0 && loadHost(a.abort)) aborted = true;
-      gpu::pause();
-      gpu::loadPair(at, &v0, &v1);
-    }
-    const uint32_t in[2] = {static_cast<uint32_t>(v0), static_cast<uint32_t>(v1)};
+    uint32_t in[2];
+    aborted = !awaitPair(op.words + 2 * g, op.piece, a.abort, in);
     if (!aborted) low_latency::receiveGroup(op, g, in);
   }
   gpu::fenceSystem();

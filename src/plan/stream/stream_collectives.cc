@@ -380,12 +380,12 @@ ncclResult_t StreamCollectives::issue(const Job& job) {
   HETCCL_TRY(copyOwnBlock(op, gather_.get()));
   const size_t pieceElems = pieceElemsOf(op, partBytes_);
   const size_t pieces = (op.count + pieceElems - 1) / pieceElems;
-  phaseTwoOut_ = pieces >= kResultStreamPieces ? result_.get() : gather_.get();
+  const Stream phaseTwoOut = pieces >= kResultStreamPieces ? result_.get() : gather_.get();
   for (size_t start = 0; start < op.count; start += pieceElems) {
     const uint32_t seq = issued_.load() + 1;
     issued_.store(seq);  // in flight from now on (a host rank's "stream" may block in it)
     cv_.notify_all();
-    HETCCL_TRY(queuePiece(op, start, std::min(pieceElems, op.count - start), seq));
+    HETCCL_TRY(queuePiece(op, start, std::min(pieceElems, op.count - start), seq, phaseTwoOut));
   }
   const Segment& mine = *segments_[static_cast<size_t>(rank_)];
   for (size_t i = 0; i < kStreams; ++i) HETCCL_TRY(rt_.writeFlag(streams[i], mine.done(i), job.ticket));
@@ -453,7 +453,7 @@ void StreamCollectives::shapeOf(const Op& op, size_t start, size_t length, Shape
   }
 }
 
-ncclResult_t StreamCollectives::queuePiece(const Op& op, size_t start, size_t length, uint32_t seq) {
+ncclResult_t StreamCollectives::queuePiece(const Op& op, size_t start, size_t length, uint32_t seq, Stream phaseTwoOut) {
   const size_t slot = (seq - 1) % static_cast<size_t>(slots_);
   const uint32_t reuse = seq > static_cast<uint32_t>(slots_) ? seq - static_cast<uint32_t>(slots_) : 0;
   const size_t es = typeSize(op.type);
@@ -509,17 +509,16 @@ ncclResult_t StreamCollectives::queuePiece(const Op& op, size_t start, size_t le
   HETCCL_TRY(reduceMine(op, sh, incoming(0), partBytes_, reduce_.get()));
   HETCCL_TRY(rt_.recordEvent(reduced_[slot].get(), reduce_.get()));
 
-  // Phase 2 (all-gather). Out (the result or the gather stream, see
-  // kResultStreamPieces): my part (reduced, or my input) for the peers.
-  const Stream out = phaseTwoOut_;
-  HETCCL_TRY(rt_.waitEvent(out, reduced_[slot].get()));
+  // Phase 2 (all-gather), on phaseTwoOut (the result or the gather
+  // stream, see kResultStreamPieces): my part (reduced, or my input) for the peers.
+  HETCCL_TRY(rt_.waitEvent(phaseTwoOut, reduced_[slot].get()));
   for (int q = 0; q < nranks_ && reuse; ++q)
-    if (q != rank_) HETCCL_TRY(rt_.waitFlag(out, peer(q).gathered(slot), reuse));
+    if (q != rank_) HETCCL_TRY(rt_.waitFlag(phaseTwoOut, peer(q).gathered(slot), reuse));
   if (sh.gathers && sh.mine.count) {
     const char* from = (sh.mineFromSend ? send : recv) + sh.mine.offset * es;
-    HETCCL_TRY(rt_.copyAsync(mine.reducedPart(slot), from, sh.mine.count * es, out));
+    HETCCL_TRY(rt_.copyAsync(mine.reducedPart(slot), from, sh.mine.count * es, phaseTwoOut));
   }
-  HETCCL_TRY(rt_.writeFlag(out, mine.reduced(slot), seq));
+  HETCCL_TRY(rt_.writeFlag(phaseTwoOut, mine.reduced(slot), seq));
 
   // Gather stream: the peers' parts, into the output.
   for (int q = 0; q < nranks_; ++q) {

@@ -184,7 +184,8 @@ class StreamCollectives {
   // Usable, buffers checked, the call's shape published and matched
   // against the peers' (a mismatch releases everything).
   ncclResult_t admitCall(const Op& op);
-  ncclResult_t queuePiece(const Op& op, size_t start, size_t length, uint32_t seq);
+  // `phaseTwoOut`: the stream of phase 2's copy out (result_ or gather_, see kResultStreamPieces).
+  ncclResult_t queuePiece(const Op& op, size_t start, size_t length, uint32_t seq, Stream phaseTwoOut);
   // Small all-reduces, reduces, reduce-scatters, all-gathers and broadcasts
   // as one kernel (kernels/low_latency.h; stream_low_latency.cc): every
   // rank's segment, shared or a relayed mirror.
@@ -247,7 +248,6 @@ class StreamCollectives {
   static constexpr size_t kStreams = 4;
   static constexpr size_t kResultStreamPieces = 8;
   StreamOwner send_, reduce_, result_, gather_;
-  Stream phaseTwoOut_ = nullptr;  // the call being queued: result_ or gather_
   // Send/recv's own streams: a group's send/recv and collectives progress
   // side by side (as in NCCL), so a peer may receive before it joins the
   // collective, or the other way round.

@@ -94,7 +94,10 @@ ncclResult_t StreamCollectives::enqueueP2p(std::span<const Op* const> ops) {
     ncclResult_t r = enqueueLowLatencyP2p(small, callers.front());
     // (the end of my last send/recv, as the copied ones mark it: suspend waits for it)
     if (r == ncclSuccess) r = rt_.recordEvent(finished_[0].get(), callers.front());
-    if (r != ncclSuccess && setup_.onError) setup_.onError(r);
+    if (r != ncclSuccess) {
+      if (setup_.onError) setup_.onError(r);
+      release();
+    }
     return r;
   }
   const uint32_t ticket = ++tickets_;
