@@ -2,18 +2,19 @@
 # The stream path's low-latency protocol against its bulk path, measured as
 # a user would: NVIDIA's nccl-tests, two processes in two domains on one
 # GPU under CUDA MPS, libhetccl.so preloaded. For each collective, REPEATS
-# alternating runs with HETCCL_STREAM_LL_BYTES=0 (bulk) and =$LL (the
-# low-latency kernel up to LL bytes posted per rank); then median tables of
-# the time (us) and the bus bandwidth, low-latency against bulk, and every
-# run's "#wrong" count.
+# alternating runs with the kernel off (HETCCL_STREAM_LL_BYTES=0 and
+# HETCCL_STREAM_ONE_SHOT_BYTES=0: pieces) and on (=$LL and =$ONE_SHOT: the
+# kernel's flagged words up to LL bytes posted per rank, one-shot copies up
+# to ONE_SHOT); then median tables of the time (us) and the bus bandwidth,
+# short paths against pieces, and every run's "#wrong" count.
 #
 #   NCCL_TESTS=dir bench/low_latency_sweep.sh [build-dir]
 #
 # NCCL_TESTS: a checkout of github.com/NVIDIA/nccl-tests (built here into
 # $OUT/.. with MPI, against the system NCCL's header) or a folder holding
 # its *_perf binaries. RUNS: where the runs' outputs go ($OUT/runs). COLLECTIVES (default "all_reduce all_gather
-# broadcast sendrecv reduce_scatter reduce"), REPEATS (3), LL (4194304),
-# SIZES (default "-b 8 -e 64M -f 2"), ITERS ("-n 200 -w 20").
+# broadcast sendrecv reduce_scatter reduce"), REPEATS (3), LL (32768),
+# ONE_SHOT (16777216), SIZES (default "-b 8 -e 64M -f 2"), ITERS ("-n 200 -w 20").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=$(realpath "${1:-build-gpu}")
@@ -32,25 +33,26 @@ source bench/mps.sh
 runs=${RUNS:-$out/runs}
 mkdir -p "$runs"
 
-run() {  # run COLLECTIVE LL_BYTES FILE: two ranks, one domain each, both on GPU 0
+run() {  # run COLLECTIVE LL_BYTES ONE_SHOT_BYTES FILE: two ranks, one domain each, both on GPU 0
   timeout 240 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 \
-    -x LD_PRELOAD="$build/libhetccl.so" -x HETCCL_STREAM_LL_BYTES="$2" -x NCCL_TESTS_DEVICE=0 -x NCCL_NVLS_ENABLE \
+    -x LD_PRELOAD="$build/libhetccl.so" -x HETCCL_STREAM_LL_BYTES="$2" -x HETCCL_STREAM_ONE_SHOT_BYTES="$3" \
+    -x NCCL_TESTS_DEVICE=0 -x NCCL_NVLS_ENABLE \
     -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY \
     bash -c 'HETCCL_DOMAIN=d$OMPI_COMM_WORLD_RANK exec "$0" "$@"' "$tests/$1_perf" ${SIZES:--b 8 -e 64M -f 2} ${ITERS:--n 200 -w 20} \
-    > "$3" 2>&1 || echo "$1 with HETCCL_STREAM_LL_BYTES=$2 failed: $(tail -3 "$3")"
+    > "$4" 2>&1 || echo "$1 with HETCCL_STREAM_LL_BYTES=$2 HETCCL_STREAM_ONE_SHOT_BYTES=$3 failed: $(tail -3 "$4")"
 }
 
 for c in ${COLLECTIVES:-all_reduce all_gather broadcast sendrecv reduce_scatter reduce}; do
   for i in $(seq "${REPEATS:-3}"); do
-    run "$c" 0 "$runs/$c.bulk.$i"
-    run "$c" "${LL:-4194304}" "$runs/$c.ll.$i"
+    run "$c" 0 0 "$runs/$c.bulk.$i"
+    run "$c" "${LL:-32768}" "${ONE_SHOT:-16777216}" "$runs/$c.ll.$i"
   done
   {
     # nccl-tests' columns: size count type redop root, then out of place
     # time algbw busbw #wrong, then in place (fields 5 and 7: time, busbw).
-    python3 bench/median_table.py "$c out of place, time (us)" "$runs" "${REPEATS:-3}" bulk "$c.bulk" 5 low-latency "$c.ll" 5
-    python3 bench/median_table.py "$c out of place, busbw (GB/s)" "$runs" "${REPEATS:-3}" bulk "$c.bulk" 7 low-latency "$c.ll" 7
-    python3 bench/median_table.py "$c in place, time (us)" "$runs" "${REPEATS:-3}" bulk "$c.bulk" 9 low-latency "$c.ll" 9
+    python3 bench/median_table.py "$c out of place, time (us)" "$runs" "${REPEATS:-3}" pieces "$c.bulk" 5 short "$c.ll" 5
+    python3 bench/median_table.py "$c out of place, busbw (GB/s)" "$runs" "${REPEATS:-3}" pieces "$c.bulk" 7 short "$c.ll" 7
+    python3 bench/median_table.py "$c in place, time (us)" "$runs" "${REPEATS:-3}" pieces "$c.bulk" 9 short "$c.ll" 9
     echo "# $c: $(cat "$runs/$c".*.* | grep -c 'Out of bounds values : 0 OK') of $(ls "$runs/$c".*.* | wc -l) runs with 0 wrong"
   } | tee -a "$out/low_latency.md"
 done

@@ -18,6 +18,7 @@ Tunables Tunables::fromParams() {
   t.pipelineChunkBytes = params().pipelineChunkBytes;
   t.streamPartBytes = params().streamPartBytes;
   t.streamLowLatencyBytes = params().streamLowLatencyBytes;
+  t.streamOneShotBytes = params().streamOneShotBytes;
   t.streamSlots = static_cast<uint32_t>(params().streamSlots);
   t.streamCollectives = params().streamCollectives ? 1 : 0;
   t.streamRelay = params().streamRelay ? 1 : 0;
@@ -75,7 +76,7 @@ const char* entryFault(const RankInfo& r) {
   if (t.pipelineChunkBytes < 4096 || t.streamPartBytes < 4096 || t.streamSlots < 2 ||
       t.streamGraphs > 2)
     return "a setting is below its least value";
-  if (t.streamLowLatencyBytes > (1u << 24)) return "a setting is above its largest value";
+  if (t.streamLowLatencyBytes > (1u << 24) || t.streamOneShotBytes > (1u << 26)) return "a setting is above its largest value";
   const uint32_t flags[] = {t.streamCollectives, t.streamRelay,  t.streamP2p,
                             t.streamHierarchy,   t.hierarchyP2p, t.hostRanksStaged};
   for (uint32_t f : flags)

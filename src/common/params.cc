@@ -321,6 +321,15 @@ const Setting kSettings[] = {
    [](Params& p, const Reading& r, const char* v) {
      p.streamLowLatencyBytes = static_cast<size_t>(r.integer(v, static_cast<long>(p.streamLowLatencyBytes), 0, 1 << 24));
    }},
+  {"HETCCL_STREAM_ONE_SHOT_BYTES", nullptr, "`2097152`", true,
+   "the same collectives whose input per rank is above `HETCCL_STREAM_LL_BYTES` and at most this many bytes (a "
+   "reduce-scatter's whole input) run one-shot where every rank of the communicator shares memory with every "
+   "other (one host): on the caller's stream, each rank's input copied once into its shared segment and once to "
+   "every rank that needs it, then reduced there; `0`: never. The default is where one-shot stopped winning on an "
+   "H200 (docs/performance.md)",
+   [](Params& p, const Reading& r, const char* v) {
+     p.streamOneShotBytes = static_cast<size_t>(r.integer(v, static_cast<long>(p.streamOneShotBytes), 0, 1 << 26));
+   }},
   {"HETCCL_STREAM_SLOTS", nullptr, "`8`", true, "the stream path's pieces in flight per rank (at least 2)",
    [](Params& p, const Reading& r, const char* v) { p.streamSlots = static_cast<int>(r.integer(v, p.streamSlots, 2)); }},
   {"HETCCL_STREAM_GRAPHS", nullptr, "`1`", true,

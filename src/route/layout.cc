@@ -133,6 +133,7 @@ ncclResult_t Router::startStreamCollectives(Runtime& rt) {
   s.abort = &c_.abort;
   s.partBytes = c_.tunables.streamPartBytes;  // rank 0's, as every rank's
   s.lowLatencyBytes = c_.tunables.streamLowLatencyBytes;
+  s.oneShotBytes = c_.tunables.streamOneShotBytes;
   s.slots = static_cast<int>(c_.tunables.streamSlots);
   s.timeoutSeconds = params().timeoutSeconds;
   Communicator* c = &c_;

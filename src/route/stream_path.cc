@@ -28,7 +28,11 @@ std::string StreamPath::describe(const Op& op) const {
   if (op.isPointToPoint() && engine_.takesLowLatencyP2p(op))
     return "low-latency send/recv: one kernel per group, words through pinned memory shared on the host";
   if (op.isPointToPoint()) return "send/recv through pinned memory (relayed between hosts), on the devices' streams";
-  if (engine_.takesLowLatency(op))
+  const StreamCollectives::CallPath path = engine_.callPath(op);
+  if (path == StreamCollectives::CallPath::OneShot)
+    return "one-shot: on the caller's stream, every rank's input copied once through pinned memory shared on the "
+           "host, read whole by every rank that needs it";
+  if (path == StreamCollectives::CallPath::FlaggedWords)
     return std::string("low-latency: one kernel on the caller's stream, every rank's words through pinned memory") +
            (engine_.relayed() ? ", shared on a host and relayed {" + engine_.relayLinks() + "}" : " shared on the host");
   if (!engine_.relayed()) return "through shared pinned memory, on the devices' streams";

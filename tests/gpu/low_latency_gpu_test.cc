@@ -1,4 +1,4 @@
-// The low-latency kernel (kernels/low_latency.h) on GPU ranks: two ranks
+// The low-latency kernel (kernels/low_latency.h) and one-shot calls on GPU ranks: two ranks
 // in two domains on device 0 (under MPS where it runs, or taking turns).
 // Its results are checked by the collective runs of scripts/gpu-check.sh
 // (every type and op with HETCCL_STREAM_LL_BYTES above every size) and by
@@ -17,26 +17,26 @@
 
 namespace {
 
-// A peer that dies while my kernel spins for its words: the watchdog
-// reports it (ncclCommGetAsyncError) and raises the abort word, which
-// ends the kernel, so the stream drains instead of hanging.
-TEST(GpuLowLatency, DeadPeerMidKernelIsAnErrorNotAHang) {
-  REQUIRE_GPUS(1);
+// A peer that dies while my kernel spins for its words (or a one-shot
+// call's stream waits for its flag): the watchdog reports it
+// (ncclCommGetAsyncError) and raises the abort word (and every flag),
+// which ends the kernel (the wait), so the stream drains instead of hanging.
+void deadPeerMidKernel(size_t count, const char* protocol) {
   mp::Env env{{"HETCCL_TIMEOUT", "20"}};
-  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 120, [](int rank, int n, const ncclUniqueId& id) {
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 120, [=](int rank, int n, const ncclUniqueId& id) {
     hetccl::Runtime& rt = hetccl::processRuntime();
     RANK_EXPECT(rt.setDevice(0) == ncclSuccess, "set device");
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
-    RANK_EXPECT(strstr(hetcclCommDescribePlan(comm, "all_reduce", 1024, ncclFloat32), "low-latency"), "plan");
+    RANK_EXPECT(strstr(hetcclCommDescribePlan(comm, "all_reduce", count, ncclFloat32), protocol), "plan");
     void* dev = nullptr;
     hetccl::Stream s = nullptr;
-    RANK_EXPECT(rt.allocDevice(&dev, 4096) == ncclSuccess && rt.createStream(&s) == ncclSuccess, "alloc");
+    RANK_EXPECT(rt.allocDevice(&dev, count * 4) == ncclSuccess && rt.createStream(&s) == ncclSuccess, "alloc");
     const auto stream = static_cast<cudaStream_t>(s);
-    RANK_NCCL(ncclAllReduce(dev, dev, 1024, ncclFloat32, ncclSum, comm, stream));
+    RANK_NCCL(ncclAllReduce(dev, dev, count, ncclFloat32, ncclSum, comm, stream));
     RANK_EXPECT(rt.synchronize(s) == ncclSuccess, "sync");
     if (rank == 1) _exit(0);  // leaves; rank 0's next kernel waits for its words
-    RANK_NCCL(ncclAllReduce(dev, dev, 1024, ncclFloat32, ncclSum, comm, stream));
+    RANK_NCCL(ncclAllReduce(dev, dev, count, ncclFloat32, ncclSum, comm, stream));
     const auto t0 = std::chrono::steady_clock::now();
     ncclResult_t async = ncclSuccess;
     for (int i = 0; i < 750 && async == ncclSuccess; ++i) {  // up to 15 s
@@ -55,6 +55,16 @@ TEST(GpuLowLatency, DeadPeerMidKernelIsAnErrorNotAHang) {
     RANK_NCCL(ncclCommAbort(comm));
     _exit(0);  // no cleanup after an abort
   });
+}
+
+TEST(GpuLowLatency, DeadPeerMidKernelIsAnErrorNotAHang) {
+  REQUIRE_GPUS(1);
+  deadPeerMidKernel(1024, "low-latency");
+}
+
+TEST(GpuLowLatency, DeadPeerMidOneShotIsAnErrorNotAHang) {
+  REQUIRE_GPUS(1);
+  deadPeerMidKernel(65536, "one-shot");
 }
 
 }  // namespace

@@ -401,7 +401,9 @@ int suspendFreesTheBuffers(int rank, int n, const ncclUniqueId& id, bool putsSta
                 ncclGetLastError(comm));
     return v;
   };
-  const size_t count = (size_t(1) << 18) + 3;  // a little over 1 MiB of floats
+  // A little over 4 MiB of floats: past the kernel (HETCCL_STREAM_ONE_SHOT_BYTES)
+  // also in a cross group of two domains of two ranks (half the call).
+  const size_t count = (size_t(1) << 20) + 3;
   auto sumIsExact = [&](float base) {
     std::vector<float> x(count, base + static_cast<float>(rank));
     RANK_EXPECT(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr) == ncclSuccess,

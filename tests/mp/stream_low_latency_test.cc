@@ -1,8 +1,10 @@
 // The stream path's low-latency collectives (kernels/low_latency.h:
 // one kernel per call, a host function on these CPU ranks taking the GPU
-// ranks' paths): which calls take them, a dead peer, and their order
-// across streams. Their results: the collective matrices, which take them
-// for small calls (HETCCL_STREAM_LL_BYTES, 32 KiB by default).
+// ranks' paths) and one-shot ones (stream_one_shot.cc): which calls take
+// them, a dead peer, and their order across streams. Their results: the
+// collective matrices, which take them for small and mid-size calls
+// (HETCCL_STREAM_LL_BYTES, 32 KiB, and HETCCL_STREAM_ONE_SHOT_BYTES, 2 MiB,
+// by default).
 #include <unistd.h>
 
 #include <chrono>
@@ -62,6 +64,41 @@ TEST(StreamLowLatency, DeadPeerThroughTheRelayIsAnErrorNotAHang) {
   env.push_back({"HETCCL_TRANSPORT", "socket"});
   deadPeerIsAnError(threeDomains(env), 17);
 }
+
+// HETCCL_STREAM_ONE_SHOT_BYTES: past the flagged words, the same five
+// collectives run one-shot while what a rank posts fits
+// (reduce-scatter: a block per rank); larger calls take the bulk path, and
+// so does every call where a rank is relayed (no rank shares memory with
+// every other).
+TEST(StreamLowLatency, OneShotBetweenTheWordsAndThePieces) {
+  for (const bool relayed : {false, true}) {
+    mp::Env env = streamEnv();
+    env.push_back({"HETCCL_STREAM_LL_BYTES", "4096"});
+    env.push_back({"HETCCL_STREAM_ONE_SHOT_BYTES", "65536"});
+    if (relayed) env.push_back({"HETCCL_TRANSPORT", "socket"});
+    EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 60, [relayed](int rank, int n, const ncclUniqueId& id) {
+      ncclComm_t comm;
+      RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+      const struct {
+        const char* coll;
+        size_t words, oneShot;  // the most float32 elements of each (3 ranks)
+      } cases[] = {{"all_reduce", 1024, 16384}, {"reduce", 1024, 16384},     {"all_gather", 1024, 16384},
+                   {"broadcast", 1024, 16384},  {"reduce_scatter", 340, 5461}};
+      for (const auto& c : cases)
+        for (size_t count : {c.words + 1, c.oneShot, c.oneShot + 1}) {
+          const char* plan = hetcclCommDescribePlan(comm, c.coll, count, ncclFloat32);
+          const bool oneShot = plan && strstr(plan, "one-shot");
+          RANK_EXPECT(oneShot == (!relayed && count <= c.oneShot), "%s of %zu%s: %s", c.coll, count,
+                      relayed ? " (relayed)" : "", plan ? plan : "(null)");
+        }
+      RANK_NCCL(ncclCommDestroy(comm));
+      return 0;
+    });
+  }
+}
+
+// A dead peer ends the one-shot calls' waits for its flags too.
+TEST(StreamLowLatency, DeadPeerDuringOneShotIsAnErrorNotAHang) { deadPeerIsAnError(threeDomains(streamEnv("20")), 70001); }
 
 void sleepFor(void* micros) { usleep(static_cast<useconds_t>(reinterpret_cast<uintptr_t>(micros))); }
 

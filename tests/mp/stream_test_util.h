@@ -22,7 +22,9 @@ inline mp::Env streamEnv(const char* timeout = "60") {
 // Three ranks, each in a domain of its own, with `env`.
 inline mp::EnvForRank threeDomains(const mp::Env& env) { return mp::domainLayout({"a", "b", "c"}, env); }
 
-inline void deadPeerIsAnError(const mp::EnvForRank& layout, size_t count = 1 << 18) {
+// (The default count, 4 MiB of floats, is past the low-latency kernel's
+// sizes: the bulk path.)
+inline void deadPeerIsAnError(const mp::EnvForRank& layout, size_t count = 1 << 20) {
   // The error must come within 15 s (checked below); the 120 s bound is
   // for the whole run, abort included, on a loaded 2-core machine.
   EXPECT_RANKS_PASS_EACH(3, layout, 120, [count](int rank, int n, const ncclUniqueId& id) {

@@ -61,6 +61,7 @@ ncclResult_t StreamCollectives::prepare() {
     seg->partBytes = partBytes_;
     seg->p2pSlots = p2pSlots_;
     seg->lowLatencyBytes = setup_.lowLatencyBytes;
+    seg->oneShotBytes = everyRankSharesMemory() ? setup_.oneShotBytes : 0;
     segments_[static_cast<size_t>(r)] = std::move(seg);
   }
   Segment& mine = *segments_[static_cast<size_t>(rank_)];
@@ -95,7 +96,7 @@ size_t StreamCollectives::deviceBytes() const {
   size_t lane = 0;
   if (lane_ && lane_->incoming)
     lane = (GraphLane::kSlots + 1) * lane_->nranks * lane_->partBytes;  // its incoming and outgoing parts
-  return (incoming_ ? bufferBytes() : 0) + lane;
+  return (incoming_ ? bufferBytes() : 0) + lane + oneShotScratchBytes();
 }
 
 size_t StreamCollectives::sharedPinnedBytes() const {
@@ -106,7 +107,7 @@ size_t StreamCollectives::sharedPinnedBytes() const {
 }
 
 size_t StreamCollectives::releasableBytes() const {
-  size_t bytes = incoming_ ? bufferBytes() : 0;
+  size_t bytes = (incoming_ ? bufferBytes() : 0) + oneShotScratchBytes();
   if (!relay_)
     for (const auto& seg : segments_)
       if (seg && seg->dataRegistration) bytes += seg->dataBytes();
@@ -136,6 +137,7 @@ ncclResult_t StreamCollectives::suspend(bool ready) {
                                     "suspended", r);
   incoming_.reset();
   outgoing_.reset();
+  oneShotScratch_.reset();
   // The segments' data: every call of every rank is over (agreed above), so
   // nobody reads it; each process unpins all of it, each rank gives back
   // its own pages, and nobody pins them again (resume) before all have.
@@ -155,6 +157,12 @@ ncclResult_t StreamCollectives::resume() {
   for (auto& seg : segments_) HETCCL_TRY(seg->registerAll(rt_));
   dataReleased_ = false;
   return mapLowLatency();
+}
+
+bool StreamCollectives::everyRankSharesMemory() const {
+  for (int r = 0; r < nranks_; ++r)
+    if (!sharesMemory(r)) return false;
+  return true;
 }
 
 bool StreamCollectives::sharesMemory(int r) const {
@@ -300,7 +308,11 @@ ncclResult_t StreamCollectives::enqueue(const Op& op) {
   // caller's current device may be another (one thread, several GPUs).
   DeviceGuard onMyDevice(rt_, device_);
   HETCCL_TRY(onMyDevice.status());
-  if (takesLowLatency(op)) return enqueueLowLatency(op);
+  switch (callPath(op)) {
+    case CallPath::FlaggedWords: return enqueueLowLatency(op);
+    case CallPath::OneShot: return enqueueOneShot(op);
+    case CallPath::Pieces: break;
+  }
   if (!incoming_) HETCCL_TRY(makeBuffers());  // released by a suspend
   const uint32_t ticket = ++tickets_;
   const Job job{op, ticket, startEvents_[ticket % kStartEvents].get()};

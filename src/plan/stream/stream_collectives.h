@@ -89,6 +89,7 @@ struct StreamSetup {
   const AbortFlag* abort = nullptr;
   size_t partBytes = 2 << 20;  // HETCCL_STREAM_PART_BYTES
   size_t lowLatencyBytes = 0;  // HETCCL_STREAM_LL_BYTES (0: no low-latency collectives)
+  size_t oneShotBytes = 0;     // HETCCL_STREAM_ONE_SHOT_BYTES (0: no chunked ones)
   int slots = 8;               // HETCCL_STREAM_SLOTS
   double timeoutSeconds = 300;
   std::function<void(ncclResult_t)> onError;  // the communicator turns fatal
@@ -135,8 +136,12 @@ class StreamCollectives {
   ncclResult_t suspend(bool ready);
   ncclResult_t resume();
   bool relayed() const { return relay_ != nullptr; }  // some peers are reached through the relay
-  // The call runs as one low-latency kernel (HETCCL_STREAM_LL_BYTES; kernels/low_latency.h).
-  bool takesLowLatency(const Op& op) const;
+  // How a collective runs: as one low-latency kernel of flagged words up
+  // to HETCCL_STREAM_LL_BYTES (kernels/low_latency.h); then, where every
+  // rank shares memory, one-shot up to HETCCL_STREAM_ONE_SHOT_BYTES
+  // (stream_one_shot.cc); else in pieces on my streams.
+  enum class CallPath { Pieces, FlaggedWords, OneShot };
+  CallPath callPath(const Op& op) const;
   // A send or receive small enough for the low-latency kernel, to a peer
   // that shares memory (at most the pair's slots of them per group).
   bool takesLowLatencyP2p(const Op& op) const;
@@ -176,6 +181,7 @@ class StreamCollectives {
   ncclResult_t join();     // the peers' segments
   size_t segmentBytes() const;
   bool sharesMemory(int r) const;  // rank r's segment is mapped here (else mirrored)
+  bool everyRankSharesMemory() const;  // the same answer on every rank: no relay
   ncclResult_t startRelay();
   ncclResult_t checkUsable(OpKind kind);  // not released, no peer gave up
   ncclResult_t checkBuffers(const Op& op);
@@ -190,6 +196,11 @@ class StreamCollectives {
   // as one kernel (kernels/low_latency.h; stream_low_latency.cc): every
   // rank's segment, shared or a relayed mirror.
   ncclResult_t enqueueLowLatency(const Op& op);
+  // Mid-size ones where every rank shares memory: one copy in and one out
+  // per rank and peer, on the caller's stream (stream_one_shot.cc).
+  ncclResult_t enqueueOneShot(const Op& op);
+  DeviceMemory oneShotScratch_;  // peers' blocks and my scaled input (made at the first, freed by a suspend)
+  size_t oneShotScratchBytes() const;
   bool lowLatencyIdle() const;  // my last one has finished
   ncclResult_t mapLowLatency();  // lowLatencyMap_, after (re)registering the segments
   struct LowLatencyMap {         // a rank's segment as my device addresses it

@@ -34,13 +34,19 @@ bool lowLatencyCollective(OpKind kind, low_latency::Collective* c) {
 
 }  // namespace
 
-bool StreamCollectives::takesLowLatency(const Op& op) const {
-  // The same on every rank: the settings are rank 0's. What a rank posts
-  // must fit its buffer.
+StreamCollectives::CallPath StreamCollectives::callPath(const Op& op) const {
+  // The same on every rank: the settings are rank 0's, and the one-shot
+  // buffers exist where every rank shares memory (on every rank or none).
+  // What a rank posts must fit its buffer.
   low_latency::Collective c{};
-  return setup_.lowLatencyBytes && lowLatencyCollective(op.kind, &c) && nranks_ <= low_latency::kMaxRanks &&
-         low_latency::groupsPosted(c, nranks_, op.count * typeSize(op.type)) <=
-             low_latency::groups(setup_.lowLatencyBytes);
+  if (lowLatencyMap_.empty() || !lowLatencyCollective(op.kind, &c) || nranks_ > low_latency::kMaxRanks)
+    return CallPath::Pieces;
+  const uint64_t bytes = op.count * typeSize(op.type);
+  if (low_latency::groupsPosted(c, nranks_, bytes) <= low_latency::groups(setup_.lowLatencyBytes))
+    return CallPath::FlaggedWords;
+  if (low_latency::blocksPosted(c, nranks_) * bytes <= segments_[static_cast<size_t>(rank_)]->oneShotBytes)
+    return CallPath::OneShot;
+  return CallPath::Pieces;
 }
 
 // One kernel on the caller's stream (kernels/low_latency.h): every rank's
@@ -147,10 +153,10 @@ ncclResult_t StreamCollectives::enqueueLowLatencyP2p(std::span<const Op* const> 
 
 // Where the low-latency kernel finds every rank's read word and words (two
 // registrations per segment: two device mappings), looked up once per
-// registration, not per call.
+// registration, not per call. (The one-shot calls share the read words.)
 ncclResult_t StreamCollectives::mapLowLatency() {
   lowLatencyMap_.clear();
-  if (!setup_.lowLatencyBytes) return ncclSuccess;
+  if (!setup_.lowLatencyBytes && !segments_[static_cast<size_t>(rank_)]->oneShotBytes) return ncclSuccess;
   if (!lowLatencyBlocksDone_) {  // the GPU kernel's count of done blocks, 0 between calls
     HETCCL_TRY(allocDevice(rt_, sizeof(uint32_t), &lowLatencyBlocksDone_));
     HETCCL_TRY(rt_.memsetAsync(lowLatencyBlocksDone_.get(), 0, sizeof(uint32_t), send_.get()));

@@ -42,6 +42,7 @@ struct StreamCollectives::Segment {
   HostRegistration dataRegistration;  // [dataOffset(), shared.bytes())
   size_t slots = 0, nranks = 0, partBytes = 0, p2pSlots = 0;
   size_t lowLatencyBytes = 0;  // the largest a rank posts in a low-latency collective (0: no buffers)
+  size_t oneShotBytes = 0;     // and in a one-shot one (0: no buffers)
 
   char* data() const { return shared.base() + dataOffset(); }
   size_t dataBytes() const { return shared.bytes() - dataOffset(); }
@@ -52,7 +53,7 @@ struct StreamCollectives::Segment {
   }
   size_t registeredBytes() const { return (registration ? dataOffset() : 0) + (dataRegistration ? dataBytes() : 0); }
 
-  size_t flagLines() const { return 4 * slots + 5 + 2 * nranks * p2pSlots + 1; }
+  size_t flagLines() const { return 4 * slots + 5 + 2 * nranks * p2pSlots + 2; }
   size_t flagsBytes() const { return stream_layout::alignUp(flagLines() * stream_layout::kLine, stream_layout::kPage); }
   size_t p2pRecordsOffset() const { return flagsBytes() + stream_layout::kCallRing * sizeof(stream_layout::CallRecord); }
   size_t dataOffset() const {
@@ -63,7 +64,11 @@ struct StreamCollectives::Segment {
   size_t lowLatencyOffset() const {
     return stream_layout::alignUp(p2pDataOffset() + nranks * p2pSlots * partBytes, stream_layout::kPage);
   }
-  size_t bytes() const { return lowLatencyOffset() + 4 * low_latency::bufferBytes(lowLatencyBytes); }
+  size_t oneShotOffset() const {
+    return stream_layout::alignUp(lowLatencyOffset() + 4 * low_latency::bufferBytes(lowLatencyBytes), stream_layout::kPage);
+  }
+  size_t oneShotBufferBytes() const { return stream_layout::alignUp(oneShotBytes, stream_layout::kPage); }
+  size_t bytes() const { return oneShotOffset() + 2 * oneShotBufferBytes(); }
 
   volatile uint32_t* line(size_t index) const {
     return reinterpret_cast<volatile uint32_t*>(shared.base() + index * stream_layout::kLine);
@@ -106,6 +111,10 @@ struct StreamCollectives::Segment {
   size_t lowLatencyLandingOffset(uint32_t call) const {
     return lowLatencyOffset() + (2 + call % 2) * low_latency::bufferBytes(lowLatencyBytes);
   }
+  // The one-shot collectives (stream_one_shot.cc): my input of the calls
+  // of one parity, and the last call whose input I have posted there.
+  char* oneShotData(uint32_t call) const { return shared.base() + oneShotOffset() + (call % 2) * oneShotBufferBytes(); }
+  volatile uint32_t* oneShotPosted() const { return line(4 * slots + 5 + 2 * nranks * p2pSlots + 1); }
   volatile uint32_t* lowLatencyRead() const { return line(4 * slots + 5 + 2 * nranks * p2pSlots); }
 
   char* p2pData(int q, size_t s) const {
