@@ -16,7 +16,7 @@ struct Tunables {
   uint64_t pipelineChunkBytes = 0;
   uint64_t streamPartBytes = 0;  // stream collectives (src/plan/stream/stream_collectives.h)
   uint64_t streamLowLatencyBytes = 0;  // the most a rank posts in their low-latency collectives (0: none)
-  uint64_t streamOneShotBytes = 0;     // and in their chunked ones (0: none)
+  uint64_t streamOneShotBytes = 0;     // the most a rank reads in their one-shot ones (0: none)
   uint32_t streamSlots = 0;
   uint32_t streamCollectives = 0;  // 1: GPU ranks may take them
   uint32_t streamGraphs = 0;       // captured calls: 0 host-staged, 1 on the streams (replayable chains), 2 every call so

@@ -312,7 +312,7 @@ const Setting kSettings[] = {
    [](Params& p, const Reading& r, const char* v) {
      p.streamPartBytes = static_cast<size_t>(r.integer(v, static_cast<long>(p.streamPartBytes), 4096));
    }},
-  {"HETCCL_STREAM_LL_BYTES", nullptr, "`32768`", true,
+  {"HETCCL_STREAM_LL_BYTES", nullptr, "`16384`", true,
    "all-reduces, reduces, reduce-scatters, all-gathers and broadcasts on the stream path whose input per rank is "
    "at most this many bytes run as one kernel on the caller's stream (the low-latency protocol: each rank posts its "
    "input through its shared segment, every rank reads what it needs; at most 16 ranks), and so do sends and "
@@ -321,12 +321,12 @@ const Setting kSettings[] = {
    [](Params& p, const Reading& r, const char* v) {
      p.streamLowLatencyBytes = static_cast<size_t>(r.integer(v, static_cast<long>(p.streamLowLatencyBytes), 0, 1 << 24));
    }},
-  {"HETCCL_STREAM_ONE_SHOT_BYTES", nullptr, "`2097152`", true,
-   "the same collectives whose input per rank is above `HETCCL_STREAM_LL_BYTES` and at most this many bytes (a "
-   "reduce-scatter's whole input) run one-shot where every rank of the communicator shares memory with every "
-   "other (one host): on the caller's stream, each rank's input copied once into its shared segment and once to "
-   "every rank that needs it, then reduced there; `0`: never. The default is where one-shot stopped winning on an "
-   "H200 (docs/performance.md)",
+  {"HETCCL_STREAM_ONE_SHOT_BYTES", nullptr, "`16777216`", true,
+   "the same collectives above `HETCCL_STREAM_LL_BYTES` run one-shot where every rank of the communicator shares "
+   "memory with every other (one host) and a rank reads at most this many bytes (every peer's block; a "
+   "broadcast: the root's): on the caller's stream, each rank's input copied once into its shared segment and once "
+   "to every rank that needs it, then reduced there; `0`: never. The default is where one-shot stopped winning "
+   "on an H200 (docs/performance.md)",
    [](Params& p, const Reading& r, const char* v) {
      p.streamOneShotBytes = static_cast<size_t>(r.integer(v, static_cast<long>(p.streamOneShotBytes), 0, 1 << 26));
    }},

@@ -401,9 +401,7 @@ int suspendFreesTheBuffers(int rank, int n, const ncclUniqueId& id, bool putsSta
                 ncclGetLastError(comm));
     return v;
   };
-  // A little over 4 MiB of floats: past the kernel (HETCCL_STREAM_ONE_SHOT_BYTES)
-  // also in a cross group of two domains of two ranks (half the call).
-  const size_t count = (size_t(1) << 20) + 3;
+  const size_t count = (size_t(1) << 18) + 3;  // a little over 1 MiB of floats: the pieces (see the tests' env)
   auto sumIsExact = [&](float base) {
     std::vector<float> x(count, base + static_cast<float>(rank));
     RANK_EXPECT(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr) == ncclSuccess,
@@ -474,12 +472,15 @@ int suspendFreesTheBuffers(int rank, int n, const ncclUniqueId& id, bool putsSta
   return 0;
 }
 
+// (The collectives of 1 MiB take the pieces, whose buffers these count, not one-shot.)
+const mp::Env kPiecesEnv{{"HETCCL_FORCE_STAGING", "1"}, {"HETCCL_STREAM_ONE_SHOT_BYTES", "65536"}};
+
 TEST(Nccl230, SuspendFreesTheStreamPathsBuffersOnStreams) {
-  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, {{"HETCCL_FORCE_STAGING", "1"}}), 60,
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, kPiecesEnv), 60,
                          [](int rank, int n, const ncclUniqueId& id) { return suspendFreesTheBuffers(rank, n, id, true); });
   // Domains of two ranks: the stream hierarchy and its cross group's stream
   // path (the puts of such host ranks are the calling thread's: no staging).
-  EXPECT_RANKS_PASS_EACH(4, mp::domainLayout({"a", "a", "b", "b"}, {{"HETCCL_FORCE_STAGING", "1"}}), 60,
+  EXPECT_RANKS_PASS_EACH(4, mp::domainLayout({"a", "a", "b", "b"}, kPiecesEnv), 60,
                          [](int rank, int n, const ncclUniqueId& id) { return suspendFreesTheBuffers(rank, n, id, false); });
 }
 

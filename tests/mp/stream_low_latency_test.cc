@@ -3,7 +3,7 @@
 // ranks' paths) and one-shot ones (stream_one_shot.cc): which calls take
 // them, a dead peer, and their order across streams. Their results: the
 // collective matrices, which take them for small and mid-size calls
-// (HETCCL_STREAM_LL_BYTES, 32 KiB, and HETCCL_STREAM_ONE_SHOT_BYTES, 2 MiB,
+// (HETCCL_STREAM_LL_BYTES, 16 KiB, and HETCCL_STREAM_ONE_SHOT_BYTES, 2 MiB,
 // by default).
 #include <unistd.h>
 
@@ -66,8 +66,8 @@ TEST(StreamLowLatency, DeadPeerThroughTheRelayIsAnErrorNotAHang) {
 }
 
 // HETCCL_STREAM_ONE_SHOT_BYTES: past the flagged words, the same five
-// collectives run one-shot while what a rank posts fits
-// (reduce-scatter: a block per rank); larger calls take the bulk path, and
+// collectives run one-shot while what a rank reads fits (every peer's
+// block; a broadcast: the root's); larger calls take the bulk path, and
 // so does every call where a rank is relayed (no rank shares memory with
 // every other).
 TEST(StreamLowLatency, OneShotBetweenTheWordsAndThePieces) {
@@ -81,9 +81,9 @@ TEST(StreamLowLatency, OneShotBetweenTheWordsAndThePieces) {
       RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
       const struct {
         const char* coll;
-        size_t words, oneShot;  // the most float32 elements of each (3 ranks)
-      } cases[] = {{"all_reduce", 1024, 16384}, {"reduce", 1024, 16384},     {"all_gather", 1024, 16384},
-                   {"broadcast", 1024, 16384},  {"reduce_scatter", 340, 5461}};
+        size_t words, oneShot;  // the most float32 elements of each (3 ranks: one-shot reads 2 blocks, a broadcast 1)
+      } cases[] = {{"all_reduce", 1024, 8192}, {"reduce", 1024, 8192},      {"all_gather", 1024, 8192},
+                   {"broadcast", 1024, 16384}, {"reduce_scatter", 340, 8192}};
       for (const auto& c : cases)
         for (size_t count : {c.words + 1, c.oneShot, c.oneShot + 1}) {
           const char* plan = hetcclCommDescribePlan(comm, c.coll, count, ncclFloat32);

@@ -12,19 +12,22 @@
 
 namespace streamtest {
 
-// Small parts and three slots: every call of the matrix spans many pieces
-// and wraps around the slots several times.
+// Small parts and three slots: every call of the matrix that takes the
+// pieces spans many and wraps around the slots several times; one-shot up
+// to 64 KiB read per rank (small calls take the low-latency kernel).
 inline mp::Env streamEnv(const char* timeout = "60") {
-  return {{"HETCCL_FORCE_STAGING", "1"}, {"HETCCL_STREAM_PART_BYTES", "4096"}, {"HETCCL_STREAM_SLOTS", "3"},
+  return {{"HETCCL_FORCE_STAGING", "1"},
+          {"HETCCL_STREAM_PART_BYTES", "4096"},
+          {"HETCCL_STREAM_SLOTS", "3"},
+          {"HETCCL_STREAM_ONE_SHOT_BYTES", "65536"},
           {"HETCCL_TIMEOUT", timeout}};
 }
 
 // Three ranks, each in a domain of its own, with `env`.
 inline mp::EnvForRank threeDomains(const mp::Env& env) { return mp::domainLayout({"a", "b", "c"}, env); }
 
-// (The default count, 4 MiB of floats, is past the low-latency kernel's
-// sizes: the bulk path.)
-inline void deadPeerIsAnError(const mp::EnvForRank& layout, size_t count = 1 << 20) {
+// (The default count, 1 MiB of floats, takes the pieces under streamEnv.)
+inline void deadPeerIsAnError(const mp::EnvForRank& layout, size_t count = 1 << 18) {
   // The error must come within 15 s (checked below); the 120 s bound is
   // for the whole run, abort included, on a loaded 2-core machine.
   EXPECT_RANKS_PASS_EACH(3, layout, 120, [count](int rank, int n, const ncclUniqueId& id) {

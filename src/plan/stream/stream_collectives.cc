@@ -123,6 +123,11 @@ ncclResult_t StreamCollectives::suspend(bool ready) {
     HETCCL_TRY(rt_.eventDone(e.get(), &done));
     idle &= done;
   }
+  if (lowLatencyDone_) {  // and of the last low-latency or one-shot call (its reduction, after the read word)
+    bool done = false;
+    HETCCL_TRY(rt_.eventDone(lowLatencyDone_.get(), &done));
+    idle &= done;
+  }
   // Every rank agrees first: all suspend, or none does (and none waits).
   std::vector<uint8_t> can(static_cast<size_t>(nranks_), 0);
   can[static_cast<size_t>(rank_)] = ready && idle;

@@ -89,7 +89,7 @@ struct StreamSetup {
   const AbortFlag* abort = nullptr;
   size_t partBytes = 2 << 20;  // HETCCL_STREAM_PART_BYTES
   size_t lowLatencyBytes = 0;  // HETCCL_STREAM_LL_BYTES (0: no low-latency collectives)
-  size_t oneShotBytes = 0;     // HETCCL_STREAM_ONE_SHOT_BYTES (0: no chunked ones)
+  size_t oneShotBytes = 0;     // HETCCL_STREAM_ONE_SHOT_BYTES (0: no one-shot collectives)
   int slots = 8;               // HETCCL_STREAM_SLOTS
   double timeoutSeconds = 300;
   std::function<void(ncclResult_t)> onError;  // the communicator turns fatal

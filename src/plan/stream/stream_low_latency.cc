@@ -44,8 +44,10 @@ StreamCollectives::CallPath StreamCollectives::callPath(const Op& op) const {
   const uint64_t bytes = op.count * typeSize(op.type);
   if (low_latency::groupsPosted(c, nranks_, bytes) <= low_latency::groups(setup_.lowLatencyBytes))
     return CallPath::FlaggedWords;
-  if (low_latency::blocksPosted(c, nranks_) * bytes <= segments_[static_cast<size_t>(rank_)]->oneShotBytes)
-    return CallPath::OneShot;
+  // One-shot: what a rank reads (every peer's block; a broadcast's root's)
+  // fits; then so does what it posts.
+  const size_t reads = c == low_latency::Collective::Broadcast ? bytes : static_cast<size_t>(nranks_ - 1) * bytes;
+  if (reads <= segments_[static_cast<size_t>(rank_)]->oneShotBytes) return CallPath::OneShot;
   return CallPath::Pieces;
 }
 

@@ -10,8 +10,9 @@
 // read the one of two calls back.
 //
 // What each rank posts and reads (S: a rank's block):
-//   all-reduce, reduce (the root reads): S; every peer's S, reduced
-//   reduce-scatter: all n blocks; block `rank` of every peer, reduced
+//   all-reduce: S; every peer's S, reduced
+//   reduce: the others post S; the root reads them, reduced
+//   reduce-scatter: the peers' n - 1 blocks; block `rank` of every peer, reduced
 //   all-gather: S; every peer's S into its place in the output
 //   broadcast: the root posts S; the others read it into the output
 // Fewer, larger copies than the pieces' chain of four streams, and reads
@@ -28,19 +29,29 @@
 
 namespace hetccl {
 
+// The device scratch of a reduction: a block per rank (the peers' as
+// copied in; mine scaled or copied, a reduce-scatter's n blocks scaled
+// before they are posted), for the largest block a rank may read n - 1 of.
+namespace {
+size_t scratchFor(size_t oneShotBytes, int nranks) {
+  return static_cast<size_t>(nranks) * (oneShotBytes / static_cast<size_t>(std::max(nranks - 1, 1)));
+}
+}  // namespace
+
 size_t StreamCollectives::oneShotScratchBytes() const {
-  return oneShotScratch_ ? static_cast<size_t>(nranks_) * segments_[static_cast<size_t>(rank_)]->oneShotBytes : 0;
+  return oneShotScratch_ ? scratchFor(segments_[static_cast<size_t>(rank_)]->oneShotBytes, nranks_) : 0;
 }
 
 ncclResult_t StreamCollectives::enqueueOneShot(const Op& op) {
   const size_t block = op.count * typeSize(op.type);
   const bool reduces = op.kind == OpKind::AllReduce || op.kind == OpKind::Reduce || op.kind == OpKind::ReduceScatter;
-  const bool posts = op.kind != OpKind::Broadcast || rank_ == op.root;
-  const bool reads = op.kind == OpKind::Broadcast ? rank_ != op.root : op.kind != OpKind::Reduce || rank_ == op.root;
-  const size_t postedBytes = op.kind == OpKind::ReduceScatter ? block * static_cast<size_t>(nranks_) : block;
-  if (reduces && !oneShotScratch_)  // per rank: a peer's block, or my own scaled
-    HETCCL_TRY(allocDevice(rt_, static_cast<size_t>(nranks_) * segments_[static_cast<size_t>(rank_)]->oneShotBytes,
-                           &oneShotScratch_));
+  // A broadcast's root posts and the others read; a reduce's the other way round.
+  const bool rooted = op.kind == OpKind::Broadcast || op.kind == OpKind::Reduce;
+  const bool posts = !rooted || (rank_ == op.root) == (op.kind == OpKind::Broadcast);
+  const bool reads = !rooted || !posts;
+  const size_t inputBytes = op.kind == OpKind::ReduceScatter ? block * static_cast<size_t>(nranks_) : block;
+  if (reduces && !oneShotScratch_)
+    HETCCL_TRY(allocDevice(rt_, scratchFor(segments_[static_cast<size_t>(rank_)]->oneShotBytes, nranks_), &oneShotScratch_));
   const Stream s = op.stream;
   const uint32_t call = lowLatencyCalls_.load() + 1;
   if (lowLatencyStream_ && lowLatencyStream_ != s) HETCCL_TRY(rt_.waitEvent(s, lowLatencyDone_.get()));
@@ -49,24 +60,33 @@ ncclResult_t StreamCollectives::enqueueOneShot(const Op& op) {
   const Segment& mine = *segments_[static_cast<size_t>(rank_)];
   // My input (PreMulSum: scaled by my scalar first) into my buffer.
   const char* own = static_cast<const char*>(op.sendbuff);
-  char* scratch = static_cast<char*>(oneShotScratch_.get());
-  char* ownScaled = scratch + static_cast<size_t>(nranks_ - 1) * block;
+  auto slot = [&](int r) { return static_cast<char*>(oneShotScratch_.get()) + static_cast<size_t>(r) * block; };
   if (reduces && op.red.kind == RedKind::PreMulSum) {
-    HETCCL_TRY(reducer_->prepare(op.red, ownScaled, own, postedBytes / typeSize(op.type), s));
-    own = ownScaled;
+    own = op.kind == OpKind::ReduceScatter ? slot(0) : slot(rank_);
+    HETCCL_TRY(reducer_->prepare(op.red, const_cast<char*>(own), op.sendbuff, inputBytes / typeSize(op.type), s));
   }
   if (posts) {
-    for (int r = 0; call > 2 && r < nranks_; ++r)
-      if (r != rank_) HETCCL_TRY(rt_.waitFlag(s, segments_[static_cast<size_t>(r)]->lowLatencyRead(), call - 2));
-    HETCCL_TRY(rt_.copyAsync(mine.oneShotData(call), own, postedBytes, s));
+    // (A wait the peer's read word already passes is left out: a stream
+    // operation less.)
+    for (int r = 0; call > 2 && r < nranks_; ++r) {
+      volatile uint32_t* read = segments_[static_cast<size_t>(r)]->lowLatencyRead();
+      if (r != rank_ && static_cast<int32_t>(__atomic_load_n(read, __ATOMIC_ACQUIRE) - (call - 2)) < 0)
+        HETCCL_TRY(rt_.waitFlag(s, read, call - 2));
+    }
+    // A reduce-scatter posts the peers' blocks only (each at its place).
+    for (int r = 0; r < nranks_; ++r) {
+      if (op.kind != OpKind::ReduceScatter ? r > 0 : r == rank_) continue;
+      const size_t at = op.kind == OpKind::ReduceScatter ? static_cast<size_t>(r) * block : 0;
+      HETCCL_TRY(rt_.copyAsync(mine.oneShotData(call) + at, own + at, block, s));
+    }
     HETCCL_TRY(rt_.writeFlag(s, mine.oneShotPosted(), call));
   }
   // Every peer's block I need: into my output (all-gather, broadcast) or
-  // my scratch (reductions: peer r's at its index among my peers).
+  // my scratch (reductions; a reduce-scatter's scaled blocks there are posted by now).
   const size_t from = op.kind == OpKind::ReduceScatter ? static_cast<size_t>(rank_) * block : 0;
   auto incoming = [&](int r) {
     if (!reduces) return static_cast<char*>(op.recvbuff) + (op.kind == OpKind::AllGather ? static_cast<size_t>(r) * block : 0);
-    return scratch + static_cast<size_t>(r < rank_ ? r : r - 1) * block;
+    return slot(r);
   };
   for (int r = 0; reads && r < nranks_; ++r) {
     if (r == rank_ || (op.kind == OpKind::Broadcast && r != op.root)) continue;
@@ -84,8 +104,8 @@ ncclResult_t StreamCollectives::enqueueOneShot(const Op& op) {
     const char* mineFrom = own + from;
     char* out = static_cast<char*>(op.recvbuff);
     if (mineFrom == out && rank_ >= 2) {
-      HETCCL_TRY(rt_.copyAsync(ownScaled, mineFrom, block, s));
-      mineFrom = ownScaled;
+      HETCCL_TRY(rt_.copyAsync(slot(rank_), mineFrom, block, s));
+      mineFrom = slot(rank_);
     }
     auto source = [&](int r) -> const void* { return r == rank_ ? mineFrom : incoming(r); };
     const Reduction merge = op.red.merging();  // every rank's block comes scaled already
