@@ -74,7 +74,6 @@ ncclResult_t StreamCollectives::prepare() {
   else
     HETCCL_TRY(mine.shared.createPrivate(segmentBytes()));
   HETCCL_TRY(mine.registerAll(rt_));
-  HETCCL_TRY(makeBuffers());
   for (StreamOwner* s : {&send_, &reduce_, &result_, &gather_, &p2pSend_, &p2pRecv_}) HETCCL_TRY(createStream(rt_, s));
   for (OwnedEvent& e : startEvents_) HETCCL_TRY(createEvent(rt_, &e));
   for (OwnedEvent& e : finished_) HETCCL_TRY(createEvent(rt_, &e));
@@ -318,7 +317,7 @@ ncclResult_t StreamCollectives::enqueue(const Op& op) {
     case CallPath::OneShot: return enqueueOneShot(op);
     case CallPath::Pieces: break;
   }
-  if (!incoming_) HETCCL_TRY(makeBuffers());  // released by a suspend
+  if (!incoming_) HETCCL_TRY(makeBuffers());  // at the first call in pieces, and again after a suspend
   const uint32_t ticket = ++tickets_;
   const Job job{op, ticket, startEvents_[ticket % kStartEvents].get()};
   HETCCL_TRY(rt_.recordEvent(job.start, op.stream));

@@ -271,7 +271,7 @@ class StreamCollectives {
   DeviceMemory incoming_;                 // per slot and peer, the peer's copy of my part
   DeviceMemory outgoing_;                 // per peer, my scaled input (PreMulSum)
   size_t bufferBytes() const { return (static_cast<size_t>(slots_) + 1) * static_cast<size_t>(nranks_) * partBytes_; }
-  ncclResult_t makeBuffers();             // incoming_ and outgoing_ (at setup, and after suspend)
+  ncclResult_t makeBuffers();             // incoming_ and outgoing_ (by the first call in pieces, and after a suspend)
   std::atomic<uint32_t> issued_{0};  // pieces queued so far (their sequence numbers are 1..issued_)
   std::atomic<uint64_t> calls_{0};   // calls published so far
   int device_ = -1;
