@@ -21,7 +21,6 @@
 #include <cstdint>
 
 #include "common/error.h"
-#include "kernels/low_latency.h"
 #include "kernels/reducer.h"
 #include "plan/stream/stream_collectives.h"
 #include "plan/stream/stream_segment.h"
