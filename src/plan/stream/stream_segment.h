@@ -31,7 +31,8 @@ constexpr size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 // per rank (the part that rank owns) and the rank's reduced part; with
 // send/recv on the streams (p2pSlots > 0) also per peer: posted/consumed
 // flags, the published sizes of my sends to it, and p2pSlots parts of data
-// for it.
+// for it; then the low-latency kernel's words (two buffers and two landing
+// areas) and the one-shot collectives' two buffers.
 // The flags and records stay registered (pinned) while the communicator
 // lives; the data (from dataOffset()) is registered apart, so that
 // ncclCommSuspend can give it back (StreamCollectives::suspend).
@@ -42,7 +43,7 @@ struct StreamCollectives::Segment {
   HostRegistration dataRegistration;  // [dataOffset(), shared.bytes())
   size_t slots = 0, nranks = 0, partBytes = 0, p2pSlots = 0;
   size_t lowLatencyBytes = 0;  // the largest a rank posts in a low-latency collective (0: no buffers)
-  size_t oneShotBytes = 0;     // and in a one-shot one (0: no buffers)
+  size_t oneShotBytes = 0;     // the most a rank reads (and so posts) in a one-shot one (0: no buffers)
 
   char* data() const { return shared.base() + dataOffset(); }
   size_t dataBytes() const { return shared.bytes() - dataOffset(); }
