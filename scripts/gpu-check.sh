@@ -160,7 +160,7 @@ done
 step two_gpu_domains_all_types_ops "$build/hetccl-perf" $all -N 2 --domains 2 -b 8 -e 1M -f 32 -d all -o all -n 1 -w 0 -c 1
 # The low-latency kernel at every size up to 1 MiB (by default it takes
 # calls of up to 16 KiB per rank), and one-shot at every size up to 4 MiB
-# (by default from there to 16 MiB read per rank), every type and op, in
+# (by default from there to 4 MiB read per rank), every type and op, in
 # and out of place.
 step low_latency_kernel_all_types_ops env HETCCL_STREAM_LL_BYTES=4194304 "$build/hetccl-perf" all_reduce,broadcast,reduce,all_gather,reduce_scatter \
   -N 2 --domains 2 -b 8 -e 1M -f 8 -d all -o all -n 2 -w 1 -c 1

@@ -321,12 +321,12 @@ const Setting kSettings[] = {
    [](Params& p, const Reading& r, const char* v) {
      p.streamLowLatencyBytes = static_cast<size_t>(r.integer(v, static_cast<long>(p.streamLowLatencyBytes), 0, 1 << 24));
    }},
-  {"HETCCL_STREAM_ONE_SHOT_BYTES", nullptr, "`16777216`", true,
+  {"HETCCL_STREAM_ONE_SHOT_BYTES", nullptr, "`4194304`", true,
    "the same collectives above `HETCCL_STREAM_LL_BYTES` run one-shot where every rank of the communicator shares "
    "memory with every other (one host) and a rank reads at most this many bytes (every peer's block; a "
    "broadcast: the root's): on the caller's stream, each rank's input copied once into its shared segment and once "
-   "to every rank that needs it, then reduced there; `0`: never. The default is where one-shot stopped winning "
-   "on an H200 (docs/performance.md)",
+   "to every rank that needs it, then reduced there; `0`: never. The default keeps one-shot where it won by 15% "
+   "or more on an H200 shared by two domains (docs/performance.md)",
    [](Params& p, const Reading& r, const char* v) {
      p.streamOneShotBytes = static_cast<size_t>(r.integer(v, static_cast<long>(p.streamOneShotBytes), 0, 1 << 26));
    }},

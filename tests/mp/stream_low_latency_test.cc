@@ -3,8 +3,8 @@
 // ranks' paths) and one-shot ones (stream_one_shot.cc): which calls take
 // them, a dead peer, and their order across streams. Their results: the
 // collective matrices, which take them for small and mid-size calls
-// (HETCCL_STREAM_LL_BYTES, 16 KiB, and HETCCL_STREAM_ONE_SHOT_BYTES, 2 MiB,
-// by default).
+// (HETCCL_STREAM_LL_BYTES, 16 KiB by default; HETCCL_STREAM_ONE_SHOT_BYTES,
+// 64 KiB in streamEnv).
 #include <unistd.h>
 
 #include <chrono>
