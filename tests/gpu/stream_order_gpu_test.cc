@@ -3,6 +3,8 @@
 // (../mp/stream_order_check.h; the same check on CPU ranks with threaded
 // streams: tests/mp/stream_order_test.cc; through PyTorch:
 // tests/gpu/torch_stream_order.py). Skipped where there is no GPU.
+#include <string>
+
 #include "../mp/stream_order_check.h"
 #include "gpu_util.h"
 
@@ -10,11 +12,17 @@ namespace {
 
 using stream_order::Kind;
 
+// Each collective through each of the stream path's ways (stream_order::kWays).
 void runKind(Kind kind) {
   REQUIRE_GPUS(1);  // (skips the test: nothing follows)
-  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}), 180, [kind](int rank, int n, const ncclUniqueId& id) {
-    return stream_order::threeStreams(kind, rank, n, id);
-  });
+  for (const stream_order::Way& way : stream_order::kWays) {
+    SCOPED_TRACE(std::string("HETCCL_STREAM_LL_BYTES=") + way.lowLatencyBytes +
+                 " HETCCL_STREAM_ONE_SHOT_BYTES=" + way.oneShotBytes);
+    EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, stream_order::withWay({}, way)), 180,
+                           [kind](int rank, int n, const ncclUniqueId& id) {
+                             return stream_order::threeStreams(kind, rank, n, id);
+                           });
+  }
 }
 
 TEST(GpuStreamOrder, AllGatherReadOnAThirdStream) { runKind(Kind::AllGather); }

@@ -23,6 +23,19 @@ namespace stream_order {
 
 enum class Kind { AllGather, AllReduce, Broadcast, ReduceScatter };
 
+// The stream path's ways for the check's calls of 4000 bytes: the
+// low-latency kernel (the default), one-shot, the pieces.
+struct Way {
+  const char* lowLatencyBytes;  // HETCCL_STREAM_LL_BYTES
+  const char* oneShotBytes;     // HETCCL_STREAM_ONE_SHOT_BYTES
+};
+inline constexpr Way kWays[] = {{"16384", "4194304"}, {"0", "4194304"}, {"0", "0"}};
+inline mp::Env withWay(mp::Env env, const Way& w) {
+  env.push_back({"HETCCL_STREAM_LL_BYTES", w.lowLatencyBytes});
+  env.push_back({"HETCCL_STREAM_ONE_SHOT_BYTES", w.oneShotBytes});
+  return env;
+}
+
 inline const char* nameOf(Kind k) {
   switch (k) {
     case Kind::AllGather: return "all-gather";

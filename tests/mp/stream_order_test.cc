@@ -10,21 +10,15 @@ namespace {
 
 using stream_order::Kind;
 
-// Each collective through each of the stream path's ways (its calls of
-// 4000 bytes take the low-latency kernel by default): the kernel, one-shot
-// and the pieces.
+// Each collective through each of the stream path's ways (stream_order::kWays).
 void runKind(Kind kind) {
-  const char* const ways[][2] = {{"16384", "4194304"}, {"0", "4194304"}, {"0", "0"}};  // LL, one-shot bytes
-  for (const auto& way : ways) {
-    SCOPED_TRACE(std::string("HETCCL_STREAM_LL_BYTES=") + way[0] + " HETCCL_STREAM_ONE_SHOT_BYTES=" + way[1]);
-    EXPECT_RANKS_PASS_EACH(2,
-                           mp::domainLayout({"a", "b"}, {{"HETCCL_FORCE_STAGING", "1"},
-                                                         {"HETCCL_HOST_STREAMS", "1"},
-                                                         {"HETCCL_STREAM_LL_BYTES", way[0]},
-                                                         {"HETCCL_STREAM_ONE_SHOT_BYTES", way[1]}}),
-                           120, [kind](int rank, int n, const ncclUniqueId& id) {
-                             return stream_order::threeStreams(kind, rank, n, id);
-                           });
+  for (const stream_order::Way& way : stream_order::kWays) {
+    SCOPED_TRACE(std::string("HETCCL_STREAM_LL_BYTES=") + way.lowLatencyBytes +
+                 " HETCCL_STREAM_ONE_SHOT_BYTES=" + way.oneShotBytes);
+    const mp::Env env = stream_order::withWay({{"HETCCL_FORCE_STAGING", "1"}, {"HETCCL_HOST_STREAMS", "1"}}, way);
+    EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 120, [kind](int rank, int n, const ncclUniqueId& id) {
+      return stream_order::threeStreams(kind, rank, n, id);
+    });
   }
 }
 
