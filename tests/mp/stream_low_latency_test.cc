@@ -102,20 +102,22 @@ TEST(StreamLowLatency, DeadPeerDuringOneShotIsAnErrorNotAHang) { deadPeerIsAnErr
 
 void sleepFor(void* micros) { usleep(static_cast<useconds_t>(reinterpret_cast<uintptr_t>(micros))); }
 
-// A rank's low-latency calls run in the order they were made, whatever
-// streams they are on (each after the last one's event; on a GPU their
-// kernels share one count of done blocks): a call on stream B made after
-// one on stream A that is held up behind other work is not done before
-// it. Threaded host streams (HETCCL_HOST_STREAMS=1) run them as a GPU would.
-TEST(StreamLowLatency, CallsOnTwoStreamsRunInCallOrder) {
+// A rank's low-latency and one-shot calls run in the order they were
+// made, whatever streams they are on (each after the last one's event; on
+// a GPU the kernels share one count of done blocks, one-shot calls their
+// buffers and scratch): a call on stream B made after one on stream A that
+// is held up behind other work is not done before it. Threaded host
+// streams (HETCCL_HOST_STREAMS=1) run them as a GPU would.
+void callsOnTwoStreamsRunInCallOrder(const char* lowLatencyBytes, const char* path) {
   mp::Env env = streamEnv();
   env.push_back({"HETCCL_HOST_STREAMS", "1"});
-  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 60, [](int rank, int n, const ncclUniqueId& id) {
+  env.push_back({"HETCCL_STREAM_LL_BYTES", lowLatencyBytes});
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 60, [path](int rank, int n, const ncclUniqueId& id) {
     hetccl::Runtime& rt = hetccl::processRuntime();
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
     constexpr size_t kCount = 256;
-    RANK_EXPECT(strstr(hetcclCommDescribePlan(comm, "all_reduce", kCount, ncclInt32), "low-latency"), "plan");
+    RANK_EXPECT(strstr(hetcclCommDescribePlan(comm, "all_reduce", kCount, ncclInt32), path), "plan");
     hetccl::Stream a = nullptr, b = nullptr;
     RANK_EXPECT(rt.createStream(&a) == ncclSuccess && rt.createStream(&b) == ncclSuccess && a && b,
                 "threaded streams");
@@ -133,6 +135,9 @@ TEST(StreamLowLatency, CallsOnTwoStreamsRunInCallOrder) {
     return 0;
   });
 }
+
+TEST(StreamLowLatency, CallsOnTwoStreamsRunInCallOrder) { callsOnTwoStreamsRunInCallOrder("16384", "low-latency"); }
+TEST(StreamLowLatency, OneShotCallsOnTwoStreamsRunInCallOrder) { callsOnTwoStreamsRunInCallOrder("0", "one-shot"); }
 
 // Small sends and receives (kernels/low_latency_p2p.h): a group of more
 // small messages to one peer than the pair has slots (three here: the
