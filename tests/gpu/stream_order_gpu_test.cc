@@ -3,8 +3,6 @@
 // (../mp/stream_order_check.h; the same check on CPU ranks with threaded
 // streams: tests/mp/stream_order_test.cc; through PyTorch:
 // tests/gpu/torch_stream_order.py). Skipped where there is no GPU.
-#include <string>
-
 #include "../mp/stream_order_check.h"
 #include "gpu_util.h"
 
@@ -16,8 +14,7 @@ using stream_order::Kind;
 void runKind(Kind kind) {
   REQUIRE_GPUS(1);  // (skips the test: nothing follows)
   for (const stream_order::Way& way : stream_order::kWays) {
-    SCOPED_TRACE(std::string("HETCCL_STREAM_LL_BYTES=") + way.lowLatencyBytes +
-                 " HETCCL_STREAM_ONE_SHOT_BYTES=" + way.oneShotBytes);
+    SCOPED_TRACE(stream_order::nameOf(way));
     EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, stream_order::withWay({}, way)), 180,
                            [kind](int rank, int n, const ncclUniqueId& id) {
                              return stream_order::threeStreams(kind, rank, n, id);

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "mp_util.h"
@@ -30,6 +31,9 @@ struct Way {
   const char* oneShotBytes;     // HETCCL_STREAM_ONE_SHOT_BYTES
 };
 inline constexpr Way kWays[] = {{"16384", "4194304"}, {"0", "4194304"}, {"0", "0"}};
+inline std::string nameOf(const Way& w) {
+  return std::string("HETCCL_STREAM_LL_BYTES=") + w.lowLatencyBytes + " HETCCL_STREAM_ONE_SHOT_BYTES=" + w.oneShotBytes;
+}
 inline mp::Env withWay(mp::Env env, const Way& w) {
   env.push_back({"HETCCL_STREAM_LL_BYTES", w.lowLatencyBytes});
   env.push_back({"HETCCL_STREAM_ONE_SHOT_BYTES", w.oneShotBytes});

@@ -73,10 +73,10 @@ ncclResult_t StreamCollectives::enqueueOneShot(const Op& op) {
         HETCCL_TRY(rt_.waitFlag(s, read, call - 2));
     }
     // A reduce-scatter posts the peers' blocks only (each at its place).
-    for (int r = 0; r < nranks_; ++r) {
-      if (op.kind != OpKind::ReduceScatter ? r > 0 : r == rank_) continue;
-      const size_t at = op.kind == OpKind::ReduceScatter ? static_cast<size_t>(r) * block : 0;
-      HETCCL_TRY(rt_.copyAsync(mine.oneShotData(call) + at, own + at, block, s));
+    if (op.kind != OpKind::ReduceScatter) HETCCL_TRY(rt_.copyAsync(mine.oneShotData(call), own, block, s));
+    for (int r = 0; op.kind == OpKind::ReduceScatter && r < nranks_; ++r) {
+      const size_t at = static_cast<size_t>(r) * block;
+      if (r != rank_) HETCCL_TRY(rt_.copyAsync(mine.oneShotData(call) + at, own + at, block, s));
     }
     HETCCL_TRY(rt_.writeFlag(s, mine.oneShotPosted(), call));
   }
