@@ -80,7 +80,7 @@ struct Params {
   bool streamHierarchy = true;          // HETCCL_STREAM_HIERARCHY=0: collectives across domains of several ranks host-staged
   bool hierarchyP2p = true;             // HETCCL_STREAM_HIERARCHY_P2P=0: their send/recv host-staged
   size_t streamPartBytes = 2 << 20;   // HETCCL_STREAM_PART_BYTES: per rank and piece, stream collectives
-  size_t streamLowLatencyBytes = 16384;  // HETCCL_STREAM_LL_BYTES: small collectives as one kernel
+  size_t streamLowLatencyBytes = 131072;  // HETCCL_STREAM_LL_BYTES: small collectives as one kernel
   size_t streamOneShotBytes = 4 << 20;   // HETCCL_STREAM_ONE_SHOT_BYTES: mid-size ones one-shot (one host)
   int streamSlots = 8;                // HETCCL_STREAM_SLOTS: pieces in flight, stream collectives
   int streamGraphs = 1;               // HETCCL_STREAM_GRAPHS: 0 captures host-staged, 1 on the streams, 2 every call as if captured (tests)

@@ -43,8 +43,8 @@ bool readGroup(const Args& a, int r, uint64_t g, uint32_t out[2]) { return await
 template <typename S>
 void run(const Args& a) {
   // My buffer of this call was last used two calls back: every rank has read it.
-  for (int r = 0; a.call > 2 && r < a.nranks; ++r)
-    while (r != a.rank && static_cast<int32_t>(loadAcquire(a.read[r]) - (a.call - 2)) < 0)
+  for (int r = 0; r < a.nranks; ++r)
+    while ((a.await >> r & 1) && static_cast<int32_t>(loadAcquire(a.read[r]) - (a.call - 2)) < 0)
       if (!keepWaiting(a.abort)) return;
   const uint64_t posts = postedGroups(a);
   for (uint64_t g = 0; g < posts; ++g) {
@@ -56,6 +56,11 @@ void run(const Args& a) {
   const uint64_t tasks = readTasks(a);
   for (uint64_t t = 0; t < tasks; ++t) {
     const Task k = taskOf(a, t);
+    if (k.from == a.rank) {  // my own block: from my input
+      postGroup<S>(a, k.group, posted[0]);
+      finishCopied(a, k, posted[0]);
+      continue;
+    }
     if (k.from >= 0) {
       if (!readGroup(a, k.from, k.group, posted[0])) return;
       finishCopied(a, k, posted[0]);

@@ -6,7 +6,8 @@
 // rank's GPU maps); then every rank reads the words it needs and writes its
 // output. Two buffers alternate between calls; before it writes, a rank
 // waits until every peer has read its words of two calls back (each
-// rank's `read` word). A nonzero abort word (a rank gave up: the watchdog,
+// rank's `read` word; the caller names the ranks it may still have to
+// wait for). A nonzero abort word (a rank gave up: the watchdog,
 // a dead peer) ends every wait.
 //
 // The posted input is `blocks` blocks of `blockBytes` (reduce-scatter: one
@@ -15,7 +16,16 @@
 //   all-reduce, reduce (the root only), reduce-scatter (block `rank`):
 //     one group of every rank, reduced in rank order (every rank computes
 //     the same bits);
-//   all-gather: every rank's block into its place; broadcast: the root's.
+//   all-gather: every rank's block into its place; broadcast: the root's
+//     (the root: from its input).
+// Every rank also waits in every call for a word of this call from every
+// peer: a rank that has finished call c - 1 then knows that every peer
+// had finished call c - 2, so its buffer of that call is free again
+// without a look at the read words (a read over PCIe before the first
+// store). From every peer whose data it does not need, a rank reads the
+// first group as a presence word (a broadcast's other ranks post one group
+// of zeros): a broadcast's root every peer's, its other ranks those of the
+// ranks but the root; a reduce's other ranks every peer's.
 //
 // One source for the GPU kernel (device_kernels.cu: a grid of blocks, the
 // last to finish raises the read word) and the
@@ -39,6 +49,7 @@ struct Args {
   uint64_t blockBytes;  // count x type size
   uint64_t scalar;      // PreMulSum: this rank's scalar's bytes
   uint32_t call;        // this call's number among the low-latency calls (from 1): the words' flag
+  uint32_t await;       // the ranks whose read word must reach call - 2 before I post (bit r)
   int32_t collective;   // a Collective
   int32_t rank, nranks, root;
   int32_t average;      // ncclAvg: divide the sum by nranks
@@ -66,18 +77,39 @@ HETCCL_HD uint64_t blocksPosted(Collective c, int nranks) {
 HETCCL_HD uint64_t groupsPosted(Collective c, int nranks, uint64_t blockBytes) {
   return blocksPosted(c, nranks) * groups(blockBytes);
 }
-HETCCL_HD uint64_t postedGroups(const Args& a) {
-  const auto c = static_cast<Collective>(a.collective);
-  return c == Collective::Broadcast && a.rank != a.root ? 0 : groupsPosted(c, a.nranks, a.blockBytes);
+// A broadcast's other ranks post only a presence word.
+HETCCL_HD bool postsPresenceOnly(const Args& a) {
+  return static_cast<Collective>(a.collective) == Collective::Broadcast && a.rank != a.root;
 }
-// The reading tasks of a rank: reductions one per group of the block it
-// reduces; all-gather one per rank and group; broadcast one per group.
-HETCCL_HD uint64_t readTasks(const Args& a) {
+HETCCL_HD uint64_t postedGroups(const Args& a) {
+  return postsPresenceOnly(a) ? 1 : groupsPosted(static_cast<Collective>(a.collective), a.nranks, a.blockBytes);
+}
+// The reading tasks of a rank for data: reductions one per group of the
+// block it reduces; all-gather one per rank and group; broadcast one per
+// group.
+HETCCL_HD uint64_t dataTasks(const Args& a) {
   const auto c = static_cast<Collective>(a.collective);
   const uint64_t per = groups(a.blockBytes);
   if (c == Collective::Reduce && a.rank != a.root) return 0;
   return c == Collective::AllGather ? per * static_cast<uint64_t>(a.nranks) : per;
 }
+// Presence words read: from every peer but a broadcast's root, which a
+// broadcast's other ranks read data from; none at a reduce's root.
+HETCCL_HD uint64_t presenceTasks(const Args& a) {
+  const auto c = static_cast<Collective>(a.collective);
+  if (c == Collective::Broadcast) return static_cast<uint64_t>(a.nranks - (a.rank == a.root ? 1 : 2));
+  return c == Collective::Reduce && a.rank != a.root ? static_cast<uint64_t>(a.nranks - 1) : 0;
+}
+// The rank of presence word p, in rank order.
+HETCCL_HD int32_t presenceRank(const Args& a, uint64_t p) {
+  const bool rootRead = static_cast<Collective>(a.collective) == Collective::Broadcast && a.rank != a.root;
+  for (int32_t r = 0; r < a.nranks; ++r) {
+    if (r == a.rank || (rootRead && r == a.root)) continue;
+    if (p-- == 0) return r;
+  }
+  return -1;
+}
+HETCCL_HD uint64_t readTasks(const Args& a) { return dataTasks(a) + presenceTasks(a); }
 
 // The threads' work of a call: posting, then reading (the GPU kernel's
 // grid covers the larger).
@@ -98,6 +130,10 @@ HETCCL_HD bool ownGroupFromInput(const Args& a) {
 // its own input, scaled by its own scalar for PreMulSum.
 template <typename S>
 HETCCL_HD void postGroup(const Args& a, uint64_t g, uint32_t out[2]) {
+  if (postsPresenceOnly(a)) {
+    out[0] = out[1] = 0;
+    return;
+  }
   const uint64_t per = groups(a.blockBytes), block = g / per, at = g % per * 8;
   const uint64_t n = a.blockBytes - at < 8 ? a.blockBytes - at : 8;
   uint8_t bytes[8] = {};
@@ -112,15 +148,17 @@ HETCCL_HD void postGroup(const Args& a, uint64_t g, uint32_t out[2]) {
   memcpy(out, bytes, 8);
 }
 
-// Reading task t: the rank whose words it reads (-1: every rank, reduced),
-// the group there, and where its bytes go in the output.
+// Reading task t: the rank whose words it reads (-1: every rank, reduced;
+// the reader itself: a broadcast's root, from its input), the group
+// there, and where its bytes go in the output (a presence word: none).
 struct Task {
   int32_t from;
   uint64_t group, outAt, bytes;
 };
 HETCCL_HD Task taskOf(const Args& a, uint64_t t) {
   const auto c = static_cast<Collective>(a.collective);
-  const uint64_t per = groups(a.blockBytes);
+  const uint64_t per = groups(a.blockBytes), data = dataTasks(a);
+  if (t >= data) return Task{presenceRank(a, t - data), 0, 0, 0};
   Task k{-1, t, t * 8, 0};
   if (c == Collective::ReduceScatter) k.group = static_cast<uint64_t>(a.rank) * per + t;
   if (c == Collective::Broadcast) k.from = a.root;

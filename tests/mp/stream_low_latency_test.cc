@@ -3,8 +3,8 @@
 // ranks' paths) and one-shot ones (stream_one_shot.cc): which calls take
 // them, a dead peer, and their order across streams. Their results: the
 // collective matrices, which take them for small and mid-size calls
-// (HETCCL_STREAM_LL_BYTES, 16 KiB by default; HETCCL_STREAM_ONE_SHOT_BYTES,
-// 64 KiB in streamEnv).
+// (streamEnv: HETCCL_STREAM_LL_BYTES 4 KiB, HETCCL_STREAM_ONE_SHOT_BYTES
+// 64 KiB).
 #include <unistd.h>
 
 #include <chrono>
@@ -27,7 +27,6 @@ using namespace streamtest;
 // the others, and larger calls, take the bulk path.
 TEST(StreamLowLatency, TakesTheSmallCallsOfFiveCollectives) {
   mp::Env env = streamEnv();
-  env.push_back({"HETCCL_STREAM_LL_BYTES", "4096"});
   EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 60, [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
@@ -52,7 +51,6 @@ TEST(StreamLowLatency, TakesTheSmallCallsOfFiveCollectives) {
 // peer ends its wait for the peer's words too.
 TEST(StreamLowLatency, DeadPeerIsAnErrorNotAHang) {
   mp::Env env = streamEnv("20");
-  env.push_back({"HETCCL_STREAM_LL_BYTES", "4096"});
   deadPeerIsAnError(threeDomains(env), 17);
 }
 
@@ -60,7 +58,6 @@ TEST(StreamLowLatency, DeadPeerIsAnErrorNotAHang) {
 // that never come through the relay end in an error too.
 TEST(StreamLowLatency, DeadPeerThroughTheRelayIsAnErrorNotAHang) {
   mp::Env env = streamEnv("20");
-  env.push_back({"HETCCL_STREAM_LL_BYTES", "4096"});
   env.push_back({"HETCCL_TRANSPORT", "socket"});
   deadPeerIsAnError(threeDomains(env), 17);
 }
@@ -73,8 +70,7 @@ TEST(StreamLowLatency, DeadPeerThroughTheRelayIsAnErrorNotAHang) {
 TEST(StreamLowLatency, OneShotBetweenTheWordsAndThePieces) {
   for (const bool relayed : {false, true}) {
     mp::Env env = streamEnv();
-    env.push_back({"HETCCL_STREAM_LL_BYTES", "4096"});
-    env.push_back({"HETCCL_STREAM_ONE_SHOT_BYTES", "65536"});
+      env.push_back({"HETCCL_STREAM_ONE_SHOT_BYTES", "65536"});
     if (relayed) env.push_back({"HETCCL_TRANSPORT", "socket"});
     EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 60, [relayed](int rank, int n, const ncclUniqueId& id) {
       ncclComm_t comm;
@@ -95,6 +91,47 @@ TEST(StreamLowLatency, OneShotBetweenTheWordsAndThePieces) {
       return 0;
     });
   }
+}
+
+// One-shot at its limit (what a rank reads fills the buffer exactly:
+// streamEnv's 64 KiB, 3 ranks) and one element past the kernel's, each
+// collective in and out of place, float sums against the reference, root
+// 1 where there is one. (A reduce-scatter that posted each peer's block at
+// the block's place overran its buffer here.)
+TEST(StreamLowLatency, OneShotAtItsLimitIsRight) {
+  const uint64_t seed = hetccl::testing::runSeed();
+  fprintf(stderr, "seed %llu (HETCCL_TEST_SEED)\n", static_cast<unsigned long long>(seed));
+  EXPECT_RANKS_PASS_EACH(3, threeDomains(streamEnv()), 60, [seed](int rank, int n, const ncclUniqueId& id) {
+    using hetccl::testing::Collective;
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    const struct {
+      Collective coll;
+      size_t limit;  // float32 elements (streamEnv: 64 KiB read per rank)
+    } cases[] = {{Collective::AllReduce, 8192}, {Collective::Reduce, 8192}, {Collective::AllGather, 8192},
+                 {Collective::Broadcast, 16384}, {Collective::ReduceScatter, 8192}};
+    uint64_t call = 1;  // (matrixCase: root 1 of 3)
+    for (const auto& c : cases)
+      for (size_t count : {size_t{1025}, c.limit})
+        for (int inPlace = 0; inPlace < 2; ++inPlace, call += 3) {
+          const hetccl::testing::Case k = mp::matrixCase(c.coll, ncclFloat32, ncclSum, count, n, call, seed);
+          const char* plan = hetcclCommDescribePlan(comm, collectiveName(c.coll), count, ncclFloat32);
+          RANK_EXPECT(plan && strstr(plan, "one-shot"), "%s of %zu: %s", collectiveName(c.coll), count, plan ? plan : "(null)");
+          std::vector<char> send(4 * (mp::sendElements(c.coll, count, n) + mp::recvElements(c.coll, count, n)));
+          std::vector<char> recv(4 * mp::recvElements(c.coll, count, n));
+          char* input = send.data() + (inPlace && c.coll == Collective::AllGather ? 4 * count * static_cast<size_t>(rank) : 0);
+          mp::fillInput(k, rank, input);
+          mp::poison(ncclFloat32, recv.data(), mp::recvElements(c.coll, count, n));
+          RANK_NCCL(mp::launch(comm, k, ncclSum, rank, send.data(), recv.data(), inPlace));
+          const char* result = inPlace ? send.data() : recv.data();
+          if (inPlace && c.coll == Collective::ReduceScatter) result += 4 * count * static_cast<size_t>(rank);
+          std::string err;
+          RANK_EXPECT(mp::countWrong(k, rank, result, &err) == 0, "%s of %zu %s: %s", collectiveName(c.coll), count,
+                      inPlace ? "in place" : "out of place", err.c_str());
+        }
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
 }
 
 // A dead peer ends the one-shot calls' waits for its flags too (8000

@@ -13,12 +13,14 @@
 namespace streamtest {
 
 // Small parts and three slots: every call of the matrix that takes the
-// pieces spans many and wraps around the slots several times; one-shot up
-// to 64 KiB read per rank (small calls take the low-latency kernel).
+// pieces spans many and wraps around the slots several times; the
+// low-latency kernel up to 4 KiB posted per rank, one-shot from there up
+// to 64 KiB read per rank.
 inline mp::Env streamEnv(const char* timeout = "60") {
   return {{"HETCCL_FORCE_STAGING", "1"},
           {"HETCCL_STREAM_PART_BYTES", "4096"},
           {"HETCCL_STREAM_SLOTS", "3"},
+          {"HETCCL_STREAM_LL_BYTES", "4096"},
           {"HETCCL_STREAM_ONE_SHOT_BYTES", "65536"},
           {"HETCCL_TIMEOUT", timeout}};
 }

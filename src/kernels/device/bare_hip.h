@@ -28,6 +28,10 @@ __device__ inline void loadPair(const uint64_t* p, uint64_t* lo, uint64_t* hi) {
   *lo = *static_cast<const volatile uint64_t*>(p);
   *hi = *static_cast<const volatile uint64_t*>(p + 1);
 }
+__device__ inline void storePair(uint64_t* p, uint64_t lo, uint64_t hi) {
+  *static_cast<volatile uint64_t*>(p) = lo;
+  *static_cast<volatile uint64_t*>(p + 1) = hi;
+}
 __device__ inline void fenceSystem() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, ""); }
 __device__ inline void syncBlock() {
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");

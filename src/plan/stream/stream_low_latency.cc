@@ -51,6 +51,16 @@ StreamCollectives::CallPath StreamCollectives::callPath(const Op& op) const {
   return CallPath::Pieces;
 }
 
+uint32_t StreamCollectives::ranksToAwait(uint32_t call) const {
+  uint32_t ranks = 0;
+  for (int r = 0; call > 2 && r < nranks_; ++r) {
+    if (r == rank_ || (lastCallRead_ >> r & 1)) continue;
+    const volatile uint32_t* read = segments_[static_cast<size_t>(r)]->lowLatencyRead();
+    if (static_cast<int32_t>(__atomic_load_n(read, __ATOMIC_ACQUIRE) - (call - 2)) < 0) ranks |= 1u << r;
+  }
+  return ranks;
+}
+
 // One kernel on the caller's stream (kernels/low_latency.h): every rank's
 // words and read word as this rank's device addresses them.
 ncclResult_t StreamCollectives::enqueueLowLatency(const Op& op) {
@@ -62,6 +72,7 @@ ncclResult_t StreamCollectives::enqueueLowLatency(const Op& op) {
   a.blockBytes = op.count * typeSize(op.type);
   a.scalar = op.red.scalar;
   a.call = lowLatencyCalls_.load() + 1;
+  a.await = ranksToAwait(a.call);
   a.collective = static_cast<int32_t>(c);
   a.rank = rank_;
   a.nranks = nranks_;
@@ -89,6 +100,7 @@ ncclResult_t StreamCollectives::enqueueLowLatency(const Op& op) {
   cv_.notify_all();
   if (relay_) relay_->expectLowLatency(a.call, low_latency::postedGroups(a));
   HETCCL_TRY(reducer_->lowLatency(op.type, a, op.stream));
+  lastCallRead_ = ((1u << nranks_) - 1) & ~(1u << rank_);  // every peer's words (or presence word)
   lowLatencyStream_ = op.stream;
   return rt_.recordEvent(lowLatencyDone_.get(), op.stream);
 }
@@ -96,11 +108,14 @@ ncclResult_t StreamCollectives::enqueueLowLatency(const Op& op) {
 bool StreamCollectives::takesLowLatencyP2p(const Op& op) const {
   // The same on both sides of a pair: the sizes match (checked), the
   // settings are rank 0's, and sharing memory is mutual. A slot holds
-  // half its bytes as words.
+  // half its bytes as words. The kernel's one block per operation loses
+  // to a copy each way above 16 KiB (one H200, two domains: 8 KiB 12 us
+  // against 18, 32 KiB 30 against 20).
+  constexpr size_t kMostBytes = 16384;
   const size_t bytes = op.count * typeSize(op.type);
   if (op.root < 0 || op.root >= nranks_ || op.root == rank_) return false;  // (to itself: a device copy)
   return setup_.lowLatencyBytes && !lowLatencyMap_.empty() && sharesMemory(op.root) && bytes > 0 &&
-         bytes <= std::min(setup_.lowLatencyBytes, partBytes_ / 2);
+         bytes <= std::min({setup_.lowLatencyBytes, kMostBytes, partBytes_ / 2});
 }
 
 // The sends first, then the receives, kMaxP2pOps to a kernel: a kernel's

@@ -35,6 +35,11 @@ namespace {
 size_t scratchFor(size_t oneShotBytes, int nranks) {
   return static_cast<size_t>(nranks) * (oneShotBytes / static_cast<size_t>(std::max(nranks - 1, 1)));
 }
+
+// Where a reduce-scatter's poster puts the block for rank r in its buffer:
+// the peers' blocks in rank order, its own left out, so that the n - 1
+// blocks fit the buffer (which holds what a rank reads).
+size_t postedAt(int poster, int r, size_t block) { return static_cast<size_t>(r < poster ? r : r - 1) * block; }
 }  // namespace
 
 size_t StreamCollectives::oneShotScratchBytes() const {
@@ -49,6 +54,10 @@ ncclResult_t StreamCollectives::enqueueOneShot(const Op& op) {
   const bool posts = !rooted || (rank_ == op.root) == (op.kind == OpKind::Broadcast);
   const bool reads = !rooted || !posts;
   const size_t inputBytes = op.kind == OpKind::ReduceScatter ? block * static_cast<size_t>(nranks_) : block;
+  const size_t posted = op.kind == OpKind::ReduceScatter ? inputBytes - block : block;
+  if (posts && posted > segments_[static_cast<size_t>(rank_)]->oneShotBytes)  // (callPath bounds what a rank reads: the same)
+    return fail(ncclInternalError, "one-shot: %zu bytes to post, the buffer holds %zu", posted,
+                segments_[static_cast<size_t>(rank_)]->oneShotBytes);
   if (reduces && !oneShotScratch_)
     HETCCL_TRY(allocDevice(rt_, scratchFor(segments_[static_cast<size_t>(rank_)]->oneShotBytes, nranks_), &oneShotScratch_));
   const Stream s = op.stream;
@@ -65,24 +74,17 @@ ncclResult_t StreamCollectives::enqueueOneShot(const Op& op) {
     HETCCL_TRY(reducer_->prepare(op.red, const_cast<char*>(own), op.sendbuff, inputBytes / typeSize(op.type), s));
   }
   if (posts) {
-    // (A wait the peer's read word already passes is left out: a stream
-    // operation less.)
-    for (int r = 0; call > 2 && r < nranks_; ++r) {
-      volatile uint32_t* read = segments_[static_cast<size_t>(r)]->lowLatencyRead();
-      if (r != rank_ && static_cast<int32_t>(__atomic_load_n(read, __ATOMIC_ACQUIRE) - (call - 2)) < 0)
-        HETCCL_TRY(rt_.waitFlag(s, read, call - 2));
-    }
-    // A reduce-scatter posts the peers' blocks only (each at its place).
+    const uint32_t await = ranksToAwait(call);
+    for (int r = 0; r < nranks_; ++r)
+      if (await >> r & 1) HETCCL_TRY(rt_.waitFlag(s, segments_[static_cast<size_t>(r)]->lowLatencyRead(), call - 2));
     if (op.kind != OpKind::ReduceScatter) HETCCL_TRY(rt_.copyAsync(mine.oneShotData(call), own, block, s));
-    for (int r = 0; op.kind == OpKind::ReduceScatter && r < nranks_; ++r) {
-      const size_t at = static_cast<size_t>(r) * block;
-      if (r != rank_) HETCCL_TRY(rt_.copyAsync(mine.oneShotData(call) + at, own + at, block, s));
-    }
+    for (int r = 0; op.kind == OpKind::ReduceScatter && r < nranks_; ++r)
+      if (r != rank_) HETCCL_TRY(rt_.copyAsync(mine.oneShotData(call) + postedAt(rank_, r, block), own + static_cast<size_t>(r) * block, block, s));
     HETCCL_TRY(rt_.writeFlag(s, mine.oneShotPosted(), call));
   }
   // Every peer's block I need: into my output (all-gather, broadcast) or
   // my scratch (reductions; a reduce-scatter's scaled blocks there are posted by now).
-  const size_t from = op.kind == OpKind::ReduceScatter ? static_cast<size_t>(rank_) * block : 0;
+  const size_t from = op.kind == OpKind::ReduceScatter ? static_cast<size_t>(rank_) * block : 0;  // in my input
   auto incoming = [&](int r) {
     if (!reduces) return static_cast<char*>(op.recvbuff) + (op.kind == OpKind::AllGather ? static_cast<size_t>(r) * block : 0);
     return slot(r);
@@ -91,7 +93,8 @@ ncclResult_t StreamCollectives::enqueueOneShot(const Op& op) {
     if (r == rank_ || (op.kind == OpKind::Broadcast && r != op.root)) continue;
     const Segment& peer = *segments_[static_cast<size_t>(r)];
     HETCCL_TRY(rt_.waitFlag(s, peer.oneShotPosted(), call));
-    HETCCL_TRY(rt_.copyAsync(incoming(r), peer.oneShotData(call) + from, block, s));
+    const size_t at = op.kind == OpKind::ReduceScatter ? postedAt(r, rank_, block) : 0;
+    HETCCL_TRY(rt_.copyAsync(incoming(r), peer.oneShotData(call) + at, block, s));
   }
   HETCCL_TRY(rt_.writeFlag(s, mine.lowLatencyRead(), call));
   if (!reduces) {
@@ -112,6 +115,9 @@ ncclResult_t StreamCollectives::enqueueOneShot(const Op& op) {
       HETCCL_TRY(reducer_->reduce(merge, out, r == 1 ? source(0) : out, source(r), n, s));
     if (op.red.average) HETCCL_TRY(reducer_->average(op.red, out, n, nranks_, s));
   }
+  lastCallRead_ = 0;  // whose posts I read
+  for (int r = 0; reads && r < nranks_; ++r)
+    if (r != rank_ && (op.kind != OpKind::Broadcast || r == op.root)) lastCallRead_ |= 1u << r;
   lowLatencyStream_ = s;
   return rt_.recordEvent(lowLatencyDone_.get(), s);
 }
