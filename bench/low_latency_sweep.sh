@@ -13,7 +13,7 @@
 # NCCL_TESTS: a checkout of github.com/NVIDIA/nccl-tests (built here into
 # $OUT/.. with MPI, against the system NCCL's header) or a folder holding
 # its *_perf binaries. RUNS: where the runs' outputs go ($OUT/runs). COLLECTIVES (default "all_reduce all_gather
-# broadcast sendrecv reduce_scatter reduce"), REPEATS (3), LL (16384),
+# broadcast sendrecv reduce_scatter reduce"), REPEATS (3), LL (131072),
 # ONE_SHOT (4194304), SIZES (default "-b 8 -e 64M -f 2"), ITERS ("-n 200 -w 20").
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -45,7 +45,7 @@ run() {  # run COLLECTIVE LL_BYTES ONE_SHOT_BYTES FILE: two ranks, one domain ea
 for c in ${COLLECTIVES:-all_reduce all_gather broadcast sendrecv reduce_scatter reduce}; do
   for i in $(seq "${REPEATS:-3}"); do
     run "$c" 0 0 "$runs/$c.bulk.$i"
-    run "$c" "${LL:-16384}" "${ONE_SHOT:-4194304}" "$runs/$c.ll.$i"
+    run "$c" "${LL:-131072}" "${ONE_SHOT:-4194304}" "$runs/$c.ll.$i"
   done
   {
     # nccl-tests' columns: size count type redop root, then out of place

@@ -3,7 +3,7 @@
 # under CUDA MPS on GPU 0, for each variant: the bare floor of the SMs'
 # path through pinned host memory between two domains of one GPU
 # (docs/performance.md, "Small messages across two domains on one GPU").
-#   bench/two_process_kernel.sh ["BYTES BLOCKS FENCE PEER PROTO EVENTS" ...]
+#   bench/two_process_kernel.sh ["BYTES BLOCKS FENCE PEER PROTO EVENTS LL" ...]
 set -u
 cd "$(dirname "$0")/.."
 bin=$(mktemp -d)/two_process_kernel

@@ -159,13 +159,14 @@ done
 #    buffers staged through host memory), and GPUs mixed with CPU ranks.
 step two_gpu_domains_all_types_ops "$build/hetccl-perf" $all -N 2 --domains 2 -b 8 -e 1M -f 32 -d all -o all -n 1 -w 0 -c 1
 # The low-latency kernel at every size up to 1 MiB (by default it takes
-# calls of up to 16 KiB per rank), and one-shot at every size up to 4 MiB
-# (by default from there to 4 MiB read per rank), every type and op, in
-# and out of place.
+# calls of up to 128 KiB posted per rank), and one-shot at every size up to
+# its limit (by default from there to 4 MiB read per rank; 8 MiB: an
+# all-gather's and a reduce-scatter's exactly), every type and op, in and
+# out of place.
 step low_latency_kernel_all_types_ops env HETCCL_STREAM_LL_BYTES=4194304 "$build/hetccl-perf" all_reduce,broadcast,reduce,all_gather,reduce_scatter \
   -N 2 --domains 2 -b 8 -e 1M -f 8 -d all -o all -n 2 -w 1 -c 1
 step one_shot_all_types_ops env HETCCL_STREAM_LL_BYTES=0 "$build/hetccl-perf" all_reduce,broadcast,reduce,all_gather,reduce_scatter \
-  -N 2 --domains 2 -b 8 -e 4M -f 16 -d all -o all -n 1 -w 1 -c 1
+  -N 2 --domains 2 -b 8 -e 8M -f 1024 -d all -o all -n 1 -w 1 -c 1
 # With a checkout of NVIDIA's nccl-tests in NCCL_TESTS (FULL=1): the
 # kernel and one-shot against the pieces through nccl-tests under MPS
 # (bench/low_latency_sweep.sh).
