@@ -38,19 +38,24 @@ bool awaitPair(const uint64_t* at, uint32_t flag, const uint32_t* abort, uint32_
 }
 
 // Rank r's group g once whole (false: aborted).
-bool readGroup(const Args& a, int r, uint64_t g, uint32_t out[2]) { return awaitPair(a.words[r] + 2 * g, a.call, a.abort, out); }
+bool readGroup(const Args& a, uint32_t call, int r, uint64_t g, uint32_t out[2]) {
+  return awaitPair(wordsOf(a, r, call) + 2 * g, call, a.abort, out);
+}
 
 template <typename S>
 void run(const Args& a) {
+  const uint32_t call = a.callCounter ? loadAcquire(a.callCounter) + 1 : a.call;
+  if (a.busy) __atomic_store_n(a.busy, 1u, __ATOMIC_RELEASE);
   // My buffer of this call was last used two calls back: every rank has read it.
   for (int r = 0; r < a.nranks; ++r)
-    while ((a.await >> r & 1) && static_cast<int32_t>(loadAcquire(a.read[r]) - (a.call - 2)) < 0)
+    while ((a.await >> r & 1) && static_cast<int32_t>(loadAcquire(a.read[r]) - (call - 2)) < 0)
       if (!keepWaiting(a.abort)) return;
+  uint64_t* mine = myWordsOf(a, call);
   const uint64_t posts = postedGroups(a);
   for (uint64_t g = 0; g < posts; ++g) {
     uint32_t w[2];
     postGroup<S>(a, g, w);
-    storePair(a.mine + 2 * g, w, a.call);
+    storePair(mine + 2 * g, w, call);
   }
   uint32_t posted[kMaxRanks][2];
   const uint64_t tasks = readTasks(a);
@@ -62,15 +67,17 @@ void run(const Args& a) {
       continue;
     }
     if (k.from >= 0) {
-      if (!readGroup(a, k.from, k.group, posted[0])) return;
+      if (!readGroup(a, call, k.from, k.group, posted[0])) return;
       finishCopied(a, k, posted[0]);
       continue;
     }
     for (int r = 0; r < a.nranks; ++r)
-      if (!readGroup(a, r, k.group, posted[r])) return;
+      if (!readGroup(a, call, r, k.group, posted[r])) return;
     finishReduced<S>(a, k, posted);
   }
-  __atomic_store_n(a.myRead, a.call, __ATOMIC_RELEASE);
+  if (a.callCounter) __atomic_store_n(a.callCounter, call, __ATOMIC_RELEASE);
+  __atomic_store_n(a.myRead, call, __ATOMIC_RELEASE);
+  if (a.busy) __atomic_store_n(a.busy, 0u, __ATOMIC_RELEASE);
 }
 
 using RunFn = void (*)(const Args&);

@@ -50,12 +50,18 @@ struct Args {
   uint64_t scalar;      // PreMulSum: this rank's scalar's bytes
   uint32_t call;        // this call's number among the low-latency calls (from 1): the words' flag
   uint32_t await;       // the ranks whose read word must reach call - 2 before I post (bit r)
+  // A replayable call (captured into a graph, whose replays cannot know
+  // its number): the number is *callCounter + 1, stored back at the end;
+  // `busy` is raised while it runs (the watchdog's). Else both null.
+  uint32_t* callCounter;
+  uint32_t* busy;
   int32_t collective;   // a Collective
   int32_t rank, nranks, root;
   int32_t average;      // ncclAvg: divide the sum by nranks
   int32_t kind;         // the RedKind (one kernel per type: the op is a branch, the same for every thread)
-  uint64_t* mine;                         // my words of this call's buffer
+  uint64_t* mine;                         // my two buffers (a call's: wordsOf)
   const uint64_t* words[kMaxRanks];       // every rank's (mine at [rank]), as this rank addresses them
+  uint64_t bufferWords;                   // words per buffer: the odd calls' buffer follows the even ones'
   uint32_t* myRead;                       // raised to `call` once I have read every rank's words
   const uint32_t* read[kMaxRanks];        // every rank's read word
   const uint32_t* abort;
@@ -64,6 +70,9 @@ struct Args {
 
 // Bytes of a buffer for up to `bytes` posted: two words per 8 bytes.
 HETCCL_HD uint64_t bufferBytes(uint64_t bytes) { return (bytes + 7) / 8 * 16; }
+// Rank r's words of call `call` (the buffer of its parity).
+HETCCL_HD const uint64_t* wordsOf(const Args& a, int r, uint32_t call) { return a.words[r] + (call % 2) * a.bufferWords; }
+HETCCL_HD uint64_t* myWordsOf(const Args& a, uint32_t call) { return a.mine + (call % 2) * a.bufferWords; }
 HETCCL_HD uint64_t groups(uint64_t bytes) { return (bytes + 7) / 8; }
 HETCCL_HD uint64_t word(uint32_t data, uint32_t flag) { return (static_cast<uint64_t>(flag) << 32) | data; }
 

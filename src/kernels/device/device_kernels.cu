@@ -292,27 +292,27 @@ __device__ bool awaitPair(const uint64_t* at, uint32_t flag, const uint32_t* abo
 }
 
 // Rank r's group g once whole (false: aborted).
-__device__ bool readGroup(const low_latency::Args& a, int r, uint64_t g, uint32_t out[2]) {
-  return awaitPair(a.words[r] + 2 * g, a.call, a.abort, out);
+__device__ bool readGroup(const low_latency::Args& a, uint32_t call, int r, uint64_t g, uint32_t out[2]) {
+  return awaitPair(low_latency::wordsOf(a, r, call) + 2 * g, call, a.abort, out);
 }
 
 // Group g of every rank (mine from my input where this thread posted it).
 // Every rank's loads are issued before any is waited for.
 template <typename S>
-__device__ bool readEveryRank(const low_latency::Args& a, uint64_t g, uint32_t (*posted)[2]) {
+__device__ bool readEveryRank(const low_latency::Args& a, uint32_t call, uint64_t g, uint32_t (*posted)[2]) {
   const bool own = low_latency::ownGroupFromInput(a);
   uint64_t v[low_latency::kMaxRanks][2];
   for (int r = 0; r < a.nranks; ++r)
-    if (!own || r != a.rank) gpu::loadPair(a.words[r] + 2 * g, &v[r][0], &v[r][1]);
+    if (!own || r != a.rank) gpu::loadPair(low_latency::wordsOf(a, r, call) + 2 * g, &v[r][0], &v[r][1]);
   for (int r = 0; r < a.nranks; ++r) {
     if (own && r == a.rank) {
       low_latency::postGroup<S>(a, g, posted[r]);
       continue;
     }
-    if ((v[r][0] >> 32) == a.call && (v[r][1] >> 32) == a.call) {
+    if ((v[r][0] >> 32) == call && (v[r][1] >> 32) == call) {
       posted[r][0] = static_cast<uint32_t>(v[r][0]);
       posted[r][1] = static_cast<uint32_t>(v[r][1]);
-    } else if (!readGroup(a, r, g, posted[r])) {
+    } else if (!readGroup(a, call, r, g, posted[r])) {
       return false;
     }
   }
@@ -321,12 +321,17 @@ __device__ bool readEveryRank(const low_latency::Args& a, uint64_t g, uint32_t (
 
 template <typename S>
 __device__ void lowLatency(const low_latency::Args& a) {
-  __shared__ uint32_t stop;
+  __shared__ uint32_t stop, callOfAll;
   const uint32_t t = gpu::threadIndex();
   if (t == 0) {
     stop = 0;
+    // (a replayable call's number: the last one's, which that kernel's
+    // last block stored before this kernel began)
+    const uint32_t call = a.callCounter ? loadHost(a.callCounter) + 1 : a.call;
+    callOfAll = call;
+    if (a.busy && gpu::blockIndex() == 0) storeHost(a.busy, 1);
     for (int r = 0; r < a.nranks && !stop; ++r)
-      while ((a.await >> r & 1) && static_cast<int32_t>(loadHost(a.read[r]) - (a.call - 2)) < 0)
+      while ((a.await >> r & 1) && static_cast<int32_t>(loadHost(a.read[r]) - (call - 2)) < 0)
         if (loadHost(a.abort)) {
           stop = 1;
           break;
@@ -334,11 +339,13 @@ __device__ void lowLatency(const low_latency::Args& a) {
   }
   gpu::syncBlock();
   if (stop) return;
+  const uint32_t call = callOfAll;
+  uint64_t* mine = low_latency::myWordsOf(a, call);
   const uint64_t posts = low_latency::postedGroups(a);
   for (uint64_t g = firstIndex(); g < posts; g += stride()) {
     uint32_t w[2];
     low_latency::postGroup<S>(a, g, w);
-    storeFlagged(a.mine + 2 * g, w, a.call);
+    storeFlagged(mine + 2 * g, w, call);
   }
   bool aborted = false;
   uint32_t posted[low_latency::kMaxRanks][2];
@@ -351,11 +358,11 @@ __device__ void lowLatency(const low_latency::Args& a) {
       continue;
     }
     if (k.from >= 0) {
-      aborted = !readGroup(a, k.from, k.group, posted[0]);
+      aborted = !readGroup(a, call, k.from, k.group, posted[0]);
       if (!aborted) low_latency::finishCopied(a, k, posted[0]);
       continue;
     }
-    aborted = !readEveryRank<S>(a, k.group, posted);
+    aborted = !readEveryRank<S>(a, call, k.group, posted);
     if (!aborted) low_latency::finishReduced<S>(a, k, posted);
   }
   if (aborted) stop = 1;
@@ -366,12 +373,15 @@ __device__ void lowLatency(const low_latency::Args& a) {
   gpu::syncBlock();
   if (t != 0 || stop) return;
   // The last block done (every block's reads are complete) raises the
-  // read word and leaves the count at 0 for the next call.
+  // read word, leaves the count at 0 for the next call and stores a
+  // replayable call's number.
   gpu::fenceSystem();
   if (gpu::gridBlocks() > 1 && gpu::countBlockDone(a.blocksDone) != gpu::gridBlocks() - 1) return;
   if (gpu::gridBlocks() > 1) storeHost(a.blocksDone, 0);
+  if (a.callCounter) storeHost(a.callCounter, call);
   gpu::fenceSystem();
-  storeHost(a.myRead, a.call);
+  storeHost(a.myRead, call);
+  if (a.busy) storeHost(a.busy, 0);
 }
 
 }  // namespace

@@ -58,6 +58,7 @@
 
 #include "core/op.h"
 #include "common/deadline.h"
+#include "kernels/low_latency.h"
 #include "kernels/reducer.h"
 #include "transport/relay/relay_link.h"
 #include "runtime/owned.h"
@@ -154,7 +155,8 @@ class StreamCollectives {
   // Calls captured into a CUDA/HIP graph (HETCCL_STREAM_GRAPHS=1), or
   // every call (=2, tests): queued on the caller's stream alone, as a
   // chain whose handshakes end where they began, so that a graph can
-  // replay it (stream_graph_lane.cc). Only where every peer's memory is
+  // replay it (stream_graph_lane.cc); those of the low-latency kernel's
+  // sizes as that kernel, numbering its calls on the device. Only where every peer's memory is
   // mapped here (no relay). usable: the lane is set up on every rank (the
   // first call sets it up, a collective step); else captures stay
   // host-staged everywhere.
@@ -196,6 +198,7 @@ class StreamCollectives {
   // as one kernel (kernels/low_latency.h; stream_low_latency.cc): every
   // rank's segment, shared or a relayed mirror.
   ncclResult_t enqueueLowLatency(const Op& op);
+  low_latency::Args lowLatencyArgs(const Op& op) const;  // the call's shape, and my abort word
   // Mid-size ones where every rank shares memory: one copy in and one out
   // per rank and peer, on the caller's stream (stream_one_shot.cc).
   ncclResult_t enqueueOneShot(const Op& op);
@@ -324,6 +327,10 @@ class StreamCollectives {
   bool laneRefused_ = false;                   // some rank could not set it up: captures host-staged
   ncclResult_t prepareGraphLane(GraphLane& lane);
   ncclResult_t queueReplayableBatch(const Op& op, size_t batch, size_t pieces, size_t pieceElems);
+  // A replayable call of the low-latency kernel's sizes: the kernel on the
+  // lane's own buffers, numbering its calls on the device.
+  ncclResult_t enqueueReplayableLowLatency(const Op& op);
+  ncclResult_t enqueueReplayableChain(const Op& op);  // the batches of copies and handshakes
   bool graphLaneBusy() const;           // a chain is on some stream now
   uint64_t graphLaneMoves() const;      // changes whenever a handshake moves
   void raiseGraphLane();                // every handshake passes (after an error)

@@ -57,6 +57,11 @@ ncclResult_t StreamCollectives::prepareGraphLane(GraphLane& lane) {
   HETCCL_TRY(registerHost(rt_, mine.shared.base(), mine.shared.bytes(), &mine.registration));
   HETCCL_TRY(allocDevice(rt_, GraphLane::kSlots * lane.nranks * lane.partBytes, &lane.incoming));
   HETCCL_TRY(allocDevice(rt_, lane.nranks * lane.partBytes, &lane.outgoing));
+  if (lane.lowLatencyBytes) {  // the kernel's count of calls and of done blocks, both 0 to begin
+    HETCCL_TRY(allocDevice(rt_, 2 * sizeof(uint32_t), &lane.lowLatencyCalls));
+    HETCCL_TRY(rt_.memsetAsync(lane.lowLatencyCalls.get(), 0, 2 * sizeof(uint32_t), send_.get()));
+    HETCCL_TRY(rt_.synchronize(send_.get()));
+  }
   return createEvent(rt_, &lane.chainEnd);
 }
 
@@ -72,7 +77,8 @@ ncclResult_t StreamCollectives::openGraphLane(bool* usable) {
   RelaxedCaptureMode relaxed(rt_);
   DeviceGuard onMyDevice(rt_, device_);
   HETCCL_TRY(onMyDevice.status());
-  auto lane = std::make_unique<GraphLane>(static_cast<size_t>(nranks_), 4 * partBytes_);
+  auto lane = std::make_unique<GraphLane>(static_cast<size_t>(nranks_), 4 * partBytes_,
+                                         lowLatencyMap_.empty() ? 0 : setup_.lowLatencyBytes);
   const ncclResult_t local = prepareGraphLane(*lane);
   if (local != ncclSuccess)
     HETCCL_WARN("rank %d: replayable stream collectives unavailable here (%s); captures stay host-staged", rank_,
@@ -97,8 +103,12 @@ ncclResult_t StreamCollectives::openGraphLane(bool* usable) {
   }
   HETCCL_TRY(setup_.ring->barrier(deadline, setup_.abort));  // every rank holds every segment: drop the names
   for (auto& seg : lane->segments) seg->shared.unlink();
-  for (auto& seg : lane->segments)
+  for (auto& seg : lane->segments) {
     if (!seg->registration) HETCCL_TRY(registerHost(rt_, seg->shared.base(), seg->shared.bytes(), &seg->registration));
+    void* onDevice = nullptr;
+    HETCCL_TRY(rt_.devicePointerOf(seg->shared.base(), &onDevice));
+    lane->onDevice.push_back(static_cast<char*>(onDevice));
+  }
   lane_ = std::move(lane);
   laneView_.store(lane_.get(), std::memory_order_release);
   {
@@ -130,6 +140,40 @@ ncclResult_t StreamCollectives::enqueueReplayable(const Op& op) {
   const bool sameCapture = !capturing || (capture && capture == lane.lastCapture);
   if (lane.anyChain && s != lane.lastStream && capturing == lane.lastCaptured && sameCapture)
     HETCCL_TRY(rt_.waitEvent(s, lane.chainEnd.get()));
+  if (lane.lowLatencyBytes && callPath(op) == CallPath::FlaggedWords) HETCCL_TRY(enqueueReplayableLowLatency(op));
+  else HETCCL_TRY(enqueueReplayableChain(op));
+  HETCCL_TRY(rt_.recordEvent(lane.chainEnd.get(), s));
+  lane.lastStream = s;
+  lane.lastCapture = capture;
+  lane.lastCaptured = capturing;
+  lane.anyChain = true;
+  return ncclSuccess;
+}
+
+ncclResult_t StreamCollectives::enqueueReplayableLowLatency(const Op& op) {
+  GraphLane& lane = *lane_;
+  low_latency::Args a = lowLatencyArgs(op);
+  auto onDevice = [&](int r, const volatile void* at) {  // a place in rank r's lane segment, as my device addresses it
+    return lane.onDevice[static_cast<size_t>(r)] +
+           (static_cast<const volatile char*>(at) - lane.segments[static_cast<size_t>(r)]->shared.base());
+  };
+  for (int r = 0; r < nranks_; ++r) {
+    a.words[r] = reinterpret_cast<const uint64_t*>(lane.onDevice[static_cast<size_t>(r)] + lane.lowLatencyOffset());
+    a.read[r] = reinterpret_cast<const uint32_t*>(onDevice(r, lane.lowLatencyRead(r)));
+  }
+  a.mine = const_cast<uint64_t*>(a.words[rank_]);
+  a.myRead = const_cast<uint32_t*>(a.read[rank_]);
+  a.bufferWords = low_latency::bufferBytes(lane.lowLatencyBytes) / sizeof(uint64_t);
+  a.callCounter = static_cast<uint32_t*>(lane.lowLatencyCalls.get());
+  a.blocksDone = a.callCounter + 1;
+  a.busy = reinterpret_cast<uint32_t*>(onDevice(rank_, lane.busy(rank_, lane.nextBusy++ % GraphLane::kBusyLines)));
+  cv_.notify_all();  // (the watchdog looks at the busy words)
+  return reducer_->lowLatency(op.type, a, op.stream);
+}
+
+ncclResult_t StreamCollectives::enqueueReplayableChain(const Op& op) {
+  GraphLane& lane = *lane_;
+  const Stream s = op.stream;
   volatile uint32_t* busy = lane.busy(rank_, lane.nextBusy++ % GraphLane::kBusyLines);
   HETCCL_TRY(rt_.writeFlag(s, busy, 1));
   HETCCL_TRY(copyOwnBlock(op, s));
@@ -147,13 +191,7 @@ ncclResult_t StreamCollectives::enqueueReplayable(const Op& op) {
       return r;
     }
   }
-  HETCCL_TRY(rt_.writeFlag(s, busy, 0));
-  HETCCL_TRY(rt_.recordEvent(lane.chainEnd.get(), s));
-  lane.lastStream = s;
-  lane.lastCapture = capture;
-  lane.lastCaptured = capturing;
-  lane.anyChain = true;
-  return ncclSuccess;
+  return rt_.writeFlag(s, busy, 0);
 }
 
 ncclResult_t StreamCollectives::queueReplayableBatch(const Op& op, size_t batch, size_t pieces, size_t pieceElems) {
@@ -256,9 +294,11 @@ uint64_t StreamCollectives::graphLaneMoves() const {
   const GraphLane* lane = laneView_.load(std::memory_order_acquire);
   if (!lane) return 0;
   uint64_t sum = 0;
-  for (int r = 0; r < nranks_; ++r)
+  for (int r = 0; r < nranks_; ++r) {
     for (size_t i = 0; i < 2 * GraphLane::kSlots * lane->nranks; ++i)
       sum = sum * 3 + __atomic_load_n(lane->line(r, i), __ATOMIC_ACQUIRE);
+    sum += __atomic_load_n(lane->lowLatencyRead(r), __ATOMIC_ACQUIRE);  // the kernel's calls
+  }
   return sum;
 }
 

@@ -10,6 +10,14 @@
 // Both sides wait with "(flag & bit) != 0", so after any number of
 // replays every flag rests at empty again, and releasing the lane after an
 // error (3, both bits) lets every wait pass.
+//
+// Calls of the low-latency kernel's sizes run as that kernel on buffers
+// of the lane's own (kernels/low_latency.h), which numbers them on the
+// device: each rank's count of them in its device memory, read at the
+// kernel's start and stored by its last block. Every rank reads every
+// peer in every such call, so no call waits for read words (a peer that
+// posted call c - 1 had finished c - 2); the read word only shows the
+// watchdog that they move.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +25,7 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/low_latency.h"
 #include "plan/stream/stream_collectives.h"
 #include "plan/stream/stream_segment.h"
 #include "runtime/runtime.h"
@@ -37,13 +46,14 @@ struct StreamCollectives::GraphLane {
     HostRegistration registration;  // goes before the mapping
   };
 
-  GraphLane(size_t ranks, size_t part) : nranks(ranks), partBytes(part) {}
+  GraphLane(size_t ranks, size_t part, size_t lowLatency) : nranks(ranks), partBytes(part), lowLatencyBytes(lowLatency) {}
   GraphLane(const GraphLane&) = delete;
   GraphLane& operator=(const GraphLane&) = delete;
 
-  size_t flagLines() const { return 2 * kSlots * nranks + kBusyLines; }
+  size_t flagLines() const { return 2 * kSlots * nranks + kBusyLines + 1; }
   size_t flagsBytes() const { return stream_layout::alignUp(flagLines() * stream_layout::kLine, stream_layout::kPage); }
-  size_t bytes() const { return flagsBytes() + kSlots * (nranks + 1) * partBytes; }
+  size_t lowLatencyOffset() const { return flagsBytes() + kSlots * (nranks + 1) * partBytes; }
+  size_t bytes() const { return lowLatencyOffset() + 2 * low_latency::bufferBytes(lowLatencyBytes); }
 
   volatile uint32_t* line(int owner, size_t index) const {
     return reinterpret_cast<volatile uint32_t*>(segments[static_cast<size_t>(owner)]->shared.base() +
@@ -58,6 +68,7 @@ struct StreamCollectives::GraphLane {
     return line(owner, (kSlots + slot) * nranks + static_cast<size_t>(consumer));
   }
   volatile uint32_t* busy(int owner, size_t i) const { return line(owner, 2 * kSlots * nranks + i); }
+  volatile uint32_t* lowLatencyRead(int owner) const { return line(owner, 2 * kSlots * nranks + kBusyLines); }
   char* sendPart(int owner, size_t slot, int consumer) const {
     return segments[static_cast<size_t>(owner)]->shared.base() + flagsBytes() +
            (slot * (nranks + 1) + static_cast<size_t>(consumer)) * partBytes;
@@ -69,8 +80,10 @@ struct StreamCollectives::GraphLane {
     return static_cast<char*>(incoming.get()) + (slot * nranks + static_cast<size_t>(peer)) * partBytes;
   }
 
-  const size_t nranks, partBytes;
+  const size_t nranks, partBytes, lowLatencyBytes;
   std::vector<std::unique_ptr<Segment>> segments;  // by rank: mine created, the peers' opened
+  std::vector<char*> onDevice;                     // by rank: the segment as my device addresses it
+  DeviceMemory lowLatencyCalls;                    // the kernel's calls here so far, and its count of done blocks
   DeviceMemory incoming;                           // kSlots x nranks parts
   DeviceMemory outgoing;                           // nranks parts (PreMulSum's scaled input)
   // The last chain's end, so that a chain on another stream of the same

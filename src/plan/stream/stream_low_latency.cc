@@ -61,9 +61,7 @@ uint32_t StreamCollectives::ranksToAwait(uint32_t call) const {
   return ranks;
 }
 
-// One kernel on the caller's stream (kernels/low_latency.h): every rank's
-// words and read word as this rank's device addresses them.
-ncclResult_t StreamCollectives::enqueueLowLatency(const Op& op) {
+low_latency::Args StreamCollectives::lowLatencyArgs(const Op& op) const {
   low_latency::Collective c{};
   lowLatencyCollective(op.kind, &c);
   low_latency::Args a{};
@@ -71,14 +69,26 @@ ncclResult_t StreamCollectives::enqueueLowLatency(const Op& op) {
   a.output = op.recvbuff;
   a.blockBytes = op.count * typeSize(op.type);
   a.scalar = op.red.scalar;
-  a.call = lowLatencyCalls_.load() + 1;
-  a.await = ranksToAwait(a.call);
   a.collective = static_cast<int32_t>(c);
   a.rank = rank_;
   a.nranks = nranks_;
   a.root = op.root;
   a.average = low_latency::reduces(c) && op.red.average ? 1 : 0;
   a.kind = static_cast<int32_t>(low_latency::reduces(c) ? op.red.kind : RedKind::Sum);
+  // (my segment's `broken` word as my device addresses it)
+  const Segment& mine = *segments_[static_cast<size_t>(rank_)];
+  a.abort = reinterpret_cast<const uint32_t*>(lowLatencyMap_[static_cast<size_t>(rank_)].flags +
+                                              (reinterpret_cast<const volatile char*>(mine.broken()) -
+                                               static_cast<const volatile char*>(mine.shared.base())));
+  return a;
+}
+
+// One kernel on the caller's stream (kernels/low_latency.h): every rank's
+// words and read word as this rank's device addresses them.
+ncclResult_t StreamCollectives::enqueueLowLatency(const Op& op) {
+  low_latency::Args a = lowLatencyArgs(op);
+  a.call = lowLatencyCalls_.load() + 1;
+  a.await = ranksToAwait(a.call);
   for (int r = 0; r < nranks_; ++r) {
     const Segment& seg = *segments_[static_cast<size_t>(r)];
     const LowLatencyMap& on = lowLatencyMap_[static_cast<size_t>(r)];
@@ -87,18 +97,18 @@ ncclResult_t StreamCollectives::enqueueLowLatency(const Op& op) {
       return reinterpret_cast<uint32_t*>(on.flags + (reinterpret_cast<const volatile char*>(line) -
                                                      static_cast<const volatile char*>(seg.shared.base())));
     };
-    a.words[r] = reinterpret_cast<const uint64_t*>(on.data + seg.lowLatencyWordsOffset(a.call) - seg.dataOffset());
+    a.words[r] = reinterpret_cast<const uint64_t*>(on.data + seg.lowLatencyWordsOffset(0) - seg.dataOffset());
     a.read[r] = lineOnDevice(seg.lowLatencyRead());
     if (r != rank_) continue;
     a.mine = const_cast<uint64_t*>(a.words[r]);
     a.myRead = lineOnDevice(seg.lowLatencyRead());
-    a.abort = lineOnDevice(seg.broken());
   }
+  a.bufferWords = low_latency::bufferBytes(setup_.lowLatencyBytes) / sizeof(uint64_t);
   a.blocksDone = static_cast<uint32_t*>(lowLatencyBlocksDone_.get());
   if (lowLatencyStream_ && lowLatencyStream_ != op.stream) HETCCL_TRY(rt_.waitEvent(op.stream, lowLatencyDone_.get()));
   lowLatencyCalls_.store(a.call);  // in flight from now on (the watchdog's)
   cv_.notify_all();
-  if (relay_) relay_->expectLowLatency(a.call, low_latency::postedGroups(a));
+  if (relay_) relay_->expectLowLatency(a.call, low_latency::postedGroups(a));  // (a's ranks, root, sizes)
   HETCCL_TRY(reducer_->lowLatency(op.type, a, op.stream));
   lastCallRead_ = ((1u << nranks_) - 1) & ~(1u << rank_);  // every peer's words (or presence word)
   lowLatencyStream_ = op.stream;
