@@ -90,8 +90,13 @@ ncclResult_t Listener::acceptFrom(int peer, uint64_t tag, const Deadline& deadli
     if (accepted) return ncclSuccess;
     if (abort && abort->load())
       return fail(ncclInvalidUsage, "communicator aborted while waiting for rank %d to connect", peer);
-    if (peerPid > 0 && processGone(peerPid))
+    if (peerPid > 0 && processGone(peerPid)) {
+      // It may have connected, said hello and exited since the last look
+      // (a rank whose init failed right after): one more look first.
+      HETCCL_TRY(takeArrival(peer, tag, 0, abort, out, &accepted));
+      if (accepted) return ncclSuccess;
       return fail(ncclRemoteError, "no connection from rank %d: its process (pid %d) has exited", peer, peerPid);
+    }
     if (deadline.expired())
       return timedOut("no connection from rank %d (tag %llu): timed out waiting for a peer to connect (HETCCL_TIMEOUT)",
                   peer, static_cast<unsigned long long>(tag));

@@ -108,7 +108,7 @@ ncclResult_t StreamCollectives::enqueueLowLatency(const Op& op) {
   if (lowLatencyStream_ && lowLatencyStream_ != op.stream) HETCCL_TRY(rt_.waitEvent(op.stream, lowLatencyDone_.get()));
   lowLatencyCalls_.store(a.call);  // in flight from now on (the watchdog's)
   cv_.notify_all();
-  if (relay_) relay_->expectLowLatency(a.call, low_latency::postedGroups(a));  // (a's ranks, root, sizes)
+  if (relay_) relay_->expectLowLatency(a.call, low_latency::postedGroups(a));
   HETCCL_TRY(reducer_->lowLatency(op.type, a, op.stream));
   lastCallRead_ = ((1u << nranks_) - 1) & ~(1u << rank_);  // every peer's words (or presence word)
   lowLatencyStream_ = op.stream;
