@@ -152,6 +152,8 @@ ncclResult_t StreamCollectives::enqueueReplayable(const Op& op) {
 
 ncclResult_t StreamCollectives::enqueueReplayableLowLatency(const Op& op) {
   GraphLane& lane = *lane_;
+  // (a.abort: my segment's broken word, whose flags page stays mapped and
+  // registered through a suspend, so a graph may keep its address)
   low_latency::Args a = lowLatencyArgs(op);
   auto onDevice = [&](int r, const volatile void* at) {  // a place in rank r's lane segment, as my device addresses it
     return lane.onDevice[static_cast<size_t>(r)] +
