@@ -199,6 +199,7 @@ class StreamCollectives {
   // rank's segment, shared or a relayed mirror.
   ncclResult_t enqueueLowLatency(const Op& op);
   low_latency::Args lowLatencyArgs(const Op& op) const;  // the call's shape, and my abort word
+  uint32_t* flagOnDevice(int r, const volatile uint32_t* line) const;  // rank r's flag line as my device addresses it
   // Mid-size ones where every rank shares memory: one copy in and one out
   // per rank and peer, on the caller's stream (stream_one_shot.cc).
   ncclResult_t enqueueOneShot(const Op& op);

@@ -75,12 +75,16 @@ low_latency::Args StreamCollectives::lowLatencyArgs(const Op& op) const {
   a.root = op.root;
   a.average = low_latency::reduces(c) && op.red.average ? 1 : 0;
   a.kind = static_cast<int32_t>(low_latency::reduces(c) ? op.red.kind : RedKind::Sum);
-  // (my segment's `broken` word as my device addresses it)
-  const Segment& mine = *segments_[static_cast<size_t>(rank_)];
-  a.abort = reinterpret_cast<const uint32_t*>(lowLatencyMap_[static_cast<size_t>(rank_)].flags +
-                                              (reinterpret_cast<const volatile char*>(mine.broken()) -
-                                               static_cast<const volatile char*>(mine.shared.base())));
+  a.abort = flagOnDevice(rank_, segments_[static_cast<size_t>(rank_)]->broken());
   return a;
+}
+
+uint32_t* StreamCollectives::flagOnDevice(int r, const volatile uint32_t* line) const {
+  // (a flag line's offset within the flags, which are mapped whole)
+  const Segment& seg = *segments_[static_cast<size_t>(r)];
+  return reinterpret_cast<uint32_t*>(lowLatencyMap_[static_cast<size_t>(r)].flags +
+                                     (reinterpret_cast<const volatile char*>(line) -
+                                      static_cast<const volatile char*>(seg.shared.base())));
 }
 
 // One kernel on the caller's stream (kernels/low_latency.h): every rank's
@@ -91,18 +95,12 @@ ncclResult_t StreamCollectives::enqueueLowLatency(const Op& op) {
   a.await = ranksToAwait(a.call);
   for (int r = 0; r < nranks_; ++r) {
     const Segment& seg = *segments_[static_cast<size_t>(r)];
-    const LowLatencyMap& on = lowLatencyMap_[static_cast<size_t>(r)];
-    // (a flag line's offset within the flags, which are mapped whole)
-    auto lineOnDevice = [&](volatile uint32_t* line) {
-      return reinterpret_cast<uint32_t*>(on.flags + (reinterpret_cast<const volatile char*>(line) -
-                                                     static_cast<const volatile char*>(seg.shared.base())));
-    };
-    a.words[r] = reinterpret_cast<const uint64_t*>(on.data + seg.lowLatencyWordsOffset(0) - seg.dataOffset());
-    a.read[r] = lineOnDevice(seg.lowLatencyRead());
-    if (r != rank_) continue;
-    a.mine = const_cast<uint64_t*>(a.words[r]);
-    a.myRead = lineOnDevice(seg.lowLatencyRead());
+    a.words[r] = reinterpret_cast<const uint64_t*>(lowLatencyMap_[static_cast<size_t>(r)].data +
+                                                   seg.lowLatencyWordsOffset(0) - seg.dataOffset());
+    a.read[r] = flagOnDevice(r, seg.lowLatencyRead());
   }
+  a.mine = const_cast<uint64_t*>(a.words[rank_]);
+  a.myRead = const_cast<uint32_t*>(a.read[rank_]);
   a.bufferWords = low_latency::bufferBytes(setup_.lowLatencyBytes) / sizeof(uint64_t);
   a.blocksDone = static_cast<uint32_t*>(lowLatencyBlocksDone_.get());
   if (lowLatencyStream_ && lowLatencyStream_ != op.stream) HETCCL_TRY(rt_.waitEvent(op.stream, lowLatencyDone_.get()));
@@ -139,12 +137,11 @@ ncclResult_t StreamCollectives::enqueueLowLatencyP2p(std::span<const Op* const> 
       if (op->kind == kind) order.push_back(op);
   const Segment& mine = *segments_[static_cast<size_t>(rank_)];
   const LowLatencyMap& myMap = lowLatencyMap_[static_cast<size_t>(rank_)];
-  auto onDevice = [](const LowLatencyMap& m, const Segment& seg, const volatile void* at, bool flag) {
-    const char* base = flag ? static_cast<const char*>(seg.shared.base()) : seg.shared.base() + seg.dataOffset();
-    return (flag ? m.flags : m.data) + (static_cast<const volatile char*>(at) - base);
+  auto dataOnDevice = [](const LowLatencyMap& m, const Segment& seg, const char* at) {
+    return reinterpret_cast<uint64_t*>(m.data + (at - (seg.shared.base() + seg.dataOffset())));
   };
   low_latency::P2pArgs a{};
-  a.abort = reinterpret_cast<const uint32_t*>(onDevice(myMap, mine, mine.broken(), true));
+  a.abort = flagOnDevice(rank_, mine.broken());
   for (size_t i = 0; i < order.size(); ++i) {
     const Op& op = *order[i];
     const int q = op.root;
@@ -163,11 +160,11 @@ ncclResult_t StreamCollectives::enqueueLowLatencyP2p(std::span<const Op* const> 
     o.output = op.recvbuff;
     if (send) {
       o.reuse = piece > p2pSlots_ ? piece - static_cast<uint32_t>(p2pSlots_) : 0;
-      o.words = reinterpret_cast<uint64_t*>(onDevice(myMap, mine, mine.p2pData(q, slot), false));
-      o.consumed = reinterpret_cast<uint32_t*>(onDevice(peerMap, peer, peer.p2pConsumed(rank_, slot), true));
+      o.words = dataOnDevice(myMap, mine, mine.p2pData(q, slot));
+      o.consumed = flagOnDevice(q, peer.p2pConsumed(rank_, slot));
     } else {
-      o.words = reinterpret_cast<uint64_t*>(onDevice(peerMap, peer, peer.p2pData(rank_, slot), false));
-      o.consumed = reinterpret_cast<uint32_t*>(onDevice(myMap, mine, mine.p2pConsumed(q, slot), true));
+      o.words = dataOnDevice(peerMap, peer, peer.p2pData(rank_, slot));
+      o.consumed = flagOnDevice(rank_, mine.p2pConsumed(q, slot));
     }
     if (a.count == low_latency::kMaxP2pOps || i + 1 == order.size()) {
       cv_.notify_all();  // pieces in flight for the watchdog
