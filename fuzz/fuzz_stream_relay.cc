@@ -29,7 +29,8 @@ void header(const uint8_t* data, size_t size) {
   if (!hetccl::relayMessageFits(m, mirrorBytes, slots, flagLines)) return;
   using namespace hetccl::relay_kind;
   using u128 = unsigned __int128;
-  if (m.kind > kLowLatencyLanded) __builtin_trap();
+  if (m.kind > kP2pWords) __builtin_trap();
+  if (m.kind == kP2pWords && m.bytes % 16 != 0) __builtin_trap();
   if (m.kind == kLowLatencyLanded && m.bytes) __builtin_trap();
   if (m.kind == kLowLatency && (m.offset % 8 != 0 || m.bytes % 16 != 0)) __builtin_trap();
   if (u128(m.offset) + m.bytes > mirrorBytes) __builtin_trap();

@@ -26,7 +26,8 @@ ncclResult_t StreamPath::enqueue(std::span<const Op* const> ops) {
 
 std::string StreamPath::describe(const Op& op) const {
   if (op.isPointToPoint() && engine_.takesLowLatencyP2p(op))
-    return "low-latency send/recv: one kernel per group, words through pinned memory shared on the host";
+    return std::string("low-latency send/recv: one kernel per group, words through pinned memory") +
+           (engine_.relayed() ? ", shared on a host and relayed {" + engine_.relayLinks() + "}" : " shared on the host");
   if (op.isPointToPoint()) return "send/recv through pinned memory (relayed between hosts), on the devices' streams";
   const StreamCollectives::CallPath path = engine_.callPath(op);
   if (path == StreamCollectives::CallPath::OneShot)

@@ -183,9 +183,10 @@ TEST(StreamLowLatency, OneShotCallsOnTwoStreamsRunInCallOrder) { callsOnTwoStrea
 // rest are copied), beside a large one and both ways at once, on two
 // streams; every byte checked, several rounds (slots reused by both
 // kinds). Synchronous and threaded host streams.
-void smallAndLargeSendsBothWays(const char* threaded) {
+void smallAndLargeSendsBothWays(const char* threaded, bool relayed = false) {
   mp::Env env = streamEnv("20");
   env.push_back({"HETCCL_HOST_STREAMS", threaded});
+  if (relayed) env.push_back({"HETCCL_TRANSPORT", "socket"});
   EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 60, [](int rank, int n, const ncclUniqueId& id) {
     hetccl::Runtime& rt = hetccl::processRuntime();
     ncclComm_t comm;
@@ -228,11 +229,58 @@ void smallAndLargeSendsBothWays(const char* threaded) {
 
 TEST(StreamLowLatency, SmallAndLargeSendsBothWays) { smallAndLargeSendsBothWays("0"); }
 TEST(StreamLowLatency, SmallAndLargeSendsBothWaysOnThreadedStreams) { smallAndLargeSendsBothWays("1"); }
+TEST(StreamLowLatency, SmallAndLargeSendsBothWaysThroughTheRelay) { smallAndLargeSendsBothWays("1", true); }
+
+// A pair's slot holds copied pieces and words in turn: a small receive
+// must never take a copied piece's bytes for its words. Rank 0 fills the
+// pair's three slots with copied pieces whose every 32-bit half is 4, the
+// number of the next piece of slot 0, then sends piece 4 small, late:
+// rank 1's kernel is already polling the slot by then. Both over shared
+// memory and through the relay.
+void staleCopiedBytesAreNeverWords(bool relayed) {
+  mp::Env env = streamEnv("20");
+  if (relayed) env.push_back({"HETCCL_TRANSPORT", "socket"});
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    for (size_t count : {size_t{100}, size_t{1024}}) {  // (the kernel's, the copies')
+      const char* plan = hetcclCommDescribePlan(comm, "sendrecv", count, ncclInt32);
+      const bool low = plan && strstr(plan, "low-latency send/recv");
+      RANK_EXPECT(low == (count == 100), "send/recv of %zu int32: %s", count, plan ? plan : "(null)");
+    }
+    std::vector<int32_t> copied(1024, 4);  // 4096 bytes: one copied piece each (the kernel takes at most 2048)
+    std::vector<int32_t> small(100);
+    for (size_t i = 0; i < small.size(); ++i) small[i] = 1000 + static_cast<int32_t>(i);
+    for (int piece = 1; piece <= 3; ++piece) {
+      if (rank == 0) RANK_NCCL(ncclSend(copied.data(), copied.size(), ncclInt32, 1, comm, nullptr));
+      else RANK_NCCL(ncclRecv(copied.data(), copied.size(), ncclInt32, 0, comm, nullptr));
+    }
+    hetccl::Runtime& rt = hetccl::processRuntime();
+    RANK_EXPECT(rt.synchronize(nullptr) == ncclSuccess, "sync");
+    if (rank == 0) {
+      usleep(300000);
+      RANK_NCCL(ncclSend(small.data(), small.size(), ncclInt32, 1, comm, nullptr));
+    } else {
+      std::vector<int32_t> in(small.size(), -1);
+      RANK_NCCL(ncclRecv(in.data(), in.size(), ncclInt32, 0, comm, nullptr));
+      RANK_EXPECT(rt.synchronize(nullptr) == ncclSuccess, "sync");
+      for (size_t i = 0; i < in.size(); ++i) RANK_EXPECT(in[i] == small[i], "element %zu: %d, sent %d", i, in[i], small[i]);
+    }
+    RANK_EXPECT(rt.synchronize(nullptr) == ncclSuccess, "sync");
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
+TEST(StreamLowLatency, StaleCopiedBytesAreNeverWords) { staleCopiedBytesAreNeverWords(false); }
+TEST(StreamLowLatency, StaleCopiedBytesAreNeverWordsThroughTheRelay) { staleCopiedBytesAreNeverWords(true); }
 
 // A peer that dies while my small receive waits for its words: an error,
 // not a hang (the watchdog raises the abort word the kernel polls).
-TEST(StreamLowLatency, DeadPeerDuringASmallReceiveIsAnErrorNotAHang) {
-  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, streamEnv("20")), 120, [](int rank, int n, const ncclUniqueId& id) {
+void deadPeerDuringASmallReceiveIsAnError(bool relayed) {
+  mp::Env env = streamEnv("20");
+  if (relayed) env.push_back({"HETCCL_TRANSPORT", "socket"});
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 120, [](int rank, int n, const ncclUniqueId& id) {
     hetccl::Runtime& rt = hetccl::processRuntime();
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
@@ -258,6 +306,11 @@ TEST(StreamLowLatency, DeadPeerDuringASmallReceiveIsAnErrorNotAHang) {
     ncclCommAbort(comm);
     _exit(0);
   });
+}
+
+TEST(StreamLowLatency, DeadPeerDuringASmallReceiveIsAnErrorNotAHang) { deadPeerDuringASmallReceiveIsAnError(false); }
+TEST(StreamLowLatency, DeadPeerDuringASmallReceiveThroughTheRelayIsAnErrorNotAHang) {
+  deadPeerDuringASmallReceiveIsAnError(true);
 }
 
 }  // namespace

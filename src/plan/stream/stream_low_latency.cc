@@ -114,16 +114,13 @@ ncclResult_t StreamCollectives::enqueueLowLatency(const Op& op) {
 }
 
 bool StreamCollectives::takesLowLatencyP2p(const Op& op) const {
-  // The same on both sides of a pair: the sizes match (checked), the
-  // settings are rank 0's, and sharing memory is mutual. A slot holds
-  // half its bytes as words. The kernel's one block per operation loses
-  // to a copy each way above 16 KiB (one H200, two domains: 8 KiB 12 us
-  // against 18, 32 KiB 30 against 20).
-  constexpr size_t kMostBytes = 16384;
+  // The same on both sides of a pair: the sizes match (checked) and the
+  // settings are rank 0's. A relayed peer's words travel through the relay
+  // (stream_relay.h) as one message.
   const size_t bytes = op.count * typeSize(op.type);
   if (op.root < 0 || op.root >= nranks_ || op.root == rank_) return false;  // (to itself: a device copy)
-  return setup_.lowLatencyBytes && !lowLatencyMap_.empty() && sharesMemory(op.root) && bytes > 0 &&
-         bytes <= std::min({setup_.lowLatencyBytes, kMostBytes, partBytes_ / 2});
+  return !lowLatencyMap_.empty() && (sharesMemory(op.root) || relay_) && bytes > 0 &&
+         bytes <= segments_[static_cast<size_t>(rank_)]->p2pLowLatencyBytes();
 }
 
 // The sends first, then the receives, kMaxP2pOps to a kernel: a kernel's
@@ -160,11 +157,15 @@ ncclResult_t StreamCollectives::enqueueLowLatencyP2p(std::span<const Op* const> 
     o.output = op.recvbuff;
     if (send) {
       o.reuse = piece > p2pSlots_ ? piece - static_cast<uint32_t>(p2pSlots_) : 0;
-      o.words = dataOnDevice(myMap, mine, mine.p2pData(q, slot));
+      o.words = dataOnDevice(myMap, mine, reinterpret_cast<const char*>(mine.p2pWords(q, slot)));
       o.consumed = flagOnDevice(q, peer.p2pConsumed(rank_, slot));
     } else {
-      o.words = dataOnDevice(peerMap, peer, peer.p2pData(rank_, slot));
+      o.words = dataOnDevice(peerMap, peer, reinterpret_cast<const char*>(peer.p2pWords(rank_, slot)));
       o.consumed = flagOnDevice(rank_, mine.p2pConsumed(q, slot));
+    }
+    if (!sharesMemory(q)) {  // (before the kernel can write the words or the flag)
+      if (send) relay_->expectP2pWords(q, piece, slot, o.bytes);
+      else relay_->expectP2pRecv(q, piece, slot);
     }
     if (a.count == low_latency::kMaxP2pOps || i + 1 == order.size()) {
       cv_.notify_all();  // pieces in flight for the watchdog

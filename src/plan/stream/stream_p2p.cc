@@ -68,7 +68,7 @@ ncclResult_t StreamCollectives::enqueueP2p(std::span<const Op* const> ops) {
       return r;
     }
   }
-  // Small ones to peers that share memory, up to the pair's slots each way:
+  // Small ones, up to the pair's slots each way:
   // kernels, each its pair's next piece (before the group's copied pieces,
   // on both sides of every pair: matched sends and receives have one size).
   std::vector<const Op*> small, bulk;

@@ -163,6 +163,10 @@ void StreamRelay::expectP2pSend(int peer, uint32_t seq, size_t slot, size_t byte
 
 void StreamRelay::expectP2pRecv(int peer, uint32_t seq, size_t slot) { announceP2p(P2pPiece{peer, seq, slot, 0, false}); }
 
+void StreamRelay::expectP2pWords(int peer, uint32_t seq, size_t slot, size_t bytes) {
+  announceP2p(P2pPiece{peer, seq, slot, bytes, true, true});
+}
+
 void StreamRelay::publishP2pRecord(int peer, uint64_t call) {
   std::lock_guard<std::mutex> lock(mutex_);
   announcedRecords_.emplace_back(peer, call);
@@ -212,9 +216,17 @@ void StreamRelay::forwardP2p() {
   for (P2pPiece& pc : p2pPieces_) {
     const int key = pc.peer * 2 + (pc.send ? 1 : 0);
     const volatile uint32_t* flag = pc.send ? mine.p2pPosted(pc.peer, pc.slot) : mine.p2pConsumed(pc.peer, pc.slot);
-    if (std::find(blocked.begin(), blocked.end(), key) != blocked.end() || !reached(flag, pc.seq)) {
+    if (std::find(blocked.begin(), blocked.end(), key) != blocked.end() ||
+        !(pc.words ? p2pWordsWritten(pc) : reached(flag, pc.seq))) {
       blocked.push_back(key);
       p2pPieces_[kept++] = pc;
+      continue;
+    }
+    if (pc.words) {  // into the peer's mirror of the slot's data part, whence it lands word by word
+      const char* data = mine.p2pData(pc.peer, pc.slot);
+      sendTo(pc.peer, Outgoing{Message{kP2pWords, static_cast<uint32_t>(pc.slot), pc.seq, 0,
+                                       static_cast<uint64_t>(data - mine.shared.base()), low_latency::bufferBytes(pc.bytes)},
+                               reinterpret_cast<const char*>(mine.p2pWords(pc.peer, pc.slot)), {}});
       continue;
     }
     const uint32_t value = __atomic_load_n(flag, __ATOMIC_ACQUIRE);
@@ -224,6 +236,34 @@ void StreamRelay::forwardP2p() {
                              data, {}});
   }
   p2pPieces_.resize(kept);
+}
+
+bool StreamRelay::p2pWordsWritten(P2pPiece& piece) {
+  const uint64_t* words = setup_.segments[static_cast<size_t>(setup_.rank)]->p2pWords(piece.peer, piece.slot);
+  const uint64_t n = 2 * low_latency::groups(piece.bytes);
+  while (piece.seen < n && __atomic_load_n(words + piece.seen, __ATOMIC_ACQUIRE) >> 32 == piece.seq) ++piece.seen;
+  return piece.seen == n;
+}
+
+// A peer's small send for me: its words arrived in the slot's data part
+// (free: the piece before in that slot has been consumed, the next one
+// comes after this one is), and are stored whole into the slot's words,
+// where my kernel polls them.
+ncclResult_t StreamRelay::landP2pWords(Peer& p, const Message& m) {
+  StreamCollectives::Segment& mirror = *p.mirror;
+  const size_t slot = m.slot;
+  if (slot >= mirror.p2pSlots || m.offset != static_cast<uint64_t>(mirror.p2pData(setup_.rank, slot) - mirror.shared.base()) ||
+      m.bytes > low_latency::bufferBytes(mirror.p2pLowLatencyBytes()))
+    return fail(ncclInternalError, "stream relay: a small send's words from rank %d do not fit (%llu bytes at %llu)", p.rank,
+                static_cast<unsigned long long>(m.bytes), static_cast<unsigned long long>(m.offset));
+  const char* landed = mirror.shared.base() + m.offset;  // (a part may start anywhere: HETCCL_STREAM_PART_BYTES)
+  uint64_t* words = mirror.p2pWords(setup_.rank, slot);
+  for (uint64_t i = 0; i < m.bytes / 8; ++i) {
+    uint64_t word;
+    memcpy(&word, landed + 8 * i, sizeof(word));
+    __atomic_store_n(words + i, word, __ATOMIC_RELEASE);
+  }
+  return ncclSuccess;
 }
 
 void StreamRelay::run() {
@@ -510,6 +550,8 @@ ncclResult_t StreamRelay::apply(Peer& p, const Message& m) {
       return landLowLatency(p, m);
     case kLowLatencyLanded:
       return landedLowLatency(p, m);
+    case kP2pWords:
+      return landP2pWords(p, m);
     case kFlagLine:  // a send/recv flag, after its data; a low-latency read word
       if (p.mirror->line(m.slot) == p.mirror->lowLatencyRead() && p.mirror->lowLatencyBytes) {
         std::lock_guard<std::mutex> lock(mutex_);

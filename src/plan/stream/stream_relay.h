@@ -17,8 +17,9 @@
 //
 // One thread per communicator moves everything: it polls my segment's
 // flags for pieces the caller announced (expect(), and expectP2p*() for
-// send/recv: their flag lines by index, data to that peer only; the
-// low-latency calls' words, once all are posted), forwards consumed/gathered
+// send/recv: their flag lines by index, data to that peer only, a small
+// send's words once all are written; the low-latency calls' words, once
+// all are posted), forwards consumed/gathered
 // flags, "gave up" words, low-latency read words, published call records
 // and send sizes, and stores what arrives. A lost connection is reported through onFailure (the
 // communicator turns fatal and the streams are released).
@@ -76,6 +77,9 @@ class StreamRelay {
   // (p2pConsumed sent back once it reaches seq), a published send size.
   void expectP2pSend(int peer, uint32_t seq, size_t slot, size_t bytes);
   void expectP2pRecv(int peer, uint32_t seq, size_t slot);
+  // A small send of `bytes` as words (kernels/low_latency_p2p.h): sent in
+  // one message once every word carries the piece number.
+  void expectP2pWords(int peer, uint32_t seq, size_t slot, size_t bytes);
   void publishP2pRecord(int peer, uint64_t call);
   // A low-latency call (kernels/low_latency.h) whose `groups` groups of
   // words my kernel posts (maybe none): sent, in one message to each
@@ -100,6 +104,8 @@ class StreamRelay {
     uint32_t seq;
     size_t slot, bytes;  // bytes: a send's; a receive has none
     bool send;
+    bool words = false;  // a send as words: sent once all carry seq
+    uint64_t seen = 0;   // the words already found written
   };
   struct LowLatencyPiece {
     uint32_t call;
@@ -114,6 +120,8 @@ class StreamRelay {
   void forwardLowLatency();
   ncclResult_t landLowLatency(Peer& p, const RelayMessage& m);  // the landing area's words into the mirror's
   ncclResult_t landedLowLatency(Peer& p, const RelayMessage& m);  // the peer's reply: my words of a call are there
+  ncclResult_t landP2pWords(Peer& p, const RelayMessage& m);  // a small send's words, from the slot's part into its words
+  bool p2pWordsWritten(P2pPiece& piece);  // every word of a small send of mine carries its number
   void raiseLowLatencyReadLocked(Peer& p);  // the mirror's read word of p, as far as p has read and my words landed
   void sendTo(int peer, const RelayOutgoing& o);
   void announceP2p(const P2pPiece& piece);

@@ -5,11 +5,13 @@
 // failure detection (stream_watchdog.cc).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
 #include "common/error.h"
 #include "kernels/low_latency.h"
+#include "kernels/low_latency_p2p.h"
 #include "plan/stream/stream_collectives.h"
 #include "runtime/owned.h"
 #include "runtime/runtime.h"
@@ -30,8 +32,8 @@ constexpr size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 // A rank's segment: flags, published calls, then per slot one send part
 // per rank (the part that rank owns) and the rank's reduced part; with
 // send/recv on the streams (p2pSlots > 0) also per peer: posted/consumed
-// flags, the published sizes of my sends to it, and p2pSlots parts of data
-// for it; then the low-latency kernel's words (two buffers and two landing
+// flags, the published sizes of my sends to it, p2pSlots parts of data
+// for it and as many areas for small sends' words; then the low-latency kernel's words (two buffers and two landing
 // areas) and the one-shot collectives' two buffers.
 // The flags and records stay registered (pinned) while the communicator
 // lives; the data (from dataOffset()) is registered apart, so that
@@ -62,8 +64,19 @@ struct StreamCollectives::Segment {
                                   stream_layout::kPage);
   }
   size_t p2pDataOffset() const { return dataOffset() + slots * (nranks + 1) * partBytes; }
+  size_t p2pWordsOffset() const {
+    return stream_layout::alignUp(p2pDataOffset() + nranks * p2pSlots * partBytes, stream_layout::kLine);
+  }
+  // The most a small send carries as words (low_latency_p2p.h); its words
+  // fit a data part, where a relayed mirror lands them.
+  size_t p2pLowLatencyBytes() const {
+    return lowLatencyBytes ? std::min({lowLatencyBytes, low_latency::kMostP2pBytes, partBytes / 16 * 8}) : 0;
+  }
+  size_t p2pWordsBytes() const {
+    return stream_layout::alignUp(low_latency::bufferBytes(p2pLowLatencyBytes()), stream_layout::kLine);
+  }
   size_t lowLatencyOffset() const {
-    return stream_layout::alignUp(p2pDataOffset() + nranks * p2pSlots * partBytes, stream_layout::kPage);
+    return stream_layout::alignUp(p2pWordsOffset() + nranks * p2pSlots * p2pWordsBytes(), stream_layout::kPage);
   }
   size_t oneShotOffset() const {
     return stream_layout::alignUp(lowLatencyOffset() + 4 * low_latency::bufferBytes(lowLatencyBytes), stream_layout::kPage);
@@ -120,6 +133,16 @@ struct StreamCollectives::Segment {
 
   char* p2pData(int q, size_t s) const {
     return shared.base() + p2pDataOffset() + (static_cast<size_t>(q) * p2pSlots + s) * partBytes;
+  }
+  // A small send's words for q in slot s (kernels/low_latency_p2p.h): an
+  // area of words only, so that a receive polling it never takes a copied
+  // piece's bytes for words of its number. In a relayed mirror, the words
+  // land first in the slot's data part (which the pair's protocol leaves
+  // free until the piece is consumed), whence the relay stores them word
+  // by word.
+  uint64_t* p2pWords(int q, size_t s) const {
+    return reinterpret_cast<uint64_t*>(shared.base() + p2pWordsOffset() +
+                                       (static_cast<size_t>(q) * p2pSlots + s) * p2pWordsBytes());
   }
   stream_layout::P2pRecord* p2pRecord(int q, uint64_t call) const {
     return reinterpret_cast<stream_layout::P2pRecord*>(shared.base() + p2pRecordsOffset()) +

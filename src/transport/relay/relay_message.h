@@ -30,17 +30,20 @@ constexpr uint32_t kFlagLine = 7;    // a send/recv flag: `slot` is the flag lin
 constexpr uint32_t kP2pRecord = 8;   // a send's size (stream_layout::P2pRecord)
 constexpr uint32_t kLowLatency = 9;  // a low-latency call's words (value: the call), for the mirror's landing area
 constexpr uint32_t kLowLatencyLanded = 10;  // the reply: that call's words are in the mirror (no data)
+constexpr uint32_t kP2pWords = 11;  // a small send's words (value: the piece), for the slot's data part
 }  // namespace relay_kind
 
 // Whether a peer's header fits its mirror (`mirrorBytes` long, `slots`
 // slots, `flagLines` flag lines): a known kind, a slot (or flag line) that
 // exists, data inside the mirror, a record of exactly a record's size, and
-// low-latency words whole and aligned.
+// low-latency words whole (and a collective's aligned; a small send's
+// land in a data part, which may start anywhere).
 inline bool relayMessageFits(const RelayMessage& m, size_t mirrorBytes, size_t slots, size_t flagLines) {
   using namespace relay_kind;
   const size_t slotLimit = m.kind == kFlagLine ? flagLines : slots;
-  return m.kind <= kLowLatencyLanded && m.slot < slotLimit && m.offset <= mirrorBytes && m.bytes <= mirrorBytes - m.offset &&
-         (m.kind != kLowLatency || (m.offset % 8 == 0 && m.bytes % 16 == 0)) && (m.kind != kLowLatencyLanded || m.bytes == 0) &&
+  return m.kind <= kP2pWords && m.slot < slotLimit && m.offset <= mirrorBytes && m.bytes <= mirrorBytes - m.offset &&
+         (m.kind != kLowLatency || (m.offset % 8 == 0 && m.bytes % 16 == 0)) && (m.kind != kP2pWords || m.bytes % 16 == 0) &&
+         (m.kind != kLowLatencyLanded || m.bytes == 0) &&
          (m.kind != kCall || m.bytes == sizeof(stream_layout::CallRecord)) &&
          (m.kind != kP2pRecord || m.bytes == sizeof(stream_layout::P2pRecord));
 }
