@@ -14,7 +14,9 @@
 # $OUT/.. with MPI, against the system NCCL's header) or a folder holding
 # its *_perf binaries. RUNS: where the runs' outputs go ($OUT/runs). COLLECTIVES (default "all_reduce all_gather
 # broadcast sendrecv reduce_scatter reduce"), REPEATS (3), LL (131072),
-# ONE_SHOT (4194304), SIZES (default "-b 8 -e 64M -f 2"), ITERS ("-n 200 -w 20").
+# ONE_SHOT (4194304), SIZES (default "-b 8 -e 64M -f 2"), ITERS ("-n 200 -w 20"),
+# ENV: more settings for both sides, e.g. "HETCCL_TRANSPORT=socket" (the
+# two ranks reach each other through the relay, as across hosts).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=$(realpath "${1:-build-gpu}")
@@ -33,8 +35,10 @@ source bench/mps.sh
 runs=${RUNS:-$out/runs}
 mkdir -p "$runs"
 
+extra=()
+for setting in ${ENV:-}; do extra+=(-x "$setting"); done
 run() {  # run COLLECTIVE LL_BYTES ONE_SHOT_BYTES FILE: two ranks, one domain each, both on GPU 0
-  timeout 240 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 \
+  timeout 240 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "${extra[@]}" \
     -x LD_PRELOAD="$build/libhetccl.so" -x HETCCL_STREAM_LL_BYTES="$2" -x HETCCL_STREAM_ONE_SHOT_BYTES="$3" \
     -x NCCL_TESTS_DEVICE=0 -x NCCL_NVLS_ENABLE \
     -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY \

@@ -231,6 +231,32 @@ TEST(StreamLowLatency, SmallAndLargeSendsBothWays) { smallAndLargeSendsBothWays(
 TEST(StreamLowLatency, SmallAndLargeSendsBothWaysOnThreadedStreams) { smallAndLargeSendsBothWays("1"); }
 TEST(StreamLowLatency, SmallAndLargeSendsBothWaysThroughTheRelay) { smallAndLargeSendsBothWays("1", true); }
 
+// Sends and receives take the kernel up to half a slot and 16 KiB, or 4
+// KiB through the relay (kernels/low_latency_p2p.h: where it stopped
+// winning); both ends of a pair agree.
+void smallSendsTakeTheKernelUpToTheirLimit(bool relayed, size_t most) {
+  mp::Env env = streamEnv();
+  env.push_back({"HETCCL_STREAM_PART_BYTES", "65536"});
+  env.push_back({"HETCCL_STREAM_LL_BYTES", "131072"});
+  if (relayed) env.push_back({"HETCCL_TRANSPORT", "socket"});
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, env), 60, [most](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    for (size_t bytes : {size_t{1}, most, most + 1}) {
+      const char* plan = hetcclCommDescribePlan(comm, "sendrecv", bytes, ncclInt8);
+      const bool low = plan && strstr(plan, "low-latency send/recv");
+      RANK_EXPECT(low == (bytes <= most), "send/recv of %zu bytes: %s", bytes, plan ? plan : "(null)");
+    }
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
+TEST(StreamLowLatency, SmallSendsTakeTheKernelUpToTheirLimit) { smallSendsTakeTheKernelUpToTheirLimit(false, 16384); }
+TEST(StreamLowLatency, SmallSendsThroughTheRelayTakeTheKernelUpToTheirLimit) {
+  smallSendsTakeTheKernelUpToTheirLimit(true, 4096);
+}
+
 // A pair's slot holds copied pieces and words in turn: a small receive
 // must never take a copied piece's bytes for its words. Rank 0 fills the
 // pair's three slots with copied pieces whose every 32-bit half is 4, the

@@ -114,13 +114,15 @@ ncclResult_t StreamCollectives::enqueueLowLatency(const Op& op) {
 }
 
 bool StreamCollectives::takesLowLatencyP2p(const Op& op) const {
-  // The same on both sides of a pair: the sizes match (checked) and the
-  // settings are rank 0's. A relayed peer's words travel through the relay
-  // (stream_relay.h) as one message.
+  // The same on both sides of a pair: the sizes match (checked), the
+  // settings are rank 0's, and sharing memory is mutual. A relayed peer's
+  // words travel through the relay (stream_relay.h) as one message.
   const size_t bytes = op.count * typeSize(op.type);
   if (op.root < 0 || op.root >= nranks_ || op.root == rank_) return false;  // (to itself: a device copy)
-  return !lowLatencyMap_.empty() && (sharesMemory(op.root) || relay_) && bytes > 0 &&
-         bytes <= segments_[static_cast<size_t>(rank_)]->p2pLowLatencyBytes();
+  const size_t most = segments_[static_cast<size_t>(rank_)]->p2pLowLatencyBytes();
+  if (lowLatencyMap_.empty() || bytes == 0) return false;
+  if (sharesMemory(op.root)) return bytes <= most;
+  return relay_ && bytes <= std::min(most, low_latency::kMostRelayedP2pBytes);
 }
 
 // The sends first, then the receives, kMaxP2pOps to a kernel: a kernel's
