@@ -25,16 +25,15 @@ using namespace streamtest;
 // and broadcast run as the low-latency kernel while what a rank posts fits
 // (a reduce-scatter posts a block per rank, each from an 8-byte boundary);
 // the others, and larger calls, take the bulk path.
-TEST(StreamLowLatency, TakesTheSmallCallsOfFiveCollectives) {
-  mp::Env env = streamEnv();
-  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 60, [](int rank, int n, const ncclUniqueId& id) {
+struct Fits {
+  const char* coll;
+  size_t fits;  // the most float32 elements that still take the kernel (3 ranks)
+};
+
+void takesTheSmallCalls(const mp::Env& env, std::vector<Fits> cases) {
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 60, [cases](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
-    const struct {
-      const char* coll;
-      size_t fits;  // the most float32 elements that still take the kernel (3 ranks, 4096 bytes)
-    } cases[] = {{"all_reduce", 1024}, {"reduce", 1024}, {"all_gather", 1024}, {"broadcast", 1024},
-                 {"reduce_scatter", 340}, {"alltoall", 0}, {"gather", 0}, {"scatter", 0}};
     for (const auto& c : cases)
       for (size_t count : {size_t{1}, c.fits, c.fits + 1}) {
         if (count == 0) continue;
@@ -45,6 +44,21 @@ TEST(StreamLowLatency, TakesTheSmallCallsOfFiveCollectives) {
     RANK_NCCL(ncclCommDestroy(comm));
     return 0;
   });
+}
+
+TEST(StreamLowLatency, TakesTheSmallCallsOfFiveCollectives) {  // (4096 bytes)
+  takesTheSmallCalls(streamEnv(), {{"all_reduce", 1024}, {"reduce", 1024}, {"all_gather", 1024}, {"broadcast", 1024},
+                                   {"reduce_scatter", 340}, {"alltoall", 0}, {"gather", 0}, {"scatter", 0}});
+}
+
+// Where a rank is relayed, each collective has its own, lower limit
+// (stream_low_latency.cc: where the kernel stopped winning there).
+TEST(StreamLowLatency, ThroughTheRelayEachCollectiveHasItsLimit) {
+  mp::Env env = streamEnv();
+  env.push_back({"HETCCL_STREAM_LL_BYTES", "131072"});
+  env.push_back({"HETCCL_TRANSPORT", "socket"});
+  takesTheSmallCalls(env, {{"all_reduce", 8192}, {"reduce", 2048}, {"all_gather", 8192}, {"broadcast", 8192},
+                           {"reduce_scatter", 1364}});
 }
 
 // The low-latency kernel (one per call, a host function here): a dead
