@@ -16,8 +16,9 @@ phase() {  # phase NAME COMMAND...: runs it, then says how long it took (the sui
 }
 phase layers scripts/check-layers.py  # no include goes up a layer (docs/architecture.md)
 phase install-deps scripts/install-deps.sh
-# CI builds the NVIDIA and AMD kernel images too (nvcc, hipcc).
-phase build env HETCCL_CMAKE_ARGS="-DHETCCL_REQUIRE_KERNELS=ON ${HETCCL_CMAKE_ARGS:-}" scripts/build.sh
+# CI builds the NVIDIA and AMD kernel images too (nvcc, hipcc), and
+# without debug information (-O2 alone: a fifth less compile time).
+phase build env HETCCL_CMAKE_ARGS="-DHETCCL_REQUIRE_KERNELS=ON -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS=-O2 -DCMAKE_CXX_FLAGS=-O2 ${HETCCL_CMAKE_ARGS:-}" scripts/build.sh
 phase clang-check scripts/clang-check.py build  # the same sources warning-free under clang++-22 too
 # Two tests at a time: most are several processes that wait on each other,
 # so on 2 cores two at a time take about three quarters of the time.
