@@ -317,8 +317,9 @@ const Setting kSettings[] = {
    "most this many bytes (its input; a reduce-scatter's whole input) run as one kernel on the caller's stream (the "
    "low-latency protocol: each rank posts its input through its shared segment, every rank reads what it needs; "
    "at most 16 ranks; where a rank is relayed, at most 32 KiB, a reduce-scatter 16 KiB, a reduce 8 KiB), and so "
-   "do sends and receives of at most this many bytes, half a slot and 16 KiB (4 KiB through the relay); `0`: never. The default is where the kernel stopped winning against "
-   "one-shot for every collective on an H200 shared by two domains (docs/performance.md)",
+   "do sends and receives of at most this many bytes, half a slot and 16 KiB (4 KiB through the relay); `0`: "
+   "never. The default is where the kernel stopped winning against one-shot for every collective on an H200 "
+   "shared by two domains (docs/performance.md)",
    [](Params& p, const Reading& r, const char* v) {
      p.streamLowLatencyBytes = static_cast<size_t>(r.integer(v, static_cast<long>(p.streamLowLatencyBytes), 0, 1 << 24));
    }},

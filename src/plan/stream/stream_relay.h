@@ -19,10 +19,10 @@
 // flags for pieces the caller announced (expect(), and expectP2p*() for
 // send/recv: their flag lines by index, data to that peer only, a small
 // send's words once all are written; the low-latency calls' words, once
-// all are posted), forwards consumed/gathered
-// flags, "gave up" words, low-latency read words, published call records
-// and send sizes, and stores what arrives. A lost connection is reported through onFailure (the
-// communicator turns fatal and the streams are released).
+// all are posted), forwards consumed/gathered flags, "gave up" words,
+// low-latency read words, published call records and send sizes, and
+// stores what arrives. A lost connection is reported through onFailure
+// (the communicator turns fatal and the streams are released).
 #pragma once
 
 #include <atomic>

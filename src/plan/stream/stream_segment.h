@@ -33,8 +33,9 @@ constexpr size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 // per rank (the part that rank owns) and the rank's reduced part; with
 // send/recv on the streams (p2pSlots > 0) also per peer: posted/consumed
 // flags, the published sizes of my sends to it, p2pSlots parts of data
-// for it and as many areas for small sends' words; then the low-latency kernel's words (two buffers and two landing
-// areas) and the one-shot collectives' two buffers.
+// for it and as many areas for small sends' words; then the low-latency
+// kernel's words (two buffers and two landing areas) and the one-shot
+// collectives' two buffers.
 // The flags and records stay registered (pinned) while the communicator
 // lives; the data (from dataOffset()) is registered apart, so that
 // ncclCommSuspend can give it back (StreamCollectives::suspend).
