@@ -27,10 +27,10 @@ constexpr int kMaxP2pOps = 16;  // a group's small sends and receives per kernel
 // operation loses to a copy each way above 16 KiB (one H200, two domains:
 // 8 KiB 12 us against 18, 32 KiB 30 against 20).
 constexpr size_t kMostP2pBytes = 16384;
-// Through the relay (plan/stream/stream_relay.h) the words, twice the
-// bytes, cross the link: they lose to the copied pieces above 4 KiB (one
-// H200, two domains relayed over TCP on the host: 4 KiB 37 us against 41,
-// 8 KiB 47 against 40).
+// Through the relay (plan/stream/stream_relay.h) the words cross the
+// link and are stored again by the receiving relay thread: they lose to
+// the copied pieces above 4 KiB (one H200, two domains relayed over TCP on
+// the host: 4 KiB 37 us against 41, 8 KiB 47 against 40).
 constexpr size_t kMostRelayedP2pBytes = 4096;
 
 struct P2pOp {

@@ -33,12 +33,15 @@ bool lowLatencyCollective(OpKind kind, low_latency::Collective* c) {
 }
 
 // Where some rank is relayed, every rank's words cross the relay's links
-// (twice the bytes), and the kernel loses to the pieces sooner: the most a
-// rank posts to it there, by collective (one H200, two domains relayed
-// over TCP on the host, nccl-tests median of 3, docs/performance.md:
-// all-reduce 32 KiB 80 us against the pieces' 110, 64 KiB 127 against
-// 117; a reduce's root waits for every peer's words and its peers for its
-// read word through the relay, so it stops winning first).
+// and are stored again by the receiving relay thread, and a buffer is
+// free again only once the peer's relay has replied; the kernel loses to
+// the pieces sooner: the most a rank posts to it there, by collective (one
+// H200, two domains relayed over TCP on the host, nccl-tests median of 3,
+// docs/performance.md: all-reduce 32 KiB 80 us against the pieces' 110,
+// 64 KiB 127 against 117; a reduce's root waits for every peer's words and
+// its peers for its read word through the relay, so it stops winning
+// first). Sending the words without their flags, half the bytes, did not
+// move these.
 size_t mostRelayedBytes(low_latency::Collective c) {
   using low_latency::Collective;
   switch (c) {
