@@ -520,6 +520,37 @@ TEST(StreamCollectives, StagedSendRecvBesideCollectivesOnTheStreams) {
   pairsMeetWhateverElseTheGroupsHold(env);
 }
 
+// A rank that destroys its communicator and exits while two others still
+// exchange send/recv: no error for them (their pieces wait for each other
+// only; the watchdog checks the liveness of the peers that work waits
+// for), and their data right. Rank 1 receives late, so that rank 0's
+// pieces wait while the watchdog looks.
+TEST(StreamCollectives, ARankThatLeftIsNoErrorForOtherPairsSendRecv) {
+  EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, p2pEnv()), 120, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    if (rank == 2) {
+      RANK_NCCL(ncclCommDestroy(comm));
+      return 0;  // (the process exits)
+    }
+    usleep(500000);  // rank 2 has gone by now
+    std::vector<int64_t> data(40000);
+    for (size_t i = 0; i < data.size(); ++i) data[i] = rank == 0 ? static_cast<int64_t>(i * 3 + 1) : -1;
+    if (rank == 0) RANK_NCCL(ncclSend(data.data(), data.size(), ncclInt64, 1, comm, nullptr));
+    if (rank == 1) {
+      usleep(400000);
+      RANK_NCCL(ncclRecv(data.data(), data.size(), ncclInt64, 0, comm, nullptr));
+      for (size_t i = 0; i < data.size(); ++i)
+        RANK_EXPECT(data[i] == static_cast<int64_t>(i * 3 + 1), "[%zu] = %lld", i, static_cast<long long>(data[i]));
+    }
+    ncclResult_t async = ncclSuccess;
+    RANK_NCCL(ncclCommGetAsyncError(comm, &async));
+    RANK_EXPECT(async == ncclSuccess, "an error after rank 2 left: %s", ncclGetLastError(comm));
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+}
+
 // A group's send/recv on several streams (one stream per peer, a message
 // to itself sent on one stream and received on another) against peers
 // whose groups use one stream: every pair takes the streams on both ends.

@@ -249,7 +249,9 @@ class StreamCollectives {
   void shapeOf(const Op& op, size_t start, size_t length, Shape* out) const;
   ncclResult_t issue(const Job& job);
   void watch();
-  ncclResult_t checkPeers();
+  // Every rank alive (or, given `only`, those it marks) and the calls
+  // published so far matched.
+  ncclResult_t checkPeers(const std::vector<bool>* only = nullptr);
   uint32_t completedPieces() const;
   std::string describeProgress() const;  // every rank's flags, for a stall's message
 
@@ -318,7 +320,9 @@ class StreamCollectives {
   ncclResult_t enqueueLowLatencyP2p(std::span<const Op* const> ops, Stream s);
   ncclResult_t queueRecvPiece(const Op& op, size_t offset, size_t bytes);
   ncclResult_t checkRecvSizes();            // watchdog: the receives against the senders' sizes
-  uint64_t p2pProgress(bool* pending) const;  // pieces done so far; *pending: some still in flight
+  // Pieces done so far; *pending: some still in flight; *waitingOn (by
+  // rank, when given): the peers with pieces of mine in flight.
+  uint64_t p2pProgress(bool* pending, std::vector<bool>* waitingOn = nullptr) const;
   uint32_t highestP2pSeq() const;
 
   // The replayable chains (stream_graph_lane.cc).

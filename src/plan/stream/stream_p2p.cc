@@ -174,8 +174,9 @@ ncclResult_t StreamCollectives::checkRecvSizes() {
   return ncclSuccess;
 }
 
-uint64_t StreamCollectives::p2pProgress(bool* pending) const {
+uint64_t StreamCollectives::p2pProgress(bool* pending, std::vector<bool>* waitingOn) const {
   *pending = false;
+  if (waitingOn) waitingOn->assign(static_cast<size_t>(nranks_), false);
   uint64_t done = 0;
   if (!p2pSlots_ || !sendSeq_) return 0;
   const Segment& mine = *segments_[static_cast<size_t>(rank_)];
@@ -187,7 +188,9 @@ uint64_t StreamCollectives::p2pProgress(bool* pending) const {
       sent = std::max(sent, __atomic_load_n(peer.p2pConsumed(rank_, s), __ATOMIC_ACQUIRE));
       received = std::max(received, __atomic_load_n(mine.p2pConsumed(q, s), __ATOMIC_ACQUIRE));
     }
-    *pending |= sendSeq_[static_cast<size_t>(q)].load() > sent || recvSeq_[static_cast<size_t>(q)].load() > received;
+    const bool inFlight = sendSeq_[static_cast<size_t>(q)].load() > sent || recvSeq_[static_cast<size_t>(q)].load() > received;
+    *pending |= inFlight;
+    if (waitingOn) (*waitingOn)[static_cast<size_t>(q)] = inFlight;
     done += sent + received;
   }
   return done;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -65,9 +66,9 @@ uint32_t StreamCollectives::completedPieces() const {
   return best;
 }
 
-ncclResult_t StreamCollectives::checkPeers() {
+ncclResult_t StreamCollectives::checkPeers(const std::vector<bool>* only) {
   for (int r = 0; r < nranks_; ++r)
-    if (r != rank_) HETCCL_TRY(peerAlive(setup_.pids[static_cast<size_t>(r)], r));
+    if (r != rank_ && (!only || (*only)[static_cast<size_t>(r)])) HETCCL_TRY(peerAlive(setup_.pids[static_cast<size_t>(r)], r));
   // Calls both sides have published must match (the calling thread checks
   // too, but only against calls the peer had already made).
   const uint64_t calls = calls_.load();
@@ -80,6 +81,7 @@ void StreamCollectives::watch() {
   uint32_t lastDone = 0;
   uint64_t lastP2pDone = 0;
   bool p2pPending = false;
+  std::vector<bool> p2pPeers;  // the peers my send/recv pieces in flight wait for
   auto lastMove = std::chrono::steady_clock::now();
   uint64_t lastLaneMoves = 0;
   uint32_t lastLowLatency = 0;
@@ -104,7 +106,7 @@ void StreamCollectives::watch() {
       continue;
     }
     const uint32_t done = completedPieces();
-    const uint64_t p2pDone = p2pProgress(&p2pPending);
+    const uint64_t p2pDone = p2pProgress(&p2pPending, &p2pPeers);
     const uint64_t laneMoves = graphLaneMoves();
     const uint32_t lowLatency = __atomic_load_n(segments_[static_cast<size_t>(rank_)]->lowLatencyRead(), __ATOMIC_ACQUIRE);
     const auto now = std::chrono::steady_clock::now();
@@ -120,7 +122,11 @@ void StreamCollectives::watch() {
       lastMove = now;
       continue;
     }
-    if (r == ncclSuccess) r = checkPeers();
+    // A rank that has left (destroyed its communicator and exited) is an
+    // error only for work that waits for it: any collective in flight, or
+    // send/recv with it; not a pair of other ranks' send/recv.
+    const bool collectives = issued_.load() > done || graphLaneBusy() || !lowLatencyIdle();
+    if (r == ncclSuccess) r = checkPeers(collectives ? nullptr : &p2pPeers);
     if (r == ncclSuccess && std::chrono::duration<double>(now - lastMove).count() > setup_.timeoutSeconds)
       r = timedOut("collective across domains made no progress for %.0f s (HETCCL_TIMEOUT): a peer "
                "has not made the matching call", setup_.timeoutSeconds);
