@@ -11,13 +11,22 @@ own host algorithms among its ranks, the "NIC" between domains is the
 shared-memory transport (each rank its own link). The fit, from the
 medians of `--runs` alternating runs:
   library:  all-reduce in one domain of two ranks: t = latency + 2 S (n-1)/n / busbw;
+            its all-gather: S (n-1)/n / the copy bandwidth (all-gathers, broadcasts);
   links:    all-gather across two one-rank domains: t = latency + S / 2 / bandwidth;
-  reduce:   all-reduce across the same two ranks: what its slope adds to the links'.
+  reduce:   all-reduce across the same two ranks: what its slope adds to the links';
+  hand-off: where four ranks outnumber the cores, the small calls of two
+            domains of two, pipelined against leaders: what the pipelined
+            plans take beyond what the model says, over their two wake-ups
+            of the progress thread.
+The measurements fix the switch between the plans (the threshold's), so
+the plan that ran is known. HETCCL_MODEL_FILE=<the written file> makes the
+library choose its plans by these figures.
 Every other row (sizes between the fitted ones; two domains of two ranks,
 one and three, three domains of one) is a prediction checked against a
 measurement: the table says each one's error, and the median.
 """
 import argparse
+import json
 import os
 import pathlib
 import re
@@ -30,19 +39,32 @@ FIT_SIZES = [1 << 10, 1 << 14, 1 << 18, 1 << 20, 1 << 22]        # fitted
 HELD_SIZES = [1 << 12, 1 << 16, 1 << 21, 1 << 23]                # held back
 SMALL_ALLREDUCE = 64 << 10   # HETCCL_SMALL_ALLREDUCE_BYTES: leaders up to it (the rooted collectives too)
 PIECE = 4 * (512 << 10)      # 4 x HETCCL_CHUNK_BYTES
+CORES = os.cpu_count() or 1  # the measured host's (--cores with --load)
+EAGER = int(os.environ.get("HETCCL_CMA_THRESHOLD", 65536))  # shared memory: larger messages wait for their receiver
 
 
-def measure(perf, coll, layout, sizes, runs):
-    """Median out-of-place time (us) per size over `runs` runs of hetccl-perf."""
+MEASURED = {}  # every median measured (or --load-ed), by its key: --save writes them
+
+
+def measure(perf, coll, layout, sizes, runs, switch=SMALL_ALLREDUCE):
+    """Median out-of-place time (us) per size over `runs` runs of hetccl-perf,
+    the plans switching at `switch` bytes (a fixed threshold: the plan that
+    ran is known, whatever the library's own model would pick)."""
+    keys = {s: f"{coll} {' '.join(layout)} {s} {switch}" for s in sizes}
+    if all(k in MEASURED for k in keys.values()):
+        return {s: MEASURED[k] for s, k in keys.items()}
     times = {s: [] for s in sizes}
+    env = dict(os.environ, HETCCL_SMALL_ALLREDUCE_BYTES=str(switch))
     for _ in range(runs):
         for s in sizes:
             iters = "400" if s <= (1 << 16) else "100" if s <= (1 << 20) else "30"
             cmd = [perf, coll, "-b", str(s), "-e", str(s), "-n", iters, "-w", "10", "-c", "0"] + layout
-            out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=True).stdout
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=True, env=env).stdout
             row = next(l for l in out.splitlines() if re.match(r"^\s+\d+\s+\d+", l))
             times[s].append(float(row.split()[5]))
-    return {s: statistics.median(v) for s, v in times.items()}
+    for s, v in times.items():
+        MEASURED[keys[s]] = statistics.median(v)
+    return {s: MEASURED[keys[s]] for s in sizes}
 
 
 def line_fit(points):
@@ -58,52 +80,90 @@ def line_fit(points):
     return mt - b * mx, b
 
 
-def fit(lib, links, ar):
-    """The parameters from three measurements ({bytes: us}): the library's
+def fit(lib, links, ar, copy):
+    """The parameters from four measurements ({bytes: us}): the library's
     all-reduce in one domain of two ranks, the all-gather and the
-    (hierarchical) all-reduce across two one-rank domains."""
+    (hierarchical) all-reduce across two one-rank domains, the library's
+    all-gather in one domain of two ranks."""
     lib_us, slope = line_fit([(s * 2 * (2 - 1) / 2, t) for s, t in lib.items()])
+    _, copy_slope = line_fit([(s / 2, t) for s, t in copy.items()])
     link_us, link_slope = line_fit([(s / 2, t) for s, t in links.items()])
     _, ar_slope = line_fit(list(ar.items()))
     # The all-reduce of two one-rank domains: S / link + S / 2 / reduce (per byte).
     reduce_per_byte = max(ar_slope - link_slope, 1e-9) * 2  # (link_slope is per byte of S / 2)
-    return {"lib_us": max(lib_us, 0.1), "lib_gbs": 1e-3 / slope, "link_us": max(link_us, 0.1),
+    return {"lib_us": max(lib_us, 0.1), "lib_gbs": 1e-3 / slope, "copy_gbs": 1e-3 / copy_slope, "link_us": max(link_us, 0.1),
             "link_gbs": 1e-3 / link_slope, "reduce_gbs": 1e-3 / reduce_per_byte}
 
 
 def self_test():
     """The fit recovers known parameters from the formulas it inverts."""
-    want = {"lib_us": 12.0, "lib_gbs": 5.0, "link_us": 9.0, "link_gbs": 8.0, "reduce_gbs": 3.0}
+    want = {"lib_us": 12.0, "lib_gbs": 5.0, "copy_gbs": 7.0, "link_us": 9.0, "link_gbs": 8.0, "reduce_gbs": 3.0}
     lib = {s: want["lib_us"] + s * 2 * (2 - 1) / 2 / (want["lib_gbs"] * 1e3) for s in FIT_SIZES}
+    copy = {s: want["lib_us"] + s / 2 / (want["copy_gbs"] * 1e3) for s in FIT_SIZES}
     links = {s: want["link_us"] + s / 2 / (want["link_gbs"] * 1e3) for s in FIT_SIZES}
     ar = {s: 2 * want["link_us"] + s / (want["link_gbs"] * 1e3) + s / 2 / (want["reduce_gbs"] * 1e3) for s in FIT_SIZES}
-    got = fit(lib, links, ar)
+    got = fit(lib, links, ar, copy)
+    # The hand-off: pipelined calls 14 us slower than the model without it
+    # says, where each us of it adds 2 us (two domain steps).
+    got["handoff_us"] = handoff({"a": (30.0, 50.0), "b": (40.0, 45.0), "c": (10.0, 30.0)},
+                                {"a": (20.0, 26.0, 2.0), "b": (30.0, 21.0, 2.0), "c": (5.0, 11.0, 2.0)})
+    want["handoff_us"] = 7.0
     bad = {k: (got[k], v) for k, v in want.items() if abs(got[k] - v) > 1e-6 * v}
     print("calibrate-model self-test:", "ok" if not bad else f"wrong {bad}")
     return 1 if bad else 0
 
 
+def handoff(measured, modelled):
+    """The progress thread's wake-up (us) where ranks outnumber the cores:
+    what the pipelined plans' small calls take beyond the leaders' that
+    the model without it does not say, over what one us of it adds to
+    them in the model. measured {key: (leaders, pipelined)}, modelled
+    {key: (leaders, pipelined, us added per us of handoff_us)}."""
+    extra = [((m[1] - m[0]) - (modelled[k][1] - modelled[k][0])) / modelled[k][2] for k, m in measured.items()]
+    return max(0.0, statistics.median(extra))
+
+
 def cluster_text(domains, p):
     """A cluster file of CPU domains of the given sizes on this host."""
     lines = ["name = this host's CPU ranks (calibrated)", "[network]", "one_host = yes",
-             f"nic_gbps = {p['link_gbs'] * 8:.6g}", f"latency_us = {p['link_us']:.6g}"]
+             f"nic_gbps = {p['link_gbs'] * 8:.6g}", f"latency_us = {p['link_us']:.6g}",
+             f"handoff_us = {p.get('handoff_us', 0):.6g}", f"eager_bytes = {EAGER}"]
     for i, n in enumerate(domains):
         lines += [f"[domain d{i}]", "vendor = cpu", "nodes = 1", f"gpus_per_node = {n}", f"nics_per_node = {n}",
-                  f"cores_per_node = {os.cpu_count()}",
-                  f"library_busbw_gbs = {p['lib_gbs']:.6g}", f"library_latency_us = {p['lib_us']:.6g}",
+                  f"cores_per_node = {CORES}",
+                  f"library_busbw_gbs = {p['lib_gbs']:.6g}", f"library_copy_gbs = {p['copy_gbs']:.6g}",
+                  f"library_latency_us = {p['lib_us']:.6g}",
                   f"reduce_gbs = {p['reduce_gbs']:.6g}"]
     return "\n".join(lines) + "\n"
 
 
-def predict(sim, domains, p, coll, size):
-    """The model's time (us) for the plan hetccl runs today (its thresholds)."""
+def predict(sim, domains, p, coll, size, plan=None):
+    """The model's time (us) for `plan`, else the one the fixed threshold runs."""
     path = ROOT / "build" / "calibrate-layout.cluster"
     path.write_text(cluster_text(domains, p))
     out = subprocess.run([sim, str(path), "-c", coll, "-b", str(size), "-e", str(size), "--csv",
                           "--piece-bytes", str(PIECE)], capture_output=True, text=True, check=True).stdout
     rows = [l.split(",") for l in out.splitlines()[1:]]
-    plan = "hierarchical" if coll == "all_gather" or size > SMALL_ALLREDUCE else "leaders"
+    if plan is None:
+        plan = "hierarchical" if coll == "all_gather" or size > SMALL_ALLREDUCE else "leaders"
     return next(float(r[5]) for r in rows if r[2] == plan) * 1e6
+
+
+def fit_handoff(perf, sim, p, runs):
+    """handoff_us from two domains of two ranks, where they outnumber the
+    cores (0 where they do not: the progress threads spin)."""
+    if CORES >= 4:
+        return 0.0
+    layout, sizes, measured, modelled = ["-N", "4", "--domains", "2"], [1 << 10, 1 << 12], {}, {}
+    for coll in ["all_reduce", "reduce", "broadcast"]:
+        leaders = measure(perf, coll, layout, sizes, runs, switch=1 << 40)
+        pipelined = measure(perf, coll, layout, sizes, runs, switch=0)
+        for s in sizes:
+            measured[(coll, s)] = (leaders[s], pipelined[s])
+            without = predict(sim, [2, 2], dict(p, handoff_us=0), coll, s, "hierarchical")
+            per_us = predict(sim, [2, 2], dict(p, handoff_us=1), coll, s, "hierarchical") - without
+            modelled[(coll, s)] = (predict(sim, [2, 2], dict(p, handoff_us=0), coll, s, "leaders"), without, per_us)
+    return handoff(measured, modelled)
 
 
 def main():
@@ -115,24 +175,33 @@ def main():
     ap.add_argument("--table", help="also write the table (markdown) here")
     ap.add_argument("--rows", action="store_true", help="every prediction, not only each layout's summary")
     ap.add_argument("--self-test", action="store_true", help="check the fit on synthetic measurements, and exit")
+    ap.add_argument("--save", help="write every measurement (JSON) here")
+    ap.add_argument("--load", help="take the measurements from a --save file (another machine's: fit and predict only)")
+    ap.add_argument("--cores", type=int, default=os.cpu_count(), help="the measured host's cores (with --load)")
     a = ap.parse_args()
     if a.self_test:
         return self_test()
+    global CORES
+    CORES = a.cores
+    if a.load:
+        MEASURED.update(json.loads(pathlib.Path(a.load).read_text()))
 
     one_domain = ["-N", "2", "--domains", "1"]
     two_singles = ["-N", "2", "--domains", "2"]
     p = fit(measure(a.perf, "all_reduce", one_domain, FIT_SIZES, a.runs),
             measure(a.perf, "all_gather", two_singles, FIT_SIZES, a.runs),
-            measure(a.perf, "all_reduce", two_singles, [s for s in FIT_SIZES if s > SMALL_ALLREDUCE], a.runs))
+            measure(a.perf, "all_reduce", two_singles, [s for s in FIT_SIZES if s > SMALL_ALLREDUCE], a.runs),
+            measure(a.perf, "all_gather", one_domain, FIT_SIZES, a.runs))
+    p["handoff_us"] = fit_handoff(a.perf, a.sim, p, a.runs)
     pathlib.Path(a.out).write_text(cluster_text([2, 2], p))
-    print(f"fitted: library {p['lib_gbs']:.2f} GB/s busbw, {p['lib_us']:.1f} us; links {p['link_gbs']:.2f} GB/s, "
-          f"{p['link_us']:.1f} us; reductions {p['reduce_gbs']:.2f} GB/s -> {a.out}")
+    print(f"fitted: library {p['lib_gbs']:.2f} GB/s busbw ({p['copy_gbs']:.2f} moving bytes only), {p['lib_us']:.1f} us; links {p['link_gbs']:.2f} GB/s, "
+          f"{p['link_us']:.1f} us; reductions {p['reduce_gbs']:.2f} GB/s; hand-off {p['handoff_us']:.1f} us -> {a.out}")
 
     checks = [("two one-rank domains", [1, 1], two_singles, ["all_gather", "all_reduce"], HELD_SIZES),
-              ("two domains of two", [2, 2], ["-N", "4", "--domains", "2"], ["all_reduce", "all_gather", "broadcast"],
-               FIT_SIZES + HELD_SIZES),
-              ("one and three", [1, 3], ["-N", "4", "--domain-list", "a,b,b,b"], ["all_reduce", "all_gather"],
-               FIT_SIZES + HELD_SIZES),
+              ("two domains of two", [2, 2], ["-N", "4", "--domains", "2"],
+               ["all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter"], FIT_SIZES + HELD_SIZES),
+              ("one and three", [1, 3], ["-N", "4", "--domain-list", "a,b,b,b"],
+               ["all_reduce", "all_gather", "broadcast", "reduce"], FIT_SIZES + HELD_SIZES),
               ("three one-rank domains", [1, 1, 1], ["-N", "3", "--domains", "3"], ["all_reduce", "all_gather"],
                FIT_SIZES + HELD_SIZES)]
     rows, summary, errors = [], [], []
@@ -156,6 +225,8 @@ def main():
     print("\n".join(table))
     if a.table:
         pathlib.Path(a.table).write_text("\n".join(table) + "\n")
+    if a.save:
+        pathlib.Path(a.save).write_text(json.dumps(MEASURED, indent=0, sort_keys=True))
     return 0
 
 

@@ -19,6 +19,7 @@ import sys
 
 # Bottom to top. Folders on one line are one layer (they may include each other).
 LAYERS = [
+    ["model"],
     ["common"],
     ["runtime"],
     ["library"],
@@ -29,7 +30,6 @@ LAYERS = [
     ["core"],
     ["algorithms"],
     ["backend"],
-    ["model"],
     ["plan"],
     ["route"],
     ["api"],

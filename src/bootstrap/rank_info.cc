@@ -1,16 +1,32 @@
 #include "bootstrap/rank_info.h"
 
+#include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "bootstrap/unique_id.h"
 #include "common/error.h"
 #include "common/params.h"
 #include "common/types.h"
+#include "model/figures.h"
 
 namespace hetccl {
+
+namespace {
+
+// The cores this process may run on (its affinity; the machine's where
+// that cannot be read).
+uint32_t usableCores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return static_cast<uint32_t>(CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+}  // namespace
 
 Tunables Tunables::fromParams() {
   Tunables t;
@@ -27,6 +43,8 @@ Tunables Tunables::fromParams() {
   t.hierarchyP2p = params().hierarchyP2p ? 1 : 0;
   t.streamGraphs = static_cast<uint32_t>(params().streamGraphs);
   t.hostRanksStaged = params().forceStaging ? 1 : 0;
+  t.planThresholdFixed = params().smallAllReduceBytesSet ? 1 : 0;
+  t.modelFigures = params().modelFileSet ? params().modelFigures : model::builtInFigures(usableCores());
   return t;
 }
 
@@ -77,10 +95,11 @@ const char* entryFault(const RankInfo& r) {
       t.streamGraphs > 2)
     return "a setting is below its least value";
   if (t.streamLowLatencyBytes > (1u << 24) || t.streamOneShotBytes > (1u << 26)) return "a setting is above its largest value";
-  const uint32_t flags[] = {t.streamCollectives, t.streamRelay,  t.streamP2p,
-                            t.streamHierarchy,   t.hierarchyP2p, t.hostRanksStaged};
+  const uint32_t flags[] = {t.streamCollectives, t.streamRelay,     t.streamP2p,         t.streamHierarchy,
+                            t.hierarchyP2p,      t.hostRanksStaged, t.planThresholdFixed};
   for (uint32_t f : flags)
     if (f > 1) return "a yes/no setting holds another value";
+  if (!model::plausible(t.modelFigures)) return "its cost model's figures are out of range";
   return nullptr;
 }
 

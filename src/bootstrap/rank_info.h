@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "bootstrap/socket.h"
+#include "model/figures.h"
 #include "nccl.h"
 
 namespace hetccl {
@@ -25,6 +26,8 @@ struct Tunables {
   uint32_t streamHierarchy = 0;    // 1: collectives across domains of several ranks on the streams
   uint32_t hierarchyP2p = 0;       // 1: and their send/recv, through the domain's library and the cross groups
   uint32_t hostRanksStaged = 0;    // 1: host ranks of a multi-domain communicator take the GPU ranks' paths
+  uint32_t planThresholdFixed = 0; // 1: the cross-domain plans switch at smallAllReduceBytes (else the cost model chooses)
+  model::Figures modelFigures;     // what the cost model knows of the machines (model/figures.h)
   static Tunables fromParams();
 };
 

@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "common/types.h"
+#include "model/cluster.h"
+#include "model/figures.h"
 
 namespace hetccl {
 
@@ -249,10 +251,22 @@ const Setting kSettings[] = {
      p.shmSlotBytes = static_cast<size_t>(r.integer(v, static_cast<long>(p.shmSlotBytes), 4096));
    }},
   {"HETCCL_SMALL_ALLREDUCE_BYTES", nullptr, "`65536`", true,
-   "the host algorithms' all-reduce: recursive doubling up to this size, the ring above; the cross-domain plans: "
-   "leaders up to it",
+   "the host algorithms' all-reduce: recursive doubling up to this size, the ring above; where it is set, the "
+   "cross-domain plans too: leaders up to it, the pipelined plans above (unset: the cost model chooses them)",
    [](Params& p, const Reading& r, const char* v) {
      p.smallAllReduceBytes = static_cast<size_t>(r.integer(v, static_cast<long>(p.smallAllReduceBytes), 0));
+     p.smallAllReduceBytesSet = true;
+   }},
+  {"HETCCL_MODEL_FILE", nullptr, "unset (figures built in)", true,
+   "a cluster file of this machine's figures (`scripts/calibrate-model.py` writes one; docs/simulator.md): the cost "
+   "model that chooses the cross-domain plans takes its first domain's library and reduction figures and its "
+   "network's; a file that cannot be read or lacks them fails init, naming the line and the field",
+   [](Params& p, const Reading& r, const char* v) {
+     model::Cluster c;
+     std::string error;
+     if (!model::loadCluster(v, &c, &error) || !model::figuresOf(c, &p.modelFigures, &error))
+       r.refuse(v, "a readable cluster file with the host path's figures: " + error);
+     else p.modelFileSet = true;
    }},
   {"HETCCL_CHUNK_BYTES", nullptr, "`524288`", true,
    "pipeline chunk of the host algorithms' broadcast and reduce; four of them make a piece of the pipelined "

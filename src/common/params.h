@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "model/figures.h"
+
 namespace hetccl {
 
 constexpr int kMaxSocketsPerPeer = 16;  // the socket transport's connection tags leave room for these
@@ -66,6 +68,9 @@ struct Params {
   int shmSlots = 8;                   // HETCCL_SHM_SLOTS
   size_t cmaThreshold = 64 << 10;     // HETCCL_CMA_THRESHOLD
   size_t smallAllReduceBytes = 64 << 10;  // HETCCL_SMALL_ALLREDUCE_BYTES
+  bool smallAllReduceBytesSet = false;    // set: the cross-domain plans follow it, not the cost model
+  model::Figures modelFigures;            // HETCCL_MODEL_FILE's (modelFileSet), else built in at init
+  bool modelFileSet = false;
   size_t pipelineChunkBytes = 512 << 10;  // HETCCL_CHUNK_BYTES (broadcast/reduce pipelines)
   std::string device;                 // HETCCL_DEVICE ("host" for CPU ranks)
   std::string cudaRuntimeLib;         // HETCCL_CUDART_LIB: libcudart to load

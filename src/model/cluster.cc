@@ -91,6 +91,8 @@ const std::vector<Field>& fields() {
       {Section::Network, "latency_us", numberInto([](Cluster& c) -> double& { return c.network.latencyUs; })},
       {Section::Network, "oversubscription", numberInto([](Cluster& c) -> double& { return c.network.oversubscription; })},
       {Section::Network, "nodes_per_leaf", wholeInto([](Cluster& c) -> int& { return c.network.nodesPerLeaf; })},
+      {Section::Network, "eager_bytes", numberInto([](Cluster& c) -> double& { return c.network.eagerBytes; })},
+      {Section::Network, "handoff_us", numberInto([](Cluster& c) -> double& { return c.network.handoffUs; })},
       {Section::Network, "one_host",
        [](Cluster& c, const std::string& v, std::string* why) { return yesNo(v, &c.network.oneHost, why); }},
       {Section::Domain, "vendor",
@@ -107,6 +109,7 @@ const std::vector<Field>& fields() {
       {Section::Domain, "gpus_per_node", wholeInto([](Cluster& c) -> int& { return last(c).gpusPerNode; })},
       {Section::Domain, "nics_per_node", wholeInto([](Cluster& c) -> int& { return last(c).nicsPerNode; })},
       {Section::Domain, "library_busbw_gbs", numberInto([](Cluster& c) -> double& { return last(c).libraryBusGBs; })},
+      {Section::Domain, "library_copy_gbs", numberInto([](Cluster& c) -> double& { return last(c).libraryCopyGBs; })},
       {Section::Domain, "library_latency_us", numberInto([](Cluster& c) -> double& { return last(c).libraryLatencyUs; })},
       {Section::Domain, "pcie_gbs", numberInto([](Cluster& c) -> double& { return last(c).pcieGBs; })},
       {Section::Domain, "gpudirect",
@@ -143,6 +146,7 @@ bool check(const Cluster& c, const std::string& source, std::string* error) {
     if (d.ranks() > 1 && d.libraryBusGBs <= 0)
       return bad(d.line, in + "library_busbw_gbs must be above 0 (the vendor library's bus bandwidth)");
     if (d.libraryLatencyUs < 0) return bad(d.line, in + "library_latency_us must not be negative");
+    if (d.libraryCopyGBs < 0) return bad(d.line, in + "library_copy_gbs must not be negative (0: library_busbw_gbs)");
     if (d.reduceGBs <= 0) return bad(d.line, in + "reduce_gbs must be above 0");
     if ((crosses || d.nodes > 1) && d.nicsPerNode < 1)
       return bad(d.line, in + "nics_per_node is 0: its GPUs have no NIC path to the other nodes");
@@ -157,6 +161,8 @@ bool check(const Cluster& c, const std::string& source, std::string* error) {
   if ((crosses || c.nodes() > 1) && c.network.nicGbps <= 0)
     return bad(net, "[network] nic_gbps must be above 0 (the nodes talk through their NICs)");
   if (c.network.latencyUs < 0) return bad(net, "[network] latency_us must not be negative");
+  if (c.network.handoffUs < 0) return bad(net, "[network] handoff_us must not be negative");
+  if (c.network.eagerBytes < 0) return bad(net, "[network] eager_bytes must not be negative");
   if (c.network.oversubscription < 1) return bad(net, "[network] oversubscription must be at least 1");
   if (c.training.present) {
     if (c.training.parameters <= 0) return bad(train, "[training] parameters must be above 0");

@@ -24,6 +24,7 @@ struct DomainSpec {
   int nicsPerNode = 0;
   double libraryBusGBs = 0;      // the vendor library's all-reduce bus bandwidth across the domain (large messages)
   double libraryLatencyUs = 0;   // its latency for the smallest messages
+  double libraryCopyGBs = 0;     // its all-gather's and broadcast's bus bandwidth (0: the all-reduce's)
   double pcieGBs = 0;            // a GPU's copy bandwidth to or from host memory (host staging), each way
   bool gpuDirect = false;        // the NICs read and write GPU memory (RDMA on device memory)
   double reduceGBs = 0;          // a rank's reduction throughput (bytes of one input per second)
@@ -40,6 +41,8 @@ struct NetworkSpec {
   double oversubscription = 1; // above the leaf switches (1: full bisection)
   int nodesPerLeaf = 0;        // two-level fat tree: nodes under one leaf switch (0: one switch)
   bool oneHost = false;        // every domain on one host (CPU ranks beside each other: they share its cores)
+  double handoffUs = 0;        // CPU ranks beyond their cores: a wake-up of a rank's progress thread
+  double eagerBytes = 0;       // messages below this size leave without waiting for their receiver
   int line = 1;                // of its section (for messages)
 };
 

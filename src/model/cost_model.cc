@@ -47,15 +47,21 @@ namespace {
 
 constexpr double kGB = 1e9, kUs = 1e-6;
 
-// One domain's vendor library (bus bandwidth as nccl-tests defines it).
+// One domain's vendor library (bus bandwidth as nccl-tests defines it):
+// the steps that reduce at the all-reduce's, those that only move bytes
+// (all-gather, broadcast, a gather to one rank) at the copy bandwidth.
 struct Library {
-  double n, bw, alpha;
+  double n, bw, copyBw, alpha;
   double reduceScatter(double s) const { return n > 1 ? alpha + s * (n - 1) / n / bw : 0; }
-  double allGather(double s) const { return reduceScatter(s); }
-  double rooted(double s) const { return n > 1 ? alpha + s / bw : 0; }  // reduce, broadcast
+  double allGather(double s) const { return n > 1 ? alpha + s * (n - 1) / n / copyBw : 0; }
+  double reduce(double s) const { return n > 1 ? alpha + s / bw : 0; }
+  double broadcast(double s) const { return n > 1 ? alpha + s / copyBw : 0; }  // also a gather to one rank
 };
 
-Library library(const DomainSpec& d) { return Library{double(d.ranks()), d.libraryBusGBs * kGB, d.libraryLatencyUs * kUs}; }
+Library library(const DomainSpec& d) {
+  const double bw = d.libraryBusGBs * kGB;
+  return Library{double(d.ranks()), bw, d.libraryCopyGBs > 0 ? d.libraryCopyGBs * kGB : bw, d.libraryLatencyUs * kUs};
+}
 
 // What one rank of a domain moves to or from other nodes per second: its
 // share of the node's NICs (`leader`: a rank alone on its node's NIC), the
@@ -98,6 +104,22 @@ double slowestReduce(const Cluster& c) {
 // domain's links; where a domain spans nodes, its library also shares the
 // NICs with the traffic between domains). A rooted collective's steps in
 // the root's domain alone and in the other domains alone do not meet.
+// CPU ranks beyond their node's cores take turns: every step of theirs
+// slows by the ratio (one host: all the cluster's ranks share it).
+double cpuSlowdown(const Cluster& c) {
+  double worst = 1;
+  for (const DomainSpec& d : c.domains)
+    if (d.vendor == Vendor::Cpu && d.coresPerNode > 0)
+      worst = std::max(worst, double(c.network.oneHost ? c.ranks() : d.gpusPerNode) / d.coresPerNode);
+  return worst;
+}
+
+// Then a thread that waits (a rank's progress thread for its piece, the
+// rank for the thread) is not running and must be woken: each hand-off
+// between a domain's step and the progress thread costs `handoff_us`;
+// within the cores the threads spin and the hand-offs cost nothing.
+bool ranksBeyondCores(const Cluster& c) { return cpuSlowdown(c) > 1; }
+
 enum class Resource { Library, RootLibrary, OtherLibraries, Network, Compute };
 struct Step {
   double alpha, beta;  // seconds; seconds for the whole message
@@ -110,9 +132,12 @@ Step compute(double seconds) { return Step{0, seconds, Resource::Compute}; }
 double pipelinedIn(const Cluster& c, const std::vector<Step>& steps, double k) {
   bool nicsShared = false;
   for (const DomainSpec& d : c.domains) nicsShared |= d.nodes > 1;
+  const double wake = ranksBeyondCores(c) ? c.network.handoffUs * kUs : 0;
   double sum = 0, root = 0, others = 0, net = 0, cpu = 0;  // each resource's busy time per piece
   for (const Step& s : steps) {
-    const double t = s.alpha + s.beta / k;
+    const bool library = s.resource != Resource::Network && s.resource != Resource::Compute;
+    // A domain's step hands its piece to the progress thread or takes it back.
+    const double t = s.alpha + s.beta / k + (library && s.alpha + s.beta > 0 ? wake : 0);
     sum += t;
     const Resource r = s.resource == Resource::Network && nicsShared ? Resource::Library : s.resource;
     if (r == Resource::Library || r == Resource::RootLibrary) root += t;
@@ -146,11 +171,31 @@ double sequential(const std::vector<Step>& steps) {
   for (const Step& s : steps) t += s.alpha + s.beta;
   return t;
 }
+// Back-to-back calls of a plan where no rank waits for the whole call: a
+// call's steps overlap the next call's. Messages below the transport's
+// eager size leave without waiting for their receiver: the slowest step
+// sets the pace. Larger ones wait for it (a rendezvous): their bytes pass
+// one step after another, only the latencies overlap.
+double backToBack(const Cluster& c, double bytes, const std::vector<Step>& steps) {
+  double alpha = 0, beta = 0, slowest = 0;
+  for (const Step& s : steps) {
+    alpha = std::max(alpha, s.alpha);
+    beta += s.beta;
+    slowest = std::max(slowest, s.alpha + s.beta);
+  }
+  return bytes < c.network.eagerBytes ? slowest : alpha + beta;
+}
 
-// A rooted library step (reduce, broadcast) of one domain.
-Step rootedStep(const DomainSpec& d, double s) {
-  const Library l = library(d);
-  return l.n > 1 ? Step{l.alpha, s / l.bw} : Step{0, 0};
+// The root domain's broadcast of `s` bytes from the root.
+Step rootDomainBroadcast(const DomainSpec& root, double s) {
+  const Library l = library(root);
+  return l.n > 1 ? Step{l.alpha, s / l.copyBw, Resource::RootLibrary} : Step{0, 0, Resource::RootLibrary};
+}
+// Its members' parts of `s` bytes to the root: a gather.
+Step rootDomainGather(const DomainSpec& root, double s) {
+  const Library l = library(root);
+  return l.n > 1 ? Step{l.alpha, s * (l.n - 1) / l.n / l.copyBw, Resource::RootLibrary}
+                 : Step{0, 0, Resource::RootLibrary};
 }
 
 // The slowest domain's time for a library step, `time(library, domain)`.
@@ -194,16 +239,6 @@ Step flatRing(const Cluster& c, double rounds, double bytesPerRank) {
   return network(Step{rounds * crossAlpha(c), bytesPerRank / slowestLink(c, false)});
 }
 
-// CPU ranks beyond their node's cores take turns: every step of theirs
-// slows by the ratio (one host: all the cluster's ranks share it).
-double cpuSlowdown(const Cluster& c) {
-  double worst = 1;
-  for (const DomainSpec& d : c.domains)
-    if (d.vendor == Vendor::Cpu && d.coresPerNode > 0)
-      worst = std::max(worst, double(c.network.oneHost ? c.ranks() : d.gpusPerNode) / d.coresPerNode);
-  return worst;
-}
-
 double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, const ModelSettings& ms, double* piece) {
   *piece = 0;
   const double N = c.ranks(), D = static_cast<double>(c.domains.size());
@@ -223,20 +258,21 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
     }
   }
   if (plan == Plan::Leaders) {
-    const Step reduceIn = inDomains(c, [&](const Library& l, const DomainSpec&) { return l.rooted(s); });
-    const Step spreadOut = reduceIn;  // a domain broadcast costs what a domain reduce does
+    const Step reduceIn = inDomains(c, [&](const Library& l, const DomainSpec&) { return l.reduce(s); });
+    const Step spreadOut = inDomains(c, [&](const Library& l, const DomainSpec&) { return l.broadcast(s); });
     switch (coll) {
       case Collective::AllReduce:
       case Collective::ReduceScatter:  // all-reduced by the leaders, each rank keeps its block
         return sequential({reduceIn, amongLeaders(c, 2, 2 * s * (D - 1) / D), compute(s * (D - 1) / D * gamma),
                            spreadOut});
       case Collective::AllGather:  // (hetccl spreads all-gathers; the leaders' cost for comparison)
-        return sequential({inDomains(c, [&](const Library& l, const DomainSpec& d) { return l.rooted(s * share(d)); }),
+        return sequential({inDomains(c, [&](const Library& l, const DomainSpec& d) { return l.broadcast(s * share(d)); }),
                            amongLeaders(c, 1, s * (D - 1) / D), spreadOut});
-      case Collective::Broadcast:
-        return sequential({amongLeaders(c, 1, s * (D - 1)), spreadOut});
-      default:
-        return sequential({reduceIn, amongLeaders(c, 1, s * (D - 1)), compute(s * (D - 1) * gamma)});
+      // Rooted: no rank waits for the whole call (a broadcast's root once it
+      // sent, a reduce's senders once theirs left; nccl-tests times calls
+      // back to back).
+      case Collective::Broadcast: return backToBack(c, s, {amongLeaders(c, 1, s * (D - 1)), spreadOut});
+      default: return backToBack(c, s, {reduceIn, amongLeaders(c, 1, s * (D - 1)), compute(s * (D - 1) * gamma)});
     }
   }
   // Hierarchical (spread): the vendor library inside, every rank between.
@@ -258,7 +294,7 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
                         inDomains(c, [&](const Library& l, const DomainSpec& d) { return l.allGather(s * others(d)); })},
                        s, ms.pieceBytes, piece);
     case Collective::Broadcast:
-      return pipelined(c, {Step{rootedStep(root, s).alpha, rootedStep(root, s).beta, Resource::RootLibrary},
+      return pipelined(c, {rootDomainBroadcast(root, s),
                         acrossDomains(c, 1,
                                       [&](const DomainSpec& d) {
                                         return &d == &root ? s * (D - 1) / d.ranks() : s / d.ranks();
@@ -267,14 +303,17 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
                           return &d == &root ? 0.0 : l.allGather(s);
                         }))},
                        s, ms.pieceBytes, piece);
-    default:
+    default: {
+      // The root domain's members reduce the partials as they arrive: the
+      // reduction hides behind the receiving, or the receiving behind it.
+      const Step partials = acrossDomains(
+          c, 1, [&](const DomainSpec& d) { return &d == &root ? s * (D - 1) / d.ranks() : s / d.ranks(); });
+      const double reduction = s / root.ranks() * (D - 1) * gamma;
       return pipelined(c, {inDomains(c, [&](const Library& l, const DomainSpec&) { return l.reduceScatter(s); }),
-                        acrossDomains(c, 1,
-                                      [&](const DomainSpec& d) {
-                                        return &d == &root ? s * (D - 1) / d.ranks() : s / d.ranks();
-                                      }),
-                        compute(s / root.ranks() * (D - 1) * gamma), rootedStep(root, s)},
+                        network(Step{partials.alpha, std::max(partials.beta, reduction)}),
+                        rootDomainGather(root, s)},
                        s, ms.pieceBytes, piece);
+    }
   }
 }
 
@@ -301,12 +340,16 @@ std::vector<Estimate> estimateAll(const Cluster& c, Collective coll, double byte
 // Within 1% the plan of fewer steps (leaders) stands: a tie in the model
 // (two domains, messages of a few bytes: the same latencies either way)
 // is decided by what it leaves out, the hierarchical plan's extra hand-offs.
-Estimate choose(const Cluster& c, Collective coll, double bytes, const ModelSettings& s) {
+Estimate chooseAmong(const std::vector<Estimate>& all) {
   Estimate best;
   best.seconds = std::numeric_limits<double>::max();
-  for (const Estimate& e : estimateAll(c, coll, bytes, s))
-    if (e.hetcclRunsIt && e.seconds < best.seconds * 0.99) best = e;
+  for (const Estimate& e : all)
+    if (e.hetcclRunsIt && clearlyFaster(e.seconds, best.seconds)) best = e;
   return best;
+}
+
+Estimate choose(const Cluster& c, Collective coll, double bytes, const ModelSettings& s) {
+  return chooseAmong(estimateAll(c, coll, bytes, s));
 }
 
 TrainingEstimate estimateTraining(const Cluster& c, bool balanced, const ModelSettings& s) {

@@ -45,7 +45,8 @@ ncclResult_t CrossDomainPath::enqueue(std::span<const Op* const> ops) {
 
 std::string CrossDomainPath::describe(const Op& op) const {
   const HostGroup& host = group_.host;
-  return describePlan(op.kind, derivePlan(group_.partition, host.tunables, host.nranks, op.kind, op.count, op.type));
+  return describePlan(op.kind, derivePlan(group_.partition, host.tunables, host.nranks, op.kind, op.count, op.type,
+                                          group_.plans.model()));
 }
 
 }  // namespace hetccl

@@ -28,8 +28,12 @@ const char* pathName(PathId id) {
 
 void Router::makePaths() {
   Communicator& c = c_;
-  if (backend_ && proxy_)
+  if (backend_ && proxy_) {
+    std::vector<uint64_t> hostOf;
+    for (const RankInfo& p : c.peers) hostOf.push_back(p.hostHash);
+    plans_.useModel(clusterOf(c.partition, hostOf, c.tunables));
     crossDomain_ = std::make_unique<CrossDomainPath>(CrossDomainGroup{c, c.partition, *backend_, *proxy_, plans_});
+  }
   host_ = std::make_unique<HostAlgorithmsPath>(c, crossDomain_.get());
   if (vendor_) passThrough_ = std::make_unique<PassThroughPath>(*vendor_);
   if (hostStaging_) staging_ = std::make_unique<HostStagingPath>(*hostStaging_, *host_, crossDomain_.get());

@@ -331,6 +331,26 @@ TEST(BadInput, UnusableSettingsFailEveryInit) {
       ncclInvalidArgument, "environment", "HETCCL_TIMEOUT=20s");
 }
 
+// A cost model file (HETCCL_MODEL_FILE) that cannot be used: the same,
+// naming the file's line and field.
+TEST(BadInput, AMalformedModelFileFailsEveryInit) {
+  char path[] = "/tmp/hetccl-model-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string text = "[network]\nnic_gbps = fast\n";
+  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  close(fd);
+  const std::string file = path;
+  initFailsOnEveryRank(
+      [file](int rank) {
+        mp::Env e{{"HETCCL_TIMEOUT", "20"}};
+        if (rank == 1) e.push_back({"HETCCL_MODEL_FILE", file});
+        return e;
+      },
+      ncclInvalidArgument, "environment", (file + ":2: nic_gbps: 'fast' is not a number").c_str());
+  unlink(path);
+}
+
 // A network that breaks mid-run gives an error naming the plugin's failure,
 // never a hang; with `net-plugin` (between hosts only) ranks on one host
 // never use it.

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -45,14 +46,21 @@ INSTANTIATE_TEST_SUITE_P(
                       Layout{"interleaved_three_and_three", {"a", "b", "a", "b", "a", "b"}, {}, mp::Scope::Everything},
                       Layout{"one_and_three", {"a", "b", "b", "b"}},
                       Layout{"two_five_one", {"a", "b", "a", "b", "b", "b", "b", "c"}},
-                      Layout{"four_of_one", {"a", "b", "c", "d"}},
+                      // The cost model picks the plans above; these fix them, so that each plan
+                      // runs at every count whatever the model would pick: the leaders' even for
+                      // the largest, the pipelined ones even for one element.
+                      Layout{"four_of_one_by_leaders", {"a", "b", "c", "d"},
+                             {{"HETCCL_SMALL_ALLREDUCE_BYTES", "1099511627776"}}},
+                      Layout{"every_call_pipelined", {"a", "b", "a", "b", "b"}, {{"HETCCL_SMALL_ALLREDUCE_BYTES", "0"}}},
                       // Many pipeline pieces per all-reduce, three domains.
-                      Layout{"pieces_three_domains", {"a", "b", "c", "a", "b"}, {{"HETCCL_CHUNK_BYTES", "4096"}}},
+                      Layout{"pieces_three_domains", {"a", "b", "c", "a", "b"},
+                             {{"HETCCL_CHUNK_BYTES", "4096"}, {"HETCCL_SMALL_ALLREDUCE_BYTES", "65536"}}},
                       // Consecutive domains (reduce-scatter straight to the owners), many pieces, tails.
                       Layout{"pieces_consecutive_three_domains", {"a", "a", "b", "b", "b", "c"},
-                             {{"HETCCL_CHUNK_BYTES", "4096"}}},
+                             {{"HETCCL_CHUNK_BYTES", "4096"}, {"HETCCL_SMALL_ALLREDUCE_BYTES", "0"}}},
                       // Many pieces with two domains (reduced straight out of the transport).
-                      Layout{"pieces_two_domains", {"a", "b", "b", "a"}, {{"HETCCL_CHUNK_BYTES", "4096"}}},
+                      Layout{"pieces_two_domains", {"a", "b", "b", "a"},
+                             {{"HETCCL_CHUNK_BYTES", "4096"}, {"HETCCL_SMALL_ALLREDUCE_BYTES", "65536"}}},
                       // The GPU ranks' host-staged path (buffers staged through host memory), on
                       // host ranks; without the stream hierarchy, which would take these layouts'
                       // all-reduce (stream_hierarchy_test.cc checks that).
@@ -79,7 +87,9 @@ TEST(Domains, PassThroughAndPlans) {
     RANK_NCCL(ncclCommDestroy(comm));
     return 0;
   });
-  EXPECT_RANKS_PASS_EACH(4, mp::domainLayout({"a", "b", "a", "b"}), 60, [](int rank, int n, const ncclUniqueId& id) {
+  // The fixed threshold (the cost model's choice: ThePlanIsTheCostModelsChoice).
+  const mp::Env fixed{{"HETCCL_SMALL_ALLREDUCE_BYTES", "65536"}};
+  EXPECT_RANKS_PASS_EACH(4, mp::domainLayout({"a", "b", "a", "b"}, fixed), 60, [](int rank, int n, const ncclUniqueId& id) {
     ncclComm_t comm;
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
     RANK_EXPECT(std::string(hetcclCommDescribeDomains(comm)) == "a{0,2} b{1,3}", "%s", hetcclCommDescribeDomains(comm));
@@ -116,6 +126,69 @@ TEST(Domains, PassThroughAndPlans) {
     RANK_NCCL(ncclCommDestroy(comm));
     return 0;
   });
+}
+
+// Without a fixed threshold the cost model picks each call's plan, from
+// rank 0's figures (HETCCL_MODEL_FILE on rank 0 alone here): every rank
+// describes the model's estimates and runs the plan they favour. The file's
+// progress-thread wake-up (ranks beyond the cores) makes the pipelined
+// plans lose small calls; its slow links make the leaders' lose large ones.
+TEST(Domains, ThePlanIsTheCostModelsChoice) {
+  char path[] = "/tmp/hetccl-model-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string text =
+      "[network]\none_host = yes\nnic_gbps = 8\nlatency_us = 5\nhandoff_us = 100\n[domain x]\nvendor = cpu\n"
+      "nodes = 1\ngpus_per_node = 1\nnics_per_node = 1\ncores_per_node = 1\nlibrary_busbw_gbs = 4\n"
+      "library_latency_us = 2\nreduce_gbs = 4\n";
+  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  close(fd);
+  const std::string file = path;
+  auto env = [file](int rank) {
+    mp::Env e{{"HETCCL_DOMAIN", rank % 2 ? "b" : "a"}};
+    if (rank == 0) e.push_back({"HETCCL_MODEL_FILE", file});
+    return e;
+  };
+  EXPECT_RANKS_PASS_EACH(4, env, 60, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+    for (const char* coll : {"all_reduce", "reduce_scatter", "broadcast", "reduce"}) {
+      for (size_t count : {size_t{16}, size_t{1} << 24}) {
+        const std::string plan = hetcclCommDescribePlan(comm, coll, count, ncclFloat32);
+        double leaders = 0, pipelined = 0;
+        const size_t at = plan.find("[cost model: leaders ");
+        RANK_EXPECT(at != std::string::npos && sscanf(plan.c_str() + at, "[cost model: leaders %lf us, pipelined %lf us]",
+                                                      &leaders, &pipelined) == 2,
+                    "%s %zu: %s", coll, count, plan.c_str());
+        const bool byLeaders = plan.find("cross-domain: leaders") == 0;
+        RANK_EXPECT(byLeaders == !(pipelined < 0.99 * leaders), "%s %zu: %s", coll, count, plan.c_str());
+        if (count == 16) RANK_EXPECT(byLeaders && pipelined > leaders + 150, "%s small: %s", coll, plan.c_str());
+        if (count > 16 && strcmp(coll, "all_reduce") == 0) RANK_EXPECT(!byLeaders, "%s large: %s", coll, plan.c_str());
+      }
+    }
+    // The model's choice runs and is right: a small and a large all-reduce.
+    for (size_t count : {size_t{16}, size_t{300000}}) {
+      std::vector<float> x(count, static_cast<float>(rank + 1));
+      RANK_NCCL(ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr));
+      RANK_EXPECT(x[0] == 10 && x.back() == 10, "sum %g", x.back());
+    }
+    RANK_NCCL(ncclCommDestroy(comm));
+    return 0;
+  });
+  // A fixed threshold: no model.
+  EXPECT_RANKS_PASS_EACH(2, mp::domainLayout({"a", "b"}, {{"HETCCL_SMALL_ALLREDUCE_BYTES", "4096"}}), 60,
+                         [](int rank, int n, const ncclUniqueId& id) {
+                           ncclComm_t comm;
+                           RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+                           const std::string small = hetcclCommDescribePlan(comm, "all_reduce", 1024, ncclFloat32);
+                           const std::string large = hetcclCommDescribePlan(comm, "all_reduce", 1025, ncclFloat32);
+                           RANK_EXPECT(small.find("cross-domain: leaders") == 0 && small.find("cost model") == std::string::npos,
+                                       "%s", small.c_str());
+                           RANK_EXPECT(large.find("cross-domain: hierarchical") == 0, "%s", large.c_str());
+                           RANK_NCCL(ncclCommDestroy(comm));
+                           return 0;
+                         });
+  unlink(path);
 }
 
 // A type one domain's library cannot reduce is refused on every rank, with

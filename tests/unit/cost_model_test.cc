@@ -4,10 +4,12 @@
 // plan choice follows size.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "model/cluster.h"
 #include "model/cost_model.h"
+#include "model/figures.h"
 
 namespace {
 
@@ -147,6 +149,104 @@ TEST(CostModel, BalancedTrainingIsAtLeastEqualAndAtMostTheSum) {
   c.training.overlap = 1;
   c.training.parameters = 1;
   EXPECT_NEAR(estimateTraining(c, true).efficiency, 1.0, 1e-9);
+}
+
+// What the library's plan choice takes from a calibrated file: the first
+// domain's library and reduction figures, the network's; a file without
+// them is an error naming the field. The built-in figures are plausible,
+// garbage (a corrupted rank table) is not.
+TEST(ModelFigures, FromAFileBuiltInAndChecked) {
+  const Cluster c = parsed(R"(
+[network]
+one_host = yes
+nic_gbps = 80
+latency_us = 2
+handoff_us = 9
+[domain d0]
+vendor = cpu
+nodes = 1
+gpus_per_node = 2
+nics_per_node = 2
+cores_per_node = 6
+library_busbw_gbs = 5
+library_latency_us = 1.5
+reduce_gbs = 3
+)");
+  Figures f;
+  std::string error;
+  ASSERT_TRUE(figuresOf(c, &f, &error)) << error;
+  EXPECT_DOUBLE_EQ(f.linkGBs, 10);
+  EXPECT_DOUBLE_EQ(f.libraryBusGBs, 5);
+  EXPECT_DOUBLE_EQ(f.libraryLatencyUs, 1.5);
+  EXPECT_DOUBLE_EQ(f.reduceGBs, 3);
+  EXPECT_DOUBLE_EQ(f.handoffUs, 9);
+  EXPECT_EQ(f.coresPerHost, 6u);
+  EXPECT_TRUE(plausible(f));
+  EXPECT_TRUE(plausible(builtInFigures(2)));
+
+  Cluster noNetwork = c;
+  noNetwork.network.nicGbps = 0;
+  EXPECT_FALSE(figuresOf(noNetwork, &f, &error));
+  EXPECT_NE(error.find("nic_gbps"), std::string::npos) << error;
+
+  Figures bad = builtInFigures(2);
+  bad.linkGBs = std::nan("");
+  EXPECT_FALSE(plausible(bad));
+  bad = builtInFigures(2);
+  bad.handoffUs = -1;
+  EXPECT_FALSE(plausible(bad));
+  bad = builtInFigures(2);
+  bad.oversubscription = 0.5;
+  EXPECT_FALSE(plausible(bad));
+  EXPECT_NE(errorOf("[network]\nhandoff_us = -2\n[domain a]\nnodes = 1\ngpus_per_node = 1\nreduce_gbs = 1\n")
+                .find("handoff_us"),
+            std::string::npos);
+}
+
+// A communicator's model: its domains' ranks per host, every figure the
+// same; one host or several.
+TEST(ModelFigures, TheClusterOfACommunicator) {
+  const Figures f = builtInFigures(4);
+  const Cluster one = clusterFor(f, {{1, 2}, {1, 3}}, true);
+  ASSERT_EQ(one.domains.size(), 2u);
+  EXPECT_EQ(one.ranks(), 5);
+  EXPECT_TRUE(one.network.oneHost);
+  EXPECT_EQ(one.domains[1].coresPerNode, 4);
+  EXPECT_DOUBLE_EQ(one.domains[0].libraryBusGBs, f.libraryBusGBs);
+  EXPECT_DOUBLE_EQ(one.network.nicGbps, f.linkGBs * 8);
+  const Cluster two = clusterFor(f, {{2, 4}, {3, 1}}, false);
+  EXPECT_EQ(two.ranks(), 11);
+  EXPECT_EQ(two.nodes(), 5);
+  EXPECT_FALSE(two.network.oneHost);
+}
+
+// CPU ranks beyond their host's cores: each piece of a pipelined plan
+// waits for a wake-up at each of its domains' steps (an all-reduce: the
+// domain reduce-scatter and all-gather), slowed as every step is (four
+// ranks on two cores: twice); within the cores it costs nothing, and the
+// leaders' plan never pays it.
+TEST(ModelFigures, TheHandOffCostsOnlyBeyondTheCores) {
+  Figures f = builtInFigures(2);
+  f.handoffUs = 0;
+  const Cluster without = clusterFor(f, {{1, 2}, {1, 2}}, true);
+  f.handoffUs = 10;
+  const Cluster with = clusterFor(f, {{1, 2}, {1, 2}}, true);
+  ModelSettings s;
+  s.pieceBytes = 1 << 20;
+  for (double bytes : {1024.0, 4.0 * (1 << 20)}) {
+    const auto a = estimateAll(without, Collective::AllReduce, bytes, s);
+    const auto b = estimateAll(with, Collective::AllReduce, bytes, s);
+    EXPECT_DOUBLE_EQ(b[0].seconds, a[0].seconds) << bytes;  // leaders
+    const double pieces = bytes > s.pieceBytes ? bytes / s.pieceBytes : 1;
+    EXPECT_NEAR(b[1].seconds - a[1].seconds, 2 * 2 * pieces * 10e-6, 1e-12) << bytes;
+  }
+  // Within the cores (four ranks, four cores): no hand-off.
+  const Cluster roomy = clusterFor(builtInFigures(4), {{1, 2}, {1, 2}}, true);
+  Figures g = builtInFigures(4);
+  g.handoffUs = 0;
+  const Cluster roomyWithout = clusterFor(g, {{1, 2}, {1, 2}}, true);
+  EXPECT_DOUBLE_EQ(estimateAll(roomy, Collective::Reduce, 1024, s)[1].seconds,
+                   estimateAll(roomyWithout, Collective::Reduce, 1024, s)[1].seconds);
 }
 
 }  // namespace

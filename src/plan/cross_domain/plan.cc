@@ -1,8 +1,11 @@
 #include "plan/cross_domain/plan.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 
+#include "model/cost_model.h"
+#include "model/figures.h"
 
 namespace hetccl {
 
@@ -53,41 +56,7 @@ Plan spreadBytes(size_t bytes, size_t target) {
   return plan;
 }
 
-}  // namespace
-
-Plan derivePlan(const Partition& partition, const Tunables& tunables, int nranks, OpKind kind, size_t count,
-                ncclDataType_t type) {
-  Plan plan;
-  if (partition.single()) {
-    plan.strategy = Strategy::SingleDomain;
-    return plan;
-  }
-  const size_t es = typeSize(type), bytes = count * es, small = tunables.smallAllReduceBytes;
-  const size_t piecePerRank = std::max<size_t>(1, tunables.pipelineChunkBytes * 4 / static_cast<size_t>(nranks));
-  switch (kind) {
-    case OpKind::AllReduce:
-      if (bytes <= small) break;
-      return hierarchical(partition, tunables, Strategy::Hierarchical, count, es);
-    case OpKind::ReduceScatter:
-      if (bytes * static_cast<size_t>(nranks) <= small) break;
-      if (partition.consecutive()) return toOwners(partition, tunables, count, es);
-      return hierarchical(partition, tunables, Strategy::Hierarchical, count * static_cast<size_t>(nranks), es);
-    case OpKind::Reduce:
-      if (bytes <= small) break;
-      return hierarchical(partition, tunables, Strategy::Spread, count, es);
-    case OpKind::AllGather:
-      if (partition.consecutive()) return toOwners(partition, tunables, bytes, 1);
-      return spreadBytes(bytes, piecePerRank);
-    case OpKind::Broadcast:
-      if (bytes <= small) break;
-      return spreadBytes(bytes, tunables.pipelineChunkBytes * 4);
-    default: plan.strategy = Strategy::Direct; return plan;
-  }
-  plan.strategy = Strategy::Leaders;
-  return plan;
-}
-
-const char* describePlan(OpKind kind, const Plan& plan) {
+const char* describeStrategy(OpKind kind, const Plan& plan) {
   switch (plan.strategy) {
     case Strategy::SingleDomain: return "single domain: the domain's backend runs the collective as is";
     case Strategy::Direct: return "direct: point-to-point over the inter-domain transports";
@@ -126,13 +95,119 @@ const char* describePlan(OpKind kind, const Plan& plan) {
   }
 }
 
+
+// Leaders or the pipelined plan for a call of `bytes` (nccl-tests' size:
+// reduce-scatter's whole input): the cost model's pick where there is a
+// model (its estimates into *plan), else the fixed threshold. The
+// pipelined plans leave `tailBytes` that do not split evenly over the
+// domains to the leaders' plan, which they then also pay for.
+bool byLeaders(const model::Cluster* cluster, const Tunables& tunables, model::Collective coll, size_t bytes,
+               size_t tailBytes, Plan* plan) {
+  if (!cluster) return bytes <= tunables.smallAllReduceBytes;
+  model::ModelSettings settings;
+  settings.pieceBytes = static_cast<double>(tunables.pipelineChunkBytes * 4);
+  auto seconds = [&](size_t b, model::Plan p) {
+    for (const model::Estimate& e : model::estimateAll(*cluster, coll, static_cast<double>(b), settings))
+      if (e.plan == p) return e.seconds;
+    return 0.0;
+  };
+  const double leaders = seconds(bytes, model::Plan::Leaders);
+  const double pipelined = seconds(bytes, model::Plan::Hierarchical) + (tailBytes ? seconds(tailBytes, model::Plan::Leaders) : 0);
+  plan->leadersUs = leaders * 1e6;
+  plan->pipelinedUs = pipelined * 1e6;
+  return !model::clearlyFaster(pipelined, leaders);
+}
+
+// What a pipelined broadcast leaves over: the bytes that do not split
+// evenly over some domain's ranks (sent to each of them apart).
+size_t broadcastTail(const Partition& partition, size_t bytes) {
+  size_t tail = 0;
+  for (const Domain& d : partition.domains) tail = std::max(tail, bytes % d.members.size());
+  return tail;
+}
+
+}  // namespace
+
+Plan derivePlan(const Partition& partition, const Tunables& tunables, int nranks, OpKind kind, size_t count,
+                ncclDataType_t type, const model::Cluster* cluster) {
+  Plan plan;
+  if (partition.single()) {
+    plan.strategy = Strategy::SingleDomain;
+    return plan;
+  }
+  const size_t es = typeSize(type), bytes = count * es, unit = domainSizesLcm(partition);
+  const size_t piecePerRank = std::max<size_t>(1, tunables.pipelineChunkBytes * 4 / static_cast<size_t>(nranks));
+  Plan choice;  // the model's estimates
+  Plan chosen;
+  chosen.strategy = Strategy::Leaders;  // unless a pipelined plan is chosen below
+  switch (kind) {
+    case OpKind::AllReduce:
+      if (byLeaders(cluster, tunables, model::Collective::AllReduce, bytes, count % unit * es, &choice)) break;
+      chosen = hierarchical(partition, tunables, Strategy::Hierarchical, count, es);
+      break;
+    case OpKind::ReduceScatter:
+      if (byLeaders(cluster, tunables, model::Collective::ReduceScatter, bytes * static_cast<size_t>(nranks),
+                    partition.consecutive() ? 0 : count * static_cast<size_t>(nranks) % unit * es, &choice))
+        break;
+      chosen = partition.consecutive()
+                   ? toOwners(partition, tunables, count, es)
+                   : hierarchical(partition, tunables, Strategy::Hierarchical, count * static_cast<size_t>(nranks), es);
+      break;
+    case OpKind::Reduce:
+      if (byLeaders(cluster, tunables, model::Collective::Reduce, bytes, count % unit * es, &choice)) break;
+      chosen = hierarchical(partition, tunables, Strategy::Spread, count, es);
+      break;
+    case OpKind::AllGather:
+      if (partition.consecutive()) return toOwners(partition, tunables, bytes, 1);
+      return spreadBytes(bytes, piecePerRank);
+    case OpKind::Broadcast:
+      if (byLeaders(cluster, tunables, model::Collective::Broadcast, bytes, broadcastTail(partition, bytes), &choice))
+        break;
+      chosen = spreadBytes(bytes, tunables.pipelineChunkBytes * 4);
+      break;
+    default: plan.strategy = Strategy::Direct; return plan;
+  }
+  chosen.leadersUs = choice.leadersUs;
+  chosen.pipelinedUs = choice.pipelinedUs;
+  return chosen;
+}
+
+std::optional<model::Cluster> clusterOf(const Partition& partition, const std::vector<uint64_t>& hostOf,
+                                        const Tunables& tunables) {
+  if (tunables.planThresholdFixed || partition.single()) return std::nullopt;
+  std::vector<model::DomainLayout> layouts;
+  bool oneHost = true;
+  for (const Domain& d : partition.domains) {
+    std::vector<uint64_t> hosts;
+    for (int m : d.members) {
+      const uint64_t h = hostOf[static_cast<size_t>(m)];
+      if (std::find(hosts.begin(), hosts.end(), h) == hosts.end()) hosts.push_back(h);
+      oneHost = oneHost && h == hostOf.front();
+    }
+    const int n = static_cast<int>(hosts.size()), members = static_cast<int>(d.members.size());
+    layouts.push_back(model::DomainLayout{n, (members + n - 1) / n});
+  }
+  return model::clusterFor(tunables.modelFigures, layouts, oneHost);
+}
+
+std::string describePlan(OpKind kind, const Plan& plan) {
+  std::string text = describeStrategy(kind, plan);
+  if (plan.leadersUs > 0 || plan.pipelinedUs > 0) {
+    char estimate[128];
+    snprintf(estimate, sizeof(estimate), " [cost model: leaders %.1f us, pipelined %.1f us]", plan.leadersUs,
+             plan.pipelinedUs);
+    text += estimate;
+  }
+  return text;
+}
+
 const Plan& PlanCache::get(const Partition& partition, const Tunables& tunables, int nranks, const Op& op) {
   const Key key{op.kind, op.type, op.count};
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   if (plans_.size() >= kCapacity) plans_.clear();
   ++derived_;
-  return plans_.emplace(key, derivePlan(partition, tunables, nranks, op.kind, op.count, op.type)).first->second;
+  return plans_.emplace(key, derivePlan(partition, tunables, nranks, op.kind, op.count, op.type, model())).first->second;
 }
 
 }  // namespace hetccl

@@ -1,17 +1,25 @@
 // What a multi-domain communicator runs for one collective: the strategy
 // and its sizes. Every rank derives the same plan from facts all ranks
-// share (the partition, rank 0's tunables, the call's arguments), never
-// from timing, and keeps it per shape, so a repeated call reuses it.
+// share (the partition, rank 0's tunables and cost model figures, the
+// call's arguments), never from timing, and keeps it per shape, so a
+// repeated call reuses it. Where the leaders' plan and a pipelined one
+// both serve a call, the cost model (model/cost_model.h) picks the one it
+// predicts faster; HETCCL_SMALL_ALLREDUCE_BYTES, where set, fixes the
+// switch instead.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "core/op.h"
 #include "core/domains.h"
 #include "bootstrap/rank_info.h"
+#include "model/cluster.h"
 
 namespace hetccl {
 
@@ -29,20 +37,32 @@ struct Plan {
   size_t evenCount = 0;  // elements that split evenly over every domain (the rest goes by leaders)
   size_t piece = 0;      // pipeline piece: elements (reductions) or bytes per block (gathers, broadcast)
   size_t pieces = 0;     // number of pieces
+  // The cost model's estimates where it chose (0: it did not).
+  double leadersUs = 0, pipelinedUs = 0;
 };
 
 // The plan for a call on `nranks` ranks in `partition` with rank 0's
-// `tunables` (pure; the same on every rank).
+// `tunables`; `model`: the communicator's cost model (clusterOf), null
+// for the fixed threshold (pure; the same on every rank).
 Plan derivePlan(const Partition& partition, const Tunables& tunables, int nranks, OpKind kind, size_t count,
-                ncclDataType_t type);
-// One line saying what the plan does (for logs, hetccl-perf --plan).
-const char* describePlan(OpKind kind, const Plan& plan);
+                ncclDataType_t type, const model::Cluster* model);
+// One line saying what the plan does and, where the model chose, its
+// estimates (for logs, hetccl-perf --plan).
+std::string describePlan(OpKind kind, const Plan& plan);
+// The cost model of a communicator's host path: its domains' ranks per
+// host (`hostOf`: each global rank's host), rank 0's figures. Empty where
+// the tunables fix the threshold.
+std::optional<model::Cluster> clusterOf(const Partition& partition, const std::vector<uint64_t>& hostOf,
+                                        const Tunables& tunables);
 
 // Plans by shape (kind, count, type). Bounded: cleared when full.
 class PlanCache {
  public:
   const Plan& get(const Partition& partition, const Tunables& tunables, int nranks, const Op& op);
   unsigned long long derived() const { return derived_.load(); }
+  // The cost model its plans are chosen by (set once, before the first call).
+  void useModel(std::optional<model::Cluster> cluster) { model_ = std::move(cluster); }
+  const model::Cluster* model() const { return model_ ? &*model_ : nullptr; }
 
  private:
   struct Key {
@@ -59,6 +79,7 @@ class PlanCache {
   static constexpr size_t kCapacity = 4096;
   std::unordered_map<Key, Plan, KeyHash> plans_;
   std::atomic<unsigned long long> derived_{0};
+  std::optional<model::Cluster> model_;
 };
 
 }  // namespace hetccl

@@ -1,0 +1,86 @@
+#include "model/figures.h"
+
+#include <cmath>
+
+namespace hetccl::model {
+
+Figures builtInFigures(uint32_t coresPerHost) {
+  // scripts/calibrate-model.py on CPU ranks of a 2-core Debian VM (the
+  // machine CI runs on), shared memory between the ranks (how well their
+  // choices hold on another host: docs/performance.md).
+  Figures f;
+  f.libraryBusGBs = 4.7;
+  f.libraryCopyGBs = 4.4;
+  f.libraryLatencyUs = 1.9;
+  f.linkGBs = 8.0;
+  f.linkLatencyUs = 2.8;
+  f.reduceGBs = 2.6;
+  f.handoffUs = 0.85;
+  f.eagerBytes = 65536;  // HETCCL_CMA_THRESHOLD's default: larger messages are read by their receiver
+  f.coresPerHost = coresPerHost;
+  return f;
+}
+
+bool figuresOf(const Cluster& c, Figures* out, std::string* error) {
+  const DomainSpec& d = c.domains.front();
+  auto missing = [&](const char* field) {
+    *error = c.name + ": " + field + " must be above 0 for hetccl's plans (the host path's figures)";
+    return false;
+  };
+  if (d.libraryBusGBs <= 0) return missing("library_busbw_gbs of the first domain");
+  if (d.reduceGBs <= 0) return missing("reduce_gbs of the first domain");
+  if (c.network.nicGbps <= 0) return missing("[network] nic_gbps");
+  Figures f;
+  f.libraryBusGBs = d.libraryBusGBs;
+  f.libraryCopyGBs = d.libraryCopyGBs;
+  f.libraryLatencyUs = d.libraryLatencyUs;
+  f.linkGBs = c.network.nicGbps / 8;
+  f.linkLatencyUs = c.network.latencyUs;
+  f.reduceGBs = d.reduceGBs;
+  f.handoffUs = c.network.handoffUs;
+  f.eagerBytes = c.network.eagerBytes;
+  f.oversubscription = c.network.oversubscription;
+  f.nodesPerLeaf = static_cast<uint32_t>(c.network.nodesPerLeaf);
+  f.coresPerHost = static_cast<uint32_t>(d.coresPerNode);
+  *out = f;
+  return true;
+}
+
+bool plausible(const Figures& f) {
+  auto positive = [](double x) { return std::isfinite(x) && x > 0 && x < 1e9; };
+  auto nonNegative = [](double x) { return std::isfinite(x) && x >= 0 && x < 1e9; };
+  return positive(f.libraryBusGBs) && nonNegative(f.libraryCopyGBs) && positive(f.linkGBs) && positive(f.reduceGBs) &&
+         nonNegative(f.libraryLatencyUs) && nonNegative(f.linkLatencyUs) && nonNegative(f.handoffUs) &&
+         std::isfinite(f.eagerBytes) && f.eagerBytes >= 0 && f.eagerBytes < 1e15 &&
+         std::isfinite(f.oversubscription) && f.oversubscription >= 1 && f.oversubscription < 1e6 &&
+         f.nodesPerLeaf <= 10000000 && f.coresPerHost <= 10000000;
+}
+
+Cluster clusterFor(const Figures& f, const std::vector<DomainLayout>& domains, bool oneHost) {
+  Cluster c;
+  c.name = "this communicator";
+  c.network.nicGbps = f.linkGBs * 8;
+  c.network.latencyUs = f.linkLatencyUs;
+  c.network.handoffUs = f.handoffUs;
+  c.network.eagerBytes = f.eagerBytes;
+  c.network.oversubscription = f.oversubscription;
+  c.network.nodesPerLeaf = static_cast<int>(f.nodesPerLeaf);
+  c.network.oneHost = oneHost;
+  for (const DomainLayout& l : domains) {
+    DomainSpec d;
+    d.name = "d" + std::to_string(c.domains.size());
+    d.vendor = Vendor::Cpu;  // the host path: hetccl's host algorithms on host memory, whatever the rank
+    d.nodes = l.hosts;
+    d.gpusPerNode = l.ranksPerHost;
+    d.nicsPerNode = l.ranksPerHost;  // every rank its own link (one per pair of ranks)
+    d.libraryBusGBs = f.libraryBusGBs;
+    d.libraryCopyGBs = f.libraryCopyGBs;
+    d.libraryLatencyUs = f.libraryLatencyUs;
+    d.reduceGBs = f.reduceGBs;
+    d.coresPerNode = static_cast<int>(f.coresPerHost);
+    c.domains.push_back(d);
+  }
+  return c;
+}
+
+}  // namespace hetccl::model

@@ -1,0 +1,50 @@
+// What the library's plan choice knows of the machines: the figures of the
+// host path's parts (hetccl's host algorithms inside a domain, the
+// transports between ranks, the reductions, the progress thread's
+// hand-offs), from a calibrated cluster file (HETCCL_MODEL_FILE,
+// scripts/calibrate-model.py writes one) or built in. Plain numbers: rank 0
+// sends its figures to every rank at init, so every rank makes the same
+// model of a communicator (clusterFor) and the same choice.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/cluster.h"
+
+namespace hetccl::model {
+
+struct Figures {
+  double libraryBusGBs = 0;     // hetccl's host all-reduce inside a domain: bus bandwidth
+  double libraryLatencyUs = 0;  // and its smallest message's time
+  double libraryCopyGBs = 0;    // its all-gather and broadcast (0: libraryBusGBs)
+  double linkGBs = 0;           // one rank to another across domains
+  double linkLatencyUs = 0;
+  double reduceGBs = 0;         // a rank's reduction throughput
+  double handoffUs = 0;         // a wake-up of a rank's progress thread once a host's ranks outnumber its cores
+  double eagerBytes = 0;        // the transports' messages below this size leave without waiting for their receiver
+  double oversubscription = 1;  // the network's, above the leaves
+  uint32_t nodesPerLeaf = 0;
+  uint32_t coresPerHost = 0;    // the cores a host's CPU ranks share (0: a core per rank)
+};
+
+// Calibrated on CPU ranks of one host (scripts/calibrate-model.py, the
+// machine CI runs on); `coresPerHost` the caller's.
+Figures builtInFigures(uint32_t coresPerHost);
+// The figures of a cluster file's first domain and network; false with
+// *error naming the field when one is missing or zero.
+bool figuresOf(const Cluster& c, Figures* out, std::string* error);
+// Finite and in range (a table from another rank is checked before use).
+bool plausible(const Figures& f);
+
+// One domain of a communicator: its ranks on how many hosts.
+struct DomainLayout {
+  int hosts = 1;
+  int ranksPerHost = 1;
+};
+// The model of a communicator's host path: CPU domains of the given
+// layouts, every figure from `f`; `oneHost`: every rank on one host.
+Cluster clusterFor(const Figures& f, const std::vector<DomainLayout>& domains, bool oneHost);
+
+}  // namespace hetccl::model
