@@ -71,7 +71,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--sizes", default="-b 1K -e 1M -f 4")
     ap.add_argument("--iters", default="200")
-    ap.add_argument("--layouts", default=",".join(LAYOUTS))
+    ap.add_argument("--layouts", default="1+1,2+2,1+3,1+1+1", help=f"of {', '.join(LAYOUTS)}")
     ap.add_argument("--collectives", default=",".join(COLLECTIVES))
     ap.add_argument("--model-file", help="the model's figures (HETCCL_MODEL_FILE; default: built in)")
     ap.add_argument("--out", help="also write the table (markdown) here")
