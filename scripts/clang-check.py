@@ -17,7 +17,8 @@ import sys
 build = sys.argv[1] if len(sys.argv) > 1 else "build"
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 with open(os.path.join(root, build, "compile_commands.json")) as f:
-    entries = [e for e in json.load(f) if e["file"].endswith(".cc")]
+    # Each source once (a few are compiled into two targets with the same flags).
+    entries = list({e["file"]: e for e in reversed(json.load(f)) if e["file"].endswith(".cc")}.values())
 
 
 def command(entry):

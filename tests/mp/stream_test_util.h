@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -15,13 +16,19 @@ namespace streamtest {
 // Small parts and three slots: every call of the matrix that takes the
 // pieces spans many and wraps around the slots several times; the
 // low-latency kernel up to 4 KiB posted per rank, one-shot from there up
-// to 64 KiB read per rank.
+// to 64 KiB read per rank, unless the test's own environment sets those
+// two (ctest's StreamCollectives.WithoutLowLatency entries: 0, pieces
+// alone; the ranks' settings would override it).
+inline std::string fromTestEnvironment(const char* name, const char* fallback) {
+  const char* v = getenv(name);
+  return v && *v ? v : fallback;
+}
 inline mp::Env streamEnv(const char* timeout = "60") {
   return {{"HETCCL_FORCE_STAGING", "1"},
           {"HETCCL_STREAM_PART_BYTES", "4096"},
           {"HETCCL_STREAM_SLOTS", "3"},
-          {"HETCCL_STREAM_LL_BYTES", "4096"},
-          {"HETCCL_STREAM_ONE_SHOT_BYTES", "65536"},
+          {"HETCCL_STREAM_LL_BYTES", fromTestEnvironment("HETCCL_STREAM_LL_BYTES", "4096")},
+          {"HETCCL_STREAM_ONE_SHOT_BYTES", fromTestEnvironment("HETCCL_STREAM_ONE_SHOT_BYTES", "65536")},
           {"HETCCL_TIMEOUT", timeout}};
 }
 

@@ -112,7 +112,8 @@ bool byLeaders(const model::Cluster* cluster, const Tunables& tunables, model::C
     return 0.0;
   };
   const double leaders = seconds(bytes, model::Plan::Leaders);
-  const double pipelined = seconds(bytes, model::Plan::Hierarchical) + (tailBytes ? seconds(tailBytes, model::Plan::Leaders) : 0);
+  const double pipelined =
+      seconds(bytes, model::Plan::Hierarchical) + (tailBytes ? seconds(tailBytes, model::Plan::Leaders) : 0);
   plan->leadersUs = leaders * 1e6;
   plan->pipelinedUs = pipelined * 1e6;
   return !model::clearlyFaster(pipelined, leaders);
