@@ -17,7 +17,7 @@ mkdir -p "$out"
 sources="src/bootstrap/bootstrap.cc src/bootstrap/hello_gate.cc src/bootstrap/peer_process.cc src/bootstrap/rank_info.cc
   src/bootstrap/socket.cc src/bootstrap/unique_id.cc src/core/domains.cc src/common/error.cc src/common/log.cc
   src/common/name_list.cc src/common/params.cc src/common/types.cc src/transport/socket/socket_connection.cc
-  src/transport/peer_records.cc src/transport/transport.cc"
+  src/transport/peer_records.cc src/transport/transport.cc src/model/cluster.cc src/model/figures.cc"
 flags="-std=c++20 -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -Isrc -Iinclude"
 mkdir -p "$out/objects"
 objects=""

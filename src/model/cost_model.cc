@@ -96,14 +96,6 @@ double slowestReduce(const Cluster& c) {
   return r;
 }
 
-// A plan's steps, each a time for the whole message; pipelined over
-// pieces, a piece's step costs its alpha plus its share of the bytes, and
-// the pieces overlap: the first goes through every step, each further
-// piece adds the busiest resource's share. Pieces overlap only across steps of different
-// resources (the vendor library's reduce-scatter and all-gather share the
-// domain's links; where a domain spans nodes, its library also shares the
-// NICs with the traffic between domains). A rooted collective's steps in
-// the root's domain alone and in the other domains alone do not meet.
 // CPU ranks beyond their node's cores take turns: every step of theirs
 // slows by the ratio (one host: all the cluster's ranks share it).
 double cpuSlowdown(const Cluster& c) {
@@ -120,6 +112,14 @@ double cpuSlowdown(const Cluster& c) {
 // within the cores the threads spin and the hand-offs cost nothing.
 bool ranksBeyondCores(const Cluster& c) { return cpuSlowdown(c) > 1; }
 
+// A plan's steps, each a time for the whole message; pipelined over
+// pieces, a piece's step costs its alpha plus its share of the bytes, and
+// the pieces overlap: the first goes through every step, each further
+// piece adds the busiest resource's share. Pieces overlap only across steps of different
+// resources (the vendor library's reduce-scatter and all-gather share the
+// domain's links; where a domain spans nodes, its library also shares the
+// NICs with the traffic between domains). A rooted collective's steps in
+// the root's domain alone and in the other domains alone do not meet.
 enum class Resource { Library, RootLibrary, OtherLibraries, Network, Compute };
 struct Step {
   double alpha, beta;  // seconds; seconds for the whole message

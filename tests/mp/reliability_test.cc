@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -145,23 +146,27 @@ TEST(Reliability, ZeroCountsWithNullBuffersSockets) {
   zeroCountsWithNullBuffers({{"HETCCL_TIMEOUT", "20"}, {"HETCCL_TRANSPORT", "socket"}});
 }
 
-// Segments in /dev/shm whose creator (the pid at the name's end) is gone
-// and that were made by rank `from` for rank `to` on the p2p lane.
-int deadSegments(int from, int to) {
-  char suffix[32];
-  snprintf(suffix, sizeof(suffix), "-p2p%d-%d-", from, to);
+// Segments in /dev/shm made by process `creator` as rank `from` for rank
+// `to` on the p2p lane. Only that process's: other test programs running
+// beside this one kill ranks too, and their survivors clean up in their
+// own time.
+int segmentsOf(int creator, int from, int to) {
+  char suffix[48];
+  snprintf(suffix, sizeof(suffix), "-p2p%d-%d-%d", from, to, creator);
   int count = 0;
   DIR* dir = opendir("/dev/shm");
   if (!dir) return 0;
   while (dirent* e = readdir(dir)) {
-    const char* at = strstr(e->d_name, suffix);
-    if (strncmp(e->d_name, "hetccl-", 7) != 0 || !at) continue;
-    const int pid = atoi(at + strlen(suffix));
-    if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) ++count;
+    const size_t len = strlen(e->d_name), n = strlen(suffix);
+    if (strncmp(e->d_name, "hetccl-", 7) == 0 && len > n && strcmp(e->d_name + len - n, suffix) == 0) ++count;
   }
   closedir(dir);
   return count;
 }
+
+// The victim's pid, through a file named after the test process (every
+// rank's parent).
+std::string victimPidFile() { return "/tmp/hetccl-test-victim-" + std::to_string(getppid()); }
 
 // A rank killed after it made a segment for a peer that never opened it:
 // the survivors remove it when they notice the death.
@@ -172,6 +177,10 @@ TEST(Reliability, ADeadRanksSegmentsAreRemovedByTheSurvivors) {
     RANK_NCCL(ncclCommInitRank(&comm, n, id, rank));
     std::vector<float> buf(1000, 1.0f);
     if (rank == 2) {
+      if (FILE* f = fopen(victimPidFile().c_str(), "w")) {
+        fprintf(f, "%d\n", static_cast<int>(getpid()));
+        fclose(f);
+      }
       // Makes its p2p segment for rank 0 and waits there for rank 0.
       std::thread([] {
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -184,7 +193,16 @@ TEST(Reliability, ADeadRanksSegmentsAreRemovedByTheSurvivors) {
     std::this_thread::sleep_for(std::chrono::milliseconds(600));
     const ncclResult_t r = ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat32, ncclSum, comm, nullptr);
     RANK_EXPECT(r == ncclRemoteError, "all-reduce with a dead rank returned %d", r);
-    if (rank == 0) RANK_EXPECT(deadSegments(2, 0) == 0, "the dead rank's segment for rank 0 is still in /dev/shm");
+    if (rank == 0) {
+      int victim = 0;
+      if (FILE* f = fopen(victimPidFile().c_str(), "r")) {
+        if (fscanf(f, "%d", &victim) != 1) victim = 0;
+        fclose(f);
+      }
+      unlink(victimPidFile().c_str());
+      RANK_EXPECT(victim > 0, "rank 2 did not say its pid");
+      RANK_EXPECT(segmentsOf(victim, 2, 0) == 0, "the dead rank's segment for rank 0 is still in /dev/shm");
+    }
     ncclCommAbort(comm);
     return 0;
   });
