@@ -340,16 +340,12 @@ std::vector<Estimate> estimateAll(const Cluster& c, Collective coll, double byte
 // Within 1% the plan of fewer steps (leaders) stands: a tie in the model
 // (two domains, messages of a few bytes: the same latencies either way)
 // is decided by what it leaves out, the hierarchical plan's extra hand-offs.
-Estimate chooseAmong(const std::vector<Estimate>& all) {
+Estimate choose(const Cluster& c, Collective coll, double bytes, const ModelSettings& s) {
   Estimate best;
   best.seconds = std::numeric_limits<double>::max();
-  for (const Estimate& e : all)
+  for (const Estimate& e : estimateAll(c, coll, bytes, s))
     if (e.hetcclRunsIt && clearlyFaster(e.seconds, best.seconds)) best = e;
   return best;
-}
-
-Estimate choose(const Cluster& c, Collective coll, double bytes, const ModelSettings& s) {
-  return chooseAmong(estimateAll(c, coll, bytes, s));
 }
 
 TrainingEstimate estimateTraining(const Cluster& c, bool balanced, const ModelSettings& s) {

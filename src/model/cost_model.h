@@ -54,12 +54,10 @@ struct Estimate {
   double pieceBytes = 0;  // a pipelined plan's piece (0: not pipelined)
 };
 
-// Every plan's estimate for one call (the flat reference last).
+// Every plan's estimate for one call, indexed by Plan (the flat reference last).
 std::vector<Estimate> estimateAll(const Cluster& c, Collective coll, double bytes, const ModelSettings& s = {});
 // The fastest of the plans hetccl runs (within 1%: leaders, of fewer steps).
 Estimate choose(const Cluster& c, Collective coll, double bytes, const ModelSettings& s = {});
-// The same among estimateAll's estimates.
-Estimate chooseAmong(const std::vector<Estimate>& all);
 // Whether a plan's time beats another's beyond the model's ties (1%): a
 // tie goes to the plan of fewer steps.
 inline bool clearlyFaster(double seconds, double than) { return seconds < than * 0.99; }

@@ -150,14 +150,11 @@ TEST(StreamCollectives, EveryCollectiveTypeOpCountAndPlacement) {
                          [&](int rank, int n, const ncclUniqueId& id) { return mp::runMatrix(rank, n, id, seed, 70001); });
 }
 
-// The same in pieces alone (no low-latency kernel, no one-shot copies:
-// what the small and mid-size calls take above), one type of each width
-// with every op.
+// The same in pieces alone (no low-latency kernel, no one-shot), each width with every op.
 TEST(StreamCollectives, InPiecesEveryCollectiveWidthOpCountAndPlacement) {
   const uint64_t seed = hetccl::testing::runSeed();
   mp::Env env = streamEnv();
-  env.push_back({"HETCCL_STREAM_LL_BYTES", "0"});
-  env.push_back({"HETCCL_STREAM_ONE_SHOT_BYTES", "0"});
+  env.insert(env.end(), {{"HETCCL_STREAM_LL_BYTES", "0"}, {"HETCCL_STREAM_ONE_SHOT_BYTES", "0"}});
   EXPECT_RANKS_PASS_EACH(3, mp::domainLayout({"a", "b", "c"}, env), 500, [&](int rank, int n, const ncclUniqueId& id) {
     return mp::runMatrix(rank, n, id, seed, 70001, nullptr, nullptr, nullptr, mp::Scope::EachWidthEveryOp);
   });

@@ -95,7 +95,6 @@ const char* describeStrategy(OpKind kind, const Plan& plan) {
   }
 }
 
-
 // Leaders or the pipelined plan for a call of `bytes` (nccl-tests' size:
 // reduce-scatter's whole input): the cost model's pick where there is a
 // model (its estimates into *plan), else the fixed threshold. The
@@ -106,14 +105,13 @@ bool byLeaders(const model::Cluster* cluster, const Tunables& tunables, model::C
   if (!cluster) return bytes <= tunables.smallAllReduceBytes;
   model::ModelSettings settings;
   settings.pieceBytes = static_cast<double>(tunables.pipelineChunkBytes * 4);
-  auto seconds = [&](size_t b, model::Plan p) {
-    for (const model::Estimate& e : model::estimateAll(*cluster, coll, static_cast<double>(b), settings))
-      if (e.plan == p) return e.seconds;
-    return 0.0;
-  };
-  const double leaders = seconds(bytes, model::Plan::Leaders);
+  constexpr auto kLeaders = static_cast<size_t>(model::Plan::Leaders);
+  constexpr auto kPipelined = static_cast<size_t>(model::Plan::Hierarchical);
+  const std::vector<model::Estimate> all = model::estimateAll(*cluster, coll, static_cast<double>(bytes), settings);
+  const double leaders = all[kLeaders].seconds;
   const double pipelined =
-      seconds(bytes, model::Plan::Hierarchical) + (tailBytes ? seconds(tailBytes, model::Plan::Leaders) : 0);
+      all[kPipelined].seconds +
+      (tailBytes ? model::estimateAll(*cluster, coll, static_cast<double>(tailBytes), settings)[kLeaders].seconds : 0);
   plan->leadersUs = leaders * 1e6;
   plan->pipelinedUs = pipelined * 1e6;
   return !model::clearlyFaster(pipelined, leaders);
