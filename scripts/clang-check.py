@@ -5,7 +5,11 @@ flags (build/compile_commands.json): the code builds warning-free with
 clang as well as with the g++ that built it. CUDA/HIP sources are left to
 their own compilers.
 
-    scripts/clang-check.py [build dir, default build]
+    scripts/clang-check.py [build dir, default build] [compiled dir ...]
+
+A compiled dir is a build that clang++-22 compiled with -Werror
+(scripts/sanitize-check.sh address: build-asan): a source it compiled with
+the same definitions is not checked again.
 """
 import concurrent.futures
 import json
@@ -16,13 +20,34 @@ import sys
 
 build = sys.argv[1] if len(sys.argv) > 1 else "build"
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-with open(os.path.join(root, build, "compile_commands.json")) as f:
-    # Each source once (a few are compiled into two targets with the same flags).
-    entries = list({e["file"]: e for e in reversed(json.load(f)) if e["file"].endswith(".cc")}.values())
+
+
+def arguments(entry):
+    return entry["arguments"] if "arguments" in entry else shlex.split(entry["command"])
+
+
+def definitions(entry):
+    return sorted(a for a in arguments(entry) if a.startswith("-D"))
+
+
+def load(build_dir):
+    with open(os.path.join(root, build_dir, "compile_commands.json")) as f:
+        # Each source once (a few are compiled into two targets with the same flags).
+        return {e["file"]: e for e in reversed(json.load(f)) if e["file"].endswith(".cc")}
+
+
+entries = load(build)
+compiled = 0
+for done_dir in sys.argv[2:]:
+    for path, entry in load(done_dir).items():
+        if path in entries and definitions(entries[path]) == definitions(entry):
+            del entries[path]
+            compiled += 1
+entries = list(entries.values())
 
 
 def command(entry):
-    args = entry["arguments"] if "arguments" in entry else shlex.split(entry["command"])
+    args = arguments(entry)
     out, skip = ["clang++-22"], False
     for a in args[1:]:
         if skip:
@@ -47,5 +72,6 @@ with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
             failed += 1
             print(f"clang-check: {os.path.relpath(path, root)}:\n{err}")
         seen.add(path)
-print(f"clang-check: {len(seen)} sources, {failed} with warnings or errors under clang++-22")
+print(f"clang-check: {len(seen)} sources, {failed} with warnings or errors under clang++-22"
+      + (f" ({compiled} more compiled by it in {', '.join(sys.argv[2:])})" if compiled else ""))
 sys.exit(1 if failed else 0)

@@ -18,8 +18,9 @@ struct VerbsApi {
   ibv_context* (*openDevice)(ibv_device* device);
   int (*closeDevice)(ibv_context* context);
   int (*queryDevice)(ibv_context* context, ibv_device_attr* attr);
-  // The exported ibv_query_port fills the port attributes' compatible head.
-  int (*queryPort)(ibv_context* context, uint8_t port, ibv_port_attr* attr);
+  // The exported ibv_query_port, as libibverbs declares it: it fills the
+  // compatible head of an ibv_port_attr (verbs.h's own inline casts so too).
+  int (*queryPort)(ibv_context* context, uint8_t port, _compat_ibv_port_attr* attr);
   int (*queryGid)(ibv_context* context, uint8_t port, int index, ibv_gid* gid);
   ibv_pd* (*allocPd)(ibv_context* context);
   int (*deallocPd)(ibv_pd* pd);

@@ -66,7 +66,8 @@ bool openVerbsDevices(const VerbsApi& api, std::vector<VerbsDevice>* devicesOut,
     for (uint8_t p = 1; !found && api.queryDevice(d.context, &attr) == 0 && p <= attr.phys_port_cnt; ++p) {
       port = ibv_port_attr{};
       if (!nameListMatches(params().ibHca, d.name, p)) continue;
-      if (api.queryPort(d.context, p, &port) != 0 || port.state != IBV_PORT_ACTIVE) continue;
+      auto* head = reinterpret_cast<_compat_ibv_port_attr*>(&port);
+      if (api.queryPort(d.context, p, head) != 0 || port.state != IBV_PORT_ACTIVE) continue;
       d.port = p;
       found = true;
     }
