@@ -14,10 +14,13 @@ medians of `--runs` alternating runs:
             its all-gather: S (n-1)/n / the copy bandwidth (all-gathers, broadcasts);
   links:    all-gather across two one-rank domains: t = latency + S / 2 / bandwidth;
   reduce:   all-reduce across the same two ranks: what its slope adds to the links';
-  hand-off: where four ranks outnumber the cores, the small calls of two
-            domains of two, pipelined against leaders: what the pipelined
-            plans take beyond what the model says, over their two wake-ups
-            of the progress thread.
+  cache:    the host's buffers (both ranks' input and output) up to which
+            those bandwidths hold, and what a byte beyond costs more: the
+            pair that fits those four series best (up to 16 MiB messages);
+  hand-off: where four ranks outnumber the cores, the small all-reduces of
+            two domains of two, pipelined and by leaders: the wake-up (each
+            round of messages, each hand-off to the progress thread) that
+            brings the model's times closest to theirs.
 The measurements fix the switch between the plans (the threshold's), so
 the plan that ran is known. HETCCL_MODEL_FILE=<the written file> makes the
 library choose its plans by these figures.
@@ -35,10 +38,12 @@ import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-FIT_SIZES = [1 << 10, 1 << 14, 1 << 18, 1 << 20, 1 << 22]        # fitted
-HELD_SIZES = [1 << 12, 1 << 16, 1 << 21, 1 << 23]                # held back
+FIT_SIZES = [1 << 10, 1 << 14, 1 << 18, 1 << 20, 1 << 22, 1 << 24]  # fitted
+HELD_SIZES = [1 << 12, 1 << 16, 1 << 21, 1 << 23]                    # held back
 SMALL_ALLREDUCE = 64 << 10   # HETCCL_SMALL_ALLREDUCE_BYTES: leaders up to it (the rooted collectives too)
-PIECE = 4 * (512 << 10)      # 4 x HETCCL_CHUNK_BYTES
+PIECE = 512 << 10            # HETCCL_CHUNK_BYTES: the pipelined plans' steps overlap chunk by chunk
+CACHE_MIB = [2 ** (k / 2) for k in range(0, 19)]  # 1 MiB to 512 MiB, the candidates of the cache fit
+BEYOND = [1 + k / 20 for k in range(0, 61)]         # 1 to 4
 CORES = os.cpu_count() or 1  # the measured host's (--cores with --load)
 EAGER = int(os.environ.get("HETCCL_CMA_THRESHOLD", 65536))  # shared memory: larger messages wait for their receiver
 
@@ -80,47 +85,67 @@ def line_fit(points):
     return mt - b * mx, b
 
 
+def beyond_factor(buffers, cache_mib, beyond):
+    """What a byte costs, times its cost in cache, where two ranks' buffers
+    span `buffers` bytes (the model's forBuffersOf)."""
+    return 1 + (beyond - 1) * max(0.0, 1 - cache_mib * (1 << 20) / buffers)
+
+
+def fit_with(lib, links, ar, copy, cache_mib, beyond):
+    """The parameters for a given cache, and the squared relative residuals
+    of the four line fits. Two ranks' buffers: all-reduce 2 x (S + S), all-gather 2 x (S / 2 + S)."""
+    m = lambda s, per_rank: beyond_factor(2 * per_rank * s, cache_mib, beyond)
+    series = [[(s * m(s, 2), t) for s, t in lib.items()], [(s / 2 * m(s, 1.5), t) for s, t in copy.items()],
+              [(s / 2 * m(s, 1.5), t) for s, t in links.items()], [(s * m(s, 2), t) for s, t in ar.items()]]
+    fits = [line_fit(x) for x in series]
+    (lib_us, slope), (_, copy_slope), (link_us, link_slope), (_, ar_slope) = fits
+    # The all-reduce of two one-rank domains: S / link + S / 2 / reduce (per byte).
+    reduce_per_byte = max(ar_slope - link_slope, 1e-9) * 2  # (link_slope is per byte of S / 2)
+    p = {"lib_us": max(lib_us, 0.1), "lib_gbs": 1e-3 / slope, "copy_gbs": 1e-3 / copy_slope, "link_us": max(link_us, 0.1),
+         "link_gbs": 1e-3 / link_slope, "reduce_gbs": 1e-3 / reduce_per_byte, "cache_mib": cache_mib, "beyond": beyond}
+    return p, sum(((a + b * xi) / t - 1) ** 2 for x, (a, b) in zip(series, fits) for xi, t in x)
+
+
 def fit(lib, links, ar, copy):
     """The parameters from four measurements ({bytes: us}): the library's
     all-reduce in one domain of two ranks, the all-gather and the
     (hierarchical) all-reduce across two one-rank domains, the library's
-    all-gather in one domain of two ranks."""
-    lib_us, slope = line_fit([(s * 2 * (2 - 1) / 2, t) for s, t in lib.items()])
-    _, copy_slope = line_fit([(s / 2, t) for s, t in copy.items()])
-    link_us, link_slope = line_fit([(s / 2, t) for s, t in links.items()])
-    _, ar_slope = line_fit(list(ar.items()))
-    # The all-reduce of two one-rank domains: S / link + S / 2 / reduce (per byte).
-    reduce_per_byte = max(ar_slope - link_slope, 1e-9) * 2  # (link_slope is per byte of S / 2)
-    return {"lib_us": max(lib_us, 0.1), "lib_gbs": 1e-3 / slope, "copy_gbs": 1e-3 / copy_slope, "link_us": max(link_us, 0.1),
-            "link_gbs": 1e-3 / link_slope, "reduce_gbs": 1e-3 / reduce_per_byte}
+    all-gather in one domain of two ranks; the cache (size, cost beyond)
+    of the candidates whose line fits leave the least residual (beyond 1:
+    no cache in the model)."""
+    candidates = [fit_with(lib, links, ar, copy, 0, 1)]
+    candidates += [fit_with(lib, links, ar, copy, c, b) for c in CACHE_MIB for b in BEYOND if b > 1]
+    return min(candidates, key=lambda pr: pr[1])[0]
 
 
 def self_test():
     """The fit recovers known parameters from the formulas it inverts."""
-    want = {"lib_us": 12.0, "lib_gbs": 5.0, "copy_gbs": 7.0, "link_us": 9.0, "link_gbs": 8.0, "reduce_gbs": 3.0}
-    lib = {s: want["lib_us"] + s * 2 * (2 - 1) / 2 / (want["lib_gbs"] * 1e3) for s in FIT_SIZES}
-    copy = {s: want["lib_us"] + s / 2 / (want["copy_gbs"] * 1e3) for s in FIT_SIZES}
-    links = {s: want["link_us"] + s / 2 / (want["link_gbs"] * 1e3) for s in FIT_SIZES}
-    ar = {s: 2 * want["link_us"] + s / (want["link_gbs"] * 1e3) + s / 2 / (want["reduce_gbs"] * 1e3) for s in FIT_SIZES}
+    want = {"lib_us": 12.0, "lib_gbs": 5.0, "copy_gbs": 7.0, "link_us": 9.0, "link_gbs": 8.0, "reduce_gbs": 3.0,
+            "cache_mib": 8.0, "beyond": 1.5}
+    m = lambda s, per_rank: beyond_factor(2 * per_rank * s, want["cache_mib"], want["beyond"])
+    lib = {s: want["lib_us"] + s * m(s, 2) / (want["lib_gbs"] * 1e3) for s in FIT_SIZES}
+    copy = {s: want["lib_us"] + s / 2 * m(s, 1.5) / (want["copy_gbs"] * 1e3) for s in FIT_SIZES}
+    links = {s: want["link_us"] + s / 2 * m(s, 1.5) / (want["link_gbs"] * 1e3) for s in FIT_SIZES}
+    ar = {s: 2 * want["link_us"] + s * m(s, 2) * (1 / (want["link_gbs"] * 1e3) + 1 / 2 / (want["reduce_gbs"] * 1e3))
+          for s in FIT_SIZES}
     got = fit(lib, links, ar, copy)
-    # The hand-off: pipelined calls 14 us slower than the model without it
-    # says, where each us of it adds 2 us (two domain steps).
-    got["handoff_us"] = handoff({"a": (30.0, 50.0), "b": (40.0, 45.0), "c": (10.0, 30.0)},
-                                {"a": (20.0, 26.0, 2.0), "b": (30.0, 21.0, 2.0), "c": (5.0, 11.0, 2.0)})
+    # The hand-off: calls whose model time grows by `per_us` for each us of it.
     want["handoff_us"] = 7.0
+    modelled = {"a": (20.0, 4.0), "b": (30.0, 6.0), "c": (5.0, 2.0)}
+    got["handoff_us"] = handoff({k: t0 + want["handoff_us"] * per_us for k, (t0, per_us) in modelled.items()}, modelled)
     bad = {k: (got[k], v) for k, v in want.items() if abs(got[k] - v) > 1e-6 * v}
     print("calibrate-model self-test:", "ok" if not bad else f"wrong {bad}")
     return 1 if bad else 0
 
 
 def handoff(measured, modelled):
-    """The progress thread's wake-up (us) where ranks outnumber the cores:
-    what the pipelined plans' small calls take beyond the leaders' that
-    the model without it does not say, over what one us of it adds to
-    them in the model. measured {key: (leaders, pipelined)}, modelled
-    {key: (leaders, pipelined, us added per us of handoff_us)}."""
-    extra = [((m[1] - m[0]) - (modelled[k][1] - modelled[k][0])) / modelled[k][2] for k, m in measured.items()]
-    return max(0.0, statistics.median(extra))
+    """The wake-up (us) where ranks outnumber the cores: the least-squares
+    fit (relative residuals) of the model's times, t0 + h x per_us, to the
+    measured. measured {key: us}, modelled {key: (t0, us added per us of
+    handoff_us)}."""
+    num = sum(per_us / measured[k] * (1 - t0 / measured[k]) for k, (t0, per_us) in modelled.items())
+    den = sum((per_us / measured[k]) ** 2 for k, (_, per_us) in modelled.items())
+    return max(0.0, num / den) if den > 0 else 0.0
 
 
 def cluster_text(domains, p):
@@ -133,7 +158,8 @@ def cluster_text(domains, p):
                   f"cores_per_node = {CORES}",
                   f"library_busbw_gbs = {p['lib_gbs']:.6g}", f"library_copy_gbs = {p['copy_gbs']:.6g}",
                   f"library_latency_us = {p['lib_us']:.6g}",
-                  f"reduce_gbs = {p['reduce_gbs']:.6g}"]
+                  f"reduce_gbs = {p['reduce_gbs']:.6g}", f"cache_mib = {p.get('cache_mib', 0):.6g}",
+                  f"beyond_cache = {p.get('beyond', 1):.6g}"]
     return "\n".join(lines) + "\n"
 
 
@@ -151,18 +177,17 @@ def predict(sim, domains, p, coll, size, plan=None):
 
 def fit_handoff(perf, sim, p, runs):
     """handoff_us from two domains of two ranks, where they outnumber the
-    cores (0 where they do not: the progress threads spin)."""
+    cores (0 where they do not: the threads spin)."""
     if CORES >= 4:
         return 0.0
     layout, sizes, measured, modelled = ["-N", "4", "--domains", "2"], [1 << 10, 1 << 12], {}, {}
-    for coll in ["all_reduce", "reduce", "broadcast"]:
-        leaders = measure(perf, coll, layout, sizes, runs, switch=1 << 40)
-        pipelined = measure(perf, coll, layout, sizes, runs, switch=0)
-        for s in sizes:
-            measured[(coll, s)] = (leaders[s], pipelined[s])
-            without = predict(sim, [2, 2], dict(p, handoff_us=0), coll, s, "hierarchical")
-            per_us = predict(sim, [2, 2], dict(p, handoff_us=1), coll, s, "hierarchical") - without
-            modelled[(coll, s)] = (predict(sim, [2, 2], dict(p, handoff_us=0), coll, s, "leaders"), without, per_us)
+    for coll in ["all_reduce", "reduce_scatter"]:
+        for plan, switch in [("leaders", 1 << 40), ("hierarchical", 0)]:
+            times = measure(perf, coll, layout, sizes, runs, switch=switch)
+            for s in sizes:
+                without = predict(sim, [2, 2], dict(p, handoff_us=0), coll, s, plan)
+                measured[(coll, plan, s)] = times[s]
+                modelled[(coll, plan, s)] = (without, predict(sim, [2, 2], dict(p, handoff_us=1), coll, s, plan) - without)
     return handoff(measured, modelled)
 
 
@@ -195,7 +220,8 @@ def main():
     p["handoff_us"] = fit_handoff(a.perf, a.sim, p, a.runs)
     pathlib.Path(a.out).write_text(cluster_text([2, 2], p))
     print(f"fitted: library {p['lib_gbs']:.2f} GB/s busbw ({p['copy_gbs']:.2f} moving bytes only), {p['lib_us']:.1f} us; links {p['link_gbs']:.2f} GB/s, "
-          f"{p['link_us']:.1f} us; reductions {p['reduce_gbs']:.2f} GB/s; hand-off {p['handoff_us']:.1f} us -> {a.out}")
+          f"{p['link_us']:.1f} us; reductions {p['reduce_gbs']:.2f} GB/s; hand-off {p['handoff_us']:.1f} us; "
+          f"beyond {p['cache_mib']:.3g} MiB of buffers a byte costs {p['beyond']:.2f} times -> {a.out}")
 
     checks = [("two one-rank domains", [1, 1], two_singles, ["all_gather", "all_reduce"], HELD_SIZES),
               ("two domains of two", [2, 2], ["-N", "4", "--domains", "2"],

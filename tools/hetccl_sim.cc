@@ -25,7 +25,7 @@ void usage() {
           "usage: hetccl-sim <cluster file> [options]\n"
           "  -c <collective>[,...]  all_reduce reduce_scatter all_gather broadcast reduce (default: all)\n"
           "  -b <bytes> -e <bytes> -f <factor>   sizes, as nccl-tests (default 8 to 1G, x4; K, M, G suffixes)\n"
-          "  --piece-bytes <bytes>  a pipelined plan's piece (hetccl's: 4 x HETCCL_CHUNK_BYTES);\n"
+          "  --piece-bytes <bytes>  a pipelined plan's piece (hetccl's: HETCCL_CHUNK_BYTES);\n"
           "                         by default the model picks the best power of two\n"
           "  --csv                  one line per collective, size and plan\n");
 }

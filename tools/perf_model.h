@@ -1,8 +1,8 @@
 // hetccl-perf --model FILE: the cost model's estimate (src/model/,
 // docs/simulator.md) beside each row, for a cluster file that describes
 // the job's layout (scripts/calibrate-model.py writes one for this host).
-// Each plan hetccl can run for the row, with hetccl's pieces
-// (4 x HETCCL_CHUNK_BYTES), and the one the model would pick; the row's
+// Each plan hetccl can run for the row, its steps overlapping chunk by
+// chunk (HETCCL_CHUNK_BYTES), and the one the model would pick; the row's
 // time and `--plan` say what ran.
 #pragma once
 
@@ -21,7 +21,7 @@ inline void print(const hetccl::model::Cluster& cluster, const char* collective,
   if (!m::collectiveByName(collective, &coll)) return;  // (the model knows the five cross-domain collectives)
   m::ModelSettings settings;
   const char* chunk = getenv("HETCCL_CHUNK_BYTES");
-  settings.pieceBytes = 4.0 * (chunk ? atof(chunk) : 512 << 10);
+  settings.pieceBytes = chunk ? atof(chunk) : 512 << 10;
   printf("#   model:");
   for (const m::Estimate& e : m::estimateAll(cluster, coll, bytes, settings))
     if (e.hetcclRunsIt) printf(" %s %.1f us,", m::planName(e.plan), e.seconds * 1e6);

@@ -116,6 +116,8 @@ const std::vector<Field>& fields() {
        [](Cluster& c, const std::string& v, std::string* why) { return yesNo(v, &last(c).gpuDirect, why); }},
       {Section::Domain, "reduce_gbs", numberInto([](Cluster& c) -> double& { return last(c).reduceGBs; })},
       {Section::Domain, "cores_per_node", wholeInto([](Cluster& c) -> int& { return last(c).coresPerNode; })},
+      {Section::Domain, "cache_mib", numberInto([](Cluster& c) -> double& { return last(c).cacheMiB; })},
+      {Section::Domain, "beyond_cache", numberInto([](Cluster& c) -> double& { return last(c).beyondCache; })},
       {Section::Domain, "samples_per_s", numberInto([](Cluster& c) -> double& { return last(c).samplesPerSecond; })},
       {Section::Training, "parameters", numberInto([](Cluster& c) -> double& { return c.training.parameters; })},
       {Section::Training, "bytes_per_gradient", numberInto([](Cluster& c) -> double& { return c.training.bytesPerGradient; })},
@@ -148,6 +150,8 @@ bool check(const Cluster& c, const std::string& source, std::string* error) {
     if (d.libraryLatencyUs < 0) return bad(d.line, in + "library_latency_us must not be negative");
     if (d.libraryCopyGBs < 0) return bad(d.line, in + "library_copy_gbs must not be negative (0: library_busbw_gbs)");
     if (d.reduceGBs <= 0) return bad(d.line, in + "reduce_gbs must be above 0");
+    if (d.cacheMiB < 0) return bad(d.line, in + "cache_mib must not be negative (0: no cache in the model)");
+    if (d.beyondCache < 1) return bad(d.line, in + "beyond_cache must be at least 1 (a byte beyond the cache costs more)");
     if ((crosses || d.nodes > 1) && d.nicsPerNode < 1)
       return bad(d.line, in + "nics_per_node is 0: its GPUs have no NIC path to the other nodes");
     if (crosses && d.vendor != Vendor::Cpu && !d.gpuDirect && d.pcieGBs <= 0)

@@ -30,6 +30,8 @@ struct DomainSpec {
   double reduceGBs = 0;          // a rank's reduction throughput (bytes of one input per second)
   double samplesPerSecond = 0;   // training: one GPU's throughput alone ([training] only)
   int coresPerNode = 0;          // CPU domains: the cores their ranks share (0: a core per rank)
+  double cacheMiB = 0;           // CPU domains: the host's buffers that the fitted bandwidths hold for (0: any)
+  double beyondCache = 1;        // and what a byte beyond them costs, times its cost within them
   int line = 0;                  // where the section starts (for messages)
 
   int ranks() const { return nodes * gpusPerNode; }

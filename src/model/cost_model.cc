@@ -50,17 +50,42 @@ constexpr double kGB = 1e9, kUs = 1e-6;
 // One domain's vendor library (bus bandwidth as nccl-tests defines it):
 // the steps that reduce at the all-reduce's, those that only move bytes
 // (all-gather, broadcast, a gather to one rank) at the copy bandwidth.
+// A vendor library's latency is the whole domain's (measured so); CPU
+// domains run hetccl's host algorithms, whose figures are one round's
+// (calibrated on two ranks): rings of n - 1 rounds, and broadcast and
+// reduce as chains through the n ranks in chunks.
 struct Library {
   double n, bw, copyBw, alpha;
-  double reduceScatter(double s) const { return n > 1 ? alpha + s * (n - 1) / n / bw : 0; }
-  double allGather(double s) const { return n > 1 ? alpha + s * (n - 1) / n / copyBw : 0; }
-  double reduce(double s) const { return n > 1 ? alpha + s / bw : 0; }
-  double broadcast(double s) const { return n > 1 ? alpha + s / copyBw : 0; }  // also a gather to one rank
+  double chunk = 0;  // CPU domains: the host algorithms' chunk (0: a vendor library)
+  double latency() const { return n > 1 ? (chunk > 0 ? n - 1 : 1) * alpha : 0; }
+  double reduceScatter(double s) const { return n > 1 ? latency() + s * (n - 1) / n / bw : 0; }
+  double allGather(double s) const { return n > 1 ? latency() + s * (n - 1) / n / copyBw : 0; }
+  double reduce(double s) const { return chain(s, bw); }
+  double broadcast(double s) const { return chain(s, copyBw); }
+  double chain(double s, double b) const {
+    if (n <= 1) return 0;
+    if (chunk <= 0) return alpha + s / b;
+    const double k = chunks(s);  // the last chunk leaves the root after k - 1 others
+    return (n - 2 + k) * (alpha + s / k / b);
+  }
+  // Calls back to back: the next call's chunks follow this call's through
+  // the chain, a chunk's hop apart.
+  double chainPace(double s, double b) const {
+    if (n <= 1) return 0;
+    return chunk <= 0 ? alpha + s / b : chunks(s) * alpha + s / b;
+  }
+  double chunks(double s) const { return std::max(1.0, std::ceil(s / chunk)); }
 };
 
-Library library(const DomainSpec& d) {
+// A pipelined plan's piece, and the host algorithms' chunk: the steps of
+// CPU ranks overlap chunk by chunk (HETCCL_CHUNK_BYTES).
+constexpr double kDefaultChunk = 512 << 10;
+double chunkOf(const ModelSettings& ms) { return ms.pieceBytes > 0 ? ms.pieceBytes : kDefaultChunk; }
+
+Library library(const DomainSpec& d, double chunk) {
   const double bw = d.libraryBusGBs * kGB;
-  return Library{double(d.ranks()), bw, d.libraryCopyGBs > 0 ? d.libraryCopyGBs * kGB : bw, d.libraryLatencyUs * kUs};
+  return Library{double(d.ranks()), bw, d.libraryCopyGBs > 0 ? d.libraryCopyGBs * kGB : bw, d.libraryLatencyUs * kUs,
+                 d.vendor == Vendor::Cpu ? chunk : 0};
 }
 
 // What one rank of a domain moves to or from other nodes per second: its
@@ -106,10 +131,11 @@ double cpuSlowdown(const Cluster& c) {
   return worst;
 }
 
-// Then a thread that waits (a rank's progress thread for its piece, the
-// rank for the thread) is not running and must be woken: each hand-off
-// between a domain's step and the progress thread costs `handoff_us`;
-// within the cores the threads spin and the hand-offs cost nothing.
+// Then a thread that waits (a rank for a message, a rank's progress
+// thread for its piece, the rank for the thread) is not running and must
+// be woken: every round of messages and each hand-off between a domain's
+// step and the progress thread costs `handoff_us`; within the cores the
+// threads spin and wake-ups cost nothing.
 bool ranksBeyondCores(const Cluster& c) { return cpuSlowdown(c) > 1; }
 
 // A plan's steps, each a time for the whole message; pipelined over
@@ -124,14 +150,18 @@ enum class Resource { Library, RootLibrary, OtherLibraries, Network, Compute };
 struct Step {
   double alpha, beta;  // seconds; seconds for the whole message
   Resource resource = Resource::Library;
+  double pace = 0;  // calls back to back: from one call's pass to the next's (0: alpha + beta)
 };
 Step network(Step s) { return Step{s.alpha, s.beta, Resource::Network}; }
 Step othersOnly(Step s) { return Step{s.alpha, s.beta, Resource::OtherLibraries}; }
 Step compute(double seconds) { return Step{0, seconds, Resource::Compute}; }
 
 double pipelinedIn(const Cluster& c, const std::vector<Step>& steps, double k) {
-  bool nicsShared = false;
-  for (const DomainSpec& d : c.domains) nicsShared |= d.nodes > 1;
+  bool nicsShared = false, cpuOnly = true;
+  for (const DomainSpec& d : c.domains) {
+    nicsShared |= d.nodes > 1;
+    cpuOnly &= d.vendor == Vendor::Cpu;
+  }
   const double wake = ranksBeyondCores(c) ? c.network.handoffUs * kUs : 0;
   double sum = 0, root = 0, others = 0, net = 0, cpu = 0;  // each resource's busy time per piece
   for (const Step& s : steps) {
@@ -142,7 +172,9 @@ double pipelinedIn(const Cluster& c, const std::vector<Step>& steps, double k) {
     const Resource r = s.resource == Resource::Network && nicsShared ? Resource::Library : s.resource;
     if (r == Resource::Library || r == Resource::RootLibrary) root += t;
     if (r == Resource::Library || r == Resource::OtherLibraries) others += t;
-    if (r == Resource::Network) net += t;
+    // CPU ranks: the progress thread that moves a piece between domains
+    // also reduces it.
+    if (r == Resource::Network || (r == Resource::Compute && cpuOnly)) net += t;
     if (r == Resource::Compute) cpu += t;
   }
   return sum + (k - 1) * std::max({root, others, net, cpu});
@@ -181,31 +213,44 @@ double backToBack(const Cluster& c, double bytes, const std::vector<Step>& steps
   for (const Step& s : steps) {
     alpha = std::max(alpha, s.alpha);
     beta += s.beta;
-    slowest = std::max(slowest, s.alpha + s.beta);
+    slowest = std::max(slowest, s.pace > 0 ? s.pace : s.alpha + s.beta);
   }
   return bytes < c.network.eagerBytes ? slowest : alpha + beta;
 }
 
 // The root domain's broadcast of `s` bytes from the root.
-Step rootDomainBroadcast(const DomainSpec& root, double s) {
-  const Library l = library(root);
-  return l.n > 1 ? Step{l.alpha, s / l.copyBw, Resource::RootLibrary} : Step{0, 0, Resource::RootLibrary};
+Step rootDomainBroadcast(const DomainSpec& root, double s, double chunk) {
+  const Library l = library(root, chunk);
+  return Step{l.latency(), l.broadcast(s) - l.latency(), Resource::RootLibrary};
 }
-// Its members' parts of `s` bytes to the root: a gather.
-Step rootDomainGather(const DomainSpec& root, double s) {
-  const Library l = library(root);
+// Its members' parts of `s` bytes to the root: a gather (the root hears
+// from every member at once).
+Step rootDomainGather(const DomainSpec& root, double s, double chunk) {
+  const Library l = library(root, chunk);
   return l.n > 1 ? Step{l.alpha, s * (l.n - 1) / l.n / l.copyBw, Resource::RootLibrary}
                  : Step{0, 0, Resource::RootLibrary};
 }
 
 // The slowest domain's time for a library step, `time(library, domain)`.
 template <typename F>
-Step inDomains(const Cluster& c, F time) {
+Step inDomains(const Cluster& c, double chunk, F time) {
   Step worst{0, 0};
   for (const DomainSpec& d : c.domains) {
-    const Library lib = library(d);
+    const Library lib = library(d, chunk);
     const double full = time(lib, d);
-    if (full > worst.alpha + worst.beta) worst = Step{lib.n > 1 ? lib.alpha : 0, full - (lib.n > 1 ? lib.alpha : 0)};
+    if (full > worst.alpha + worst.beta) worst = Step{lib.latency(), full - lib.latency()};
+  }
+  return worst;
+}
+
+// A broadcast (or, `reducing`, a reduce) of `s` bytes inside every domain:
+// the slowest domain's, with its pace for calls back to back.
+Step chainInDomains(const Cluster& c, double chunk, double s, bool reducing) {
+  Step worst{0, 0};
+  for (const DomainSpec& d : c.domains) {
+    const Library lib = library(d, chunk);
+    const double b = reducing ? lib.bw : lib.copyBw, full = lib.chain(s, b);
+    if (full > worst.alpha + worst.beta) worst = Step{lib.latency(), full - lib.latency(), Resource::Library, lib.chainPace(s, b)};
   }
   return worst;
 }
@@ -244,6 +289,7 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
   const double N = c.ranks(), D = static_cast<double>(c.domains.size());
   const double gamma = 1 / slowestReduce(c);
   const DomainSpec& root = c.domains.front();  // rooted collectives: the root in the first domain
+  const double chunk = chunkOf(ms);
   auto share = [&](const DomainSpec& d) { return d.ranks() / N; };
   auto others = [&](const DomainSpec& d) { return 1 - share(d); };
   if (plan == Plan::Flat) {
@@ -258,15 +304,14 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
     }
   }
   if (plan == Plan::Leaders) {
-    const Step reduceIn = inDomains(c, [&](const Library& l, const DomainSpec&) { return l.reduce(s); });
-    const Step spreadOut = inDomains(c, [&](const Library& l, const DomainSpec&) { return l.broadcast(s); });
+    const Step reduceIn = chainInDomains(c, chunk, s, true), spreadOut = chainInDomains(c, chunk, s, false);
     switch (coll) {
       case Collective::AllReduce:
       case Collective::ReduceScatter:  // all-reduced by the leaders, each rank keeps its block
         return sequential({reduceIn, amongLeaders(c, 2, 2 * s * (D - 1) / D), compute(s * (D - 1) / D * gamma),
                            spreadOut});
       case Collective::AllGather:  // (hetccl spreads all-gathers; the leaders' cost for comparison)
-        return sequential({inDomains(c, [&](const Library& l, const DomainSpec& d) { return l.broadcast(s * share(d)); }),
+        return sequential({inDomains(c, chunk, [&](const Library& l, const DomainSpec& d) { return l.broadcast(s * share(d)); }),
                            amongLeaders(c, 1, s * (D - 1) / D), spreadOut});
       // Rooted: no rank waits for the whole call (a broadcast's root once it
       // sent, a reduce's senders once theirs left; nccl-tests times calls
@@ -278,28 +323,28 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
   // Hierarchical (spread): the vendor library inside, every rank between.
   switch (coll) {
     case Collective::AllReduce:
-      return pipelined(c, {inDomains(c, [&](const Library& l, const DomainSpec&) { return l.reduceScatter(s); }),
+      return pipelined(c, {inDomains(c, chunk, [&](const Library& l, const DomainSpec&) { return l.reduceScatter(s); }),
                         acrossDomains(c, 2, [&](const DomainSpec& d) { return s * others(d) / d.ranks(); }),
                         compute(s / N * (D - 1) * gamma),
-                        inDomains(c, [&](const Library& l, const DomainSpec&) { return l.allGather(s); })},
+                        inDomains(c, chunk, [&](const Library& l, const DomainSpec&) { return l.allGather(s); })},
                        s, ms.pieceBytes, piece);
     case Collective::ReduceScatter:
-      return pipelined(c, {inDomains(c, [&](const Library& l, const DomainSpec&) { return l.reduceScatter(s); }),
+      return pipelined(c, {inDomains(c, chunk, [&](const Library& l, const DomainSpec&) { return l.reduceScatter(s); }),
                         acrossDomains(c, 1, [&](const DomainSpec& d) { return s * others(d) / d.ranks(); }),
                         compute(s / N * (D - 1) * gamma)},
                        s, ms.pieceBytes, piece);
     case Collective::AllGather:
-      return pipelined(c, {inDomains(c, [&](const Library& l, const DomainSpec& d) { return l.allGather(s * share(d)); }),
+      return pipelined(c, {inDomains(c, chunk, [&](const Library& l, const DomainSpec& d) { return l.allGather(s * share(d)); }),
                         acrossDomains(c, 1, [&](const DomainSpec& d) { return s * others(d) / d.ranks(); }),
-                        inDomains(c, [&](const Library& l, const DomainSpec& d) { return l.allGather(s * others(d)); })},
+                        inDomains(c, chunk, [&](const Library& l, const DomainSpec& d) { return l.allGather(s * others(d)); })},
                        s, ms.pieceBytes, piece);
     case Collective::Broadcast:
-      return pipelined(c, {rootDomainBroadcast(root, s),
+      return pipelined(c, {rootDomainBroadcast(root, s, chunk),
                         acrossDomains(c, 1,
                                       [&](const DomainSpec& d) {
                                         return &d == &root ? s * (D - 1) / d.ranks() : s / d.ranks();
                                       }),
-                        othersOnly(inDomains(c, [&](const Library& l, const DomainSpec& d) {
+                        othersOnly(inDomains(c, chunk, [&](const Library& l, const DomainSpec& d) {
                           return &d == &root ? 0.0 : l.allGather(s);
                         }))},
                        s, ms.pieceBytes, piece);
@@ -309,16 +354,57 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
       const Step partials = acrossDomains(
           c, 1, [&](const DomainSpec& d) { return &d == &root ? s * (D - 1) / d.ranks() : s / d.ranks(); });
       const double reduction = s / root.ranks() * (D - 1) * gamma;
-      return pipelined(c, {inDomains(c, [&](const Library& l, const DomainSpec&) { return l.reduceScatter(s); }),
+      return pipelined(c, {inDomains(c, chunk, [&](const Library& l, const DomainSpec&) { return l.reduceScatter(s); }),
                         network(Step{partials.alpha, std::max(partials.beta, reduction)}),
-                        rootDomainGather(root, s)},
+                        rootDomainGather(root, s, chunk)},
                        s, ms.pieceBytes, piece);
     }
   }
 }
 
+// The bytes of one rank's buffers in a call (nccl-tests' out-of-place
+// buffers: its input and its output).
+double buffersPerRank(Collective coll, double s, double ranks) {
+  switch (coll) {
+    case Collective::ReduceScatter: return s + s / ranks;
+    case Collective::AllGather: return s / ranks + s;
+    default: return 2 * s;
+  }
+}
+
+// The cluster as one call of `s` bytes meets it. CPU ranks move and
+// reduce bytes at the fitted bandwidths while a host's buffers fit its
+// cache (cache_mib); beyond it the share that does not fit costs
+// beyond_cache times as much per byte: every bandwidth of those domains
+// (and of one host's links between them) scaled so. Beyond their cores,
+// every round of messages waits for a wake-up too (`wakeEachRound`; not
+// where calls back to back overlap: the leaders' broadcast and reduce,
+// whose wake-ups hide behind the other ranks' work).
+Cluster asRun(const Cluster& c, Collective coll, double s, bool wakeEachRound) {
+  Cluster m = c;
+  double linkFactor = 1;
+  const double wake = wakeEachRound && ranksBeyondCores(c) ? c.network.handoffUs : 0;
+  for (DomainSpec& d : m.domains) {
+    if (d.vendor != Vendor::Cpu) continue;
+    d.libraryLatencyUs += wake;
+    if (d.cacheMiB <= 0 || d.beyondCache <= 1) continue;
+    const double ranksOnHost = c.network.oneHost ? c.ranks() : d.gpusPerNode;
+    const double buffers = ranksOnHost * buffersPerRank(coll, s, c.ranks());
+    const double beyond = std::max(0.0, 1 - d.cacheMiB * 1024 * 1024 / buffers);
+    const double factor = 1 + (d.beyondCache - 1) * beyond;
+    d.libraryBusGBs /= factor;
+    d.libraryCopyGBs /= factor;
+    d.reduceGBs /= factor;
+    if (c.network.oneHost) linkFactor = std::max(linkFactor, factor);
+  }
+  m.network.nicGbps /= linkFactor;
+  m.network.latencyUs += wake;
+  return m;
+}
+
 double estimate(const Cluster& c, Collective coll, Plan plan, double s, const ModelSettings& ms, double* piece) {
-  return cpuSlowdown(c) * estimatePlan(c, coll, plan, s, ms, piece);
+  const bool overlapping = plan == Plan::Leaders && (coll == Collective::Broadcast || coll == Collective::Reduce);
+  return cpuSlowdown(c) * estimatePlan(asRun(c, coll, s, !overlapping), coll, plan, s, ms, piece);
 }
 
 }  // namespace

@@ -41,8 +41,9 @@ constexpr int kPlans = 3;
 const char* planName(Plan p);
 
 struct ModelSettings {
-  // A pipelined plan's piece (hetccl runs 4 x HETCCL_CHUNK_BYTES);
-  // 0: the model picks the best power of two from 256 KiB to the whole message.
+  // The grain at which a pipelined plan's steps overlap (hetccl's:
+  // HETCCL_CHUNK_BYTES, also its host algorithms' chunk); 0: the model
+  // picks the best power of two from 256 KiB to the whole message.
   double pieceBytes = 0;
 };
 

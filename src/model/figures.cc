@@ -9,14 +9,16 @@ Figures builtInFigures(uint32_t coresPerHost) {
   // machine CI runs on), shared memory between the ranks (how well their
   // choices hold on another host: docs/performance.md).
   Figures f;
-  f.libraryBusGBs = 4.7;
-  f.libraryCopyGBs = 4.4;
-  f.libraryLatencyUs = 1.9;
-  f.linkGBs = 8.0;
-  f.linkLatencyUs = 2.8;
-  f.reduceGBs = 2.6;
-  f.handoffUs = 0.85;
+  f.libraryBusGBs = 5.4;
+  f.libraryCopyGBs = 5.9;
+  f.libraryLatencyUs = 1.8;
+  f.linkGBs = 8.35;
+  f.linkLatencyUs = 2.6;
+  f.reduceGBs = 5.2;
+  f.handoffUs = 1.5;
   f.eagerBytes = 65536;  // HETCCL_CMA_THRESHOLD's default: larger messages are read by their receiver
+  f.cacheMiB = 11.3;
+  f.beyondCache = 1.8;
   f.coresPerHost = coresPerHost;
   return f;
 }
@@ -39,6 +41,8 @@ bool figuresOf(const Cluster& c, Figures* out, std::string* error) {
   f.reduceGBs = d.reduceGBs;
   f.handoffUs = c.network.handoffUs;
   f.eagerBytes = c.network.eagerBytes;
+  f.cacheMiB = d.cacheMiB;
+  f.beyondCache = d.beyondCache;
   f.oversubscription = c.network.oversubscription;
   f.nodesPerLeaf = static_cast<uint32_t>(c.network.nodesPerLeaf);
   f.coresPerHost = static_cast<uint32_t>(d.coresPerNode);
@@ -51,7 +55,8 @@ bool plausible(const Figures& f) {
   auto nonNegative = [](double x) { return std::isfinite(x) && x >= 0 && x < 1e9; };
   return positive(f.libraryBusGBs) && nonNegative(f.libraryCopyGBs) && positive(f.linkGBs) && positive(f.reduceGBs) &&
          nonNegative(f.libraryLatencyUs) && nonNegative(f.linkLatencyUs) && nonNegative(f.handoffUs) &&
-         std::isfinite(f.eagerBytes) && f.eagerBytes >= 0 && f.eagerBytes < 1e15 &&
+         std::isfinite(f.eagerBytes) && f.eagerBytes >= 0 && f.eagerBytes < 1e15 && nonNegative(f.cacheMiB) &&
+         std::isfinite(f.beyondCache) && f.beyondCache >= 1 && f.beyondCache < 1e6 &&
          std::isfinite(f.oversubscription) && f.oversubscription >= 1 && f.oversubscription < 1e6 &&
          f.nodesPerLeaf <= 10000000 && f.coresPerHost <= 10000000;
 }
@@ -78,6 +83,8 @@ Cluster clusterFor(const Figures& f, const std::vector<DomainLayout>& domains, b
     d.libraryLatencyUs = f.libraryLatencyUs;
     d.reduceGBs = f.reduceGBs;
     d.coresPerNode = static_cast<int>(f.coresPerHost);
+    d.cacheMiB = f.cacheMiB;
+    d.beyondCache = f.beyondCache;
     c.domains.push_back(d);
   }
   return c;

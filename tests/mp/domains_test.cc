@@ -132,8 +132,10 @@ TEST(Domains, PassThroughAndPlans) {
 // Without a fixed threshold the cost model picks each call's plan, from
 // rank 0's figures (HETCCL_MODEL_FILE on rank 0 alone here): every rank
 // describes the model's estimates and runs the plan they favour. The file's
-// progress-thread wake-up (ranks beyond the cores) makes the pipelined
-// plans lose small calls; its slow links make the leaders' lose large ones.
+// wake-up (ranks beyond the cores) makes the pipelined plans lose small
+// all-reduces and rooted calls (their hand-offs to the progress thread; a
+// small reduce-scatter goes either way: fewer rounds than the leaders');
+// its slow links make the leaders' lose large ones.
 TEST(Domains, ThePlanIsTheCostModelsChoice) {
   char path[] = "/tmp/hetccl-model-XXXXXX";
   const int fd = mkstemp(path);
@@ -163,7 +165,8 @@ TEST(Domains, ThePlanIsTheCostModelsChoice) {
                     "%s %zu: %s", coll, count, plan.c_str());
         const bool byLeaders = plan.find("cross-domain: leaders") == 0;
         RANK_EXPECT(byLeaders == !(pipelined < 0.99 * leaders), "%s %zu: %s", coll, count, plan.c_str());
-        if (count == 16) RANK_EXPECT(byLeaders && pipelined > leaders + 150, "%s small: %s", coll, plan.c_str());
+        if (count == 16 && strcmp(coll, "reduce_scatter") != 0)
+          RANK_EXPECT(byLeaders && pipelined > leaders + 150, "%s small: %s", coll, plan.c_str());
         if (count > 16 && strcmp(coll, "all_reduce") == 0) RANK_EXPECT(!byLeaders, "%s large: %s", coll, plan.c_str());
       }
     }

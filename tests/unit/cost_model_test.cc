@@ -225,6 +225,12 @@ TEST(ModelFigures, TheClusterOfACommunicator) {
 // domain reduce-scatter and all-gather), slowed as every step is (four
 // ranks on two cores: twice); within the cores it costs nothing, and the
 // leaders' plan never pays it.
+// Beyond the cores (four ranks, two cores: every step twice as long) each
+// round of messages waits for a wake-up, and the pipelined plan's pieces
+// for their hand-offs to the progress thread and back. Two domains of two
+// at 1 KiB: the leaders' all-reduce has four rounds (a hop into the
+// leader, two among the leaders, a hop out), the pipelined one four (its
+// domain's reduce-scatter, two exchanges, its all-gather) and two hand-offs.
 TEST(ModelFigures, TheHandOffCostsOnlyBeyondTheCores) {
   Figures f = builtInFigures(2);
   f.handoffUs = 0;
@@ -233,20 +239,56 @@ TEST(ModelFigures, TheHandOffCostsOnlyBeyondTheCores) {
   const Cluster with = clusterFor(f, {{1, 2}, {1, 2}}, true);
   ModelSettings s;
   s.pieceBytes = 1 << 20;
-  for (double bytes : {1024.0, 4.0 * (1 << 20)}) {
-    const auto a = estimateAll(without, Collective::AllReduce, bytes, s);
-    const auto b = estimateAll(with, Collective::AllReduce, bytes, s);
-    EXPECT_DOUBLE_EQ(b[0].seconds, a[0].seconds) << bytes;  // leaders
-    const double pieces = bytes > s.pieceBytes ? bytes / s.pieceBytes : 1;
-    EXPECT_NEAR(b[1].seconds - a[1].seconds, 2 * 2 * pieces * 10e-6, 1e-12) << bytes;
-  }
-  // Within the cores (four ranks, four cores): no hand-off.
+  const auto a = estimateAll(without, Collective::AllReduce, 1024, s);
+  const auto b = estimateAll(with, Collective::AllReduce, 1024, s);
+  EXPECT_NEAR(b[0].seconds - a[0].seconds, 2 * 4 * 10e-6, 1e-12);        // leaders
+  EXPECT_NEAR(b[1].seconds - a[1].seconds, 2 * (4 + 2) * 10e-6, 1e-12);  // pipelined
+  // The leaders' broadcast back to back: the wake-ups hide behind the other ranks' work.
+  EXPECT_DOUBLE_EQ(estimateAll(with, Collective::Broadcast, 1024, s)[0].seconds,
+                   estimateAll(without, Collective::Broadcast, 1024, s)[0].seconds);
+  // Within the cores (four ranks, four cores): no wake-ups.
   const Cluster roomy = clusterFor(builtInFigures(4), {{1, 2}, {1, 2}}, true);
   Figures g = builtInFigures(4);
   g.handoffUs = 0;
   const Cluster roomyWithout = clusterFor(g, {{1, 2}, {1, 2}}, true);
-  EXPECT_DOUBLE_EQ(estimateAll(roomy, Collective::Reduce, 1024, s)[1].seconds,
-                   estimateAll(roomyWithout, Collective::Reduce, 1024, s)[1].seconds);
+  for (int plan : {0, 1})
+    EXPECT_DOUBLE_EQ(estimateAll(roomy, Collective::Reduce, 1024, s)[plan].seconds,
+                     estimateAll(roomyWithout, Collective::Reduce, 1024, s)[plan].seconds);
+}
+
+// CPU ranks' buffers beyond the host's cache: within it the fitted
+// bandwidths hold; far beyond it every byte costs beyond_cache times as
+// much, in proportion to the share that does not fit.
+TEST(ModelFigures, BeyondTheCacheEveryByteCostsMore) {
+  Figures f = builtInFigures(64);
+  f.linkLatencyUs = 0;
+  f.cacheMiB = 0;
+  const Cluster plain = clusterFor(f, {{1, 1}, {1, 1}}, true);
+  f.cacheMiB = 1;
+  f.beyondCache = 2;
+  const Cluster cached = clusterFor(f, {{1, 1}, {1, 1}}, true);
+  auto allGather = [](const Cluster& c, double bytes) { return estimateAll(c, Collective::AllGather, bytes, {})[1].seconds; };
+  // Two ranks' buffers: each its half of the input and the whole output, 3 x 64 KiB.
+  EXPECT_DOUBLE_EQ(allGather(cached, 64 << 10), allGather(plain, 64 << 10));
+  const double bytes = 64.0 * (1 << 20), buffers = 3 * bytes;
+  EXPECT_NEAR(allGather(cached, bytes) / allGather(plain, bytes), 1 + (1 - (1 << 20) / buffers), 1e-9);
+  Cluster bad;
+  std::string error;
+  EXPECT_FALSE(parseCluster("[domain a]\nvendor = cpu\nnodes = 1\ngpus_per_node = 2\nlibrary_busbw_gbs = 1\n"
+                            "reduce_gbs = 1\nbeyond_cache = 0.5\n",
+                            "f", &bad, &error));
+  EXPECT_NE(error.find("beyond_cache must be at least 1"), std::string::npos) << error;
+}
+
+// hetccl's host algorithms inside a CPU domain: a figure is one round's,
+// a domain of n ranks takes n - 1 (the leaders' reduce and broadcast are
+// chains through the domain): one more rank, two more rounds.
+TEST(ModelFigures, ADomainsRoundsGrowWithItsRanks) {
+  Figures f = builtInFigures(64);
+  f.libraryBusGBs = f.libraryCopyGBs = f.linkGBs = f.reduceGBs = 1e6;  // the latencies alone
+  const double two = estimateAll(clusterFor(f, {{1, 2}, {1, 1}}, true), Collective::AllReduce, 1024, {})[0].seconds;
+  const double three = estimateAll(clusterFor(f, {{1, 3}, {1, 1}}, true), Collective::AllReduce, 1024, {})[0].seconds;
+  EXPECT_NEAR(three - two, 2 * f.libraryLatencyUs * 1e-6, 1e-9);
 }
 
 }  // namespace

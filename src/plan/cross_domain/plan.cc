@@ -104,7 +104,9 @@ bool byLeaders(const model::Cluster* cluster, const Tunables& tunables, model::C
                size_t tailBytes, Plan* plan) {
   if (!cluster) return bytes <= tunables.smallAllReduceBytes;
   model::ModelSettings settings;
-  settings.pieceBytes = static_cast<double>(tunables.pipelineChunkBytes * 4);
+  // The pieces' steps overlap chunk by chunk (the transports and the host
+  // algorithms move chunks), the grain the model pipelines at.
+  settings.pieceBytes = static_cast<double>(tunables.pipelineChunkBytes);
   constexpr auto kLeaders = static_cast<size_t>(model::Plan::Leaders);
   constexpr auto kPipelined = static_cast<size_t>(model::Plan::Hierarchical);
   const std::vector<model::Estimate> all = model::estimateAll(*cluster, coll, static_cast<double>(bytes), settings);
