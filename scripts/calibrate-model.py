@@ -25,8 +25,9 @@ The measurements fix the switch between the plans (the threshold's), so
 the plan that ran is known. HETCCL_MODEL_FILE=<the written file> makes the
 library choose its plans by these figures.
 Every other row (sizes between the fitted ones; two domains of two ranks,
-one and three, three domains of one) is a prediction checked against a
-measurement: the table says each one's error, and the median.
+one and three, three domains of one; on hosts of eight cores or more also
+four and four, two and six, four domains of two) is a prediction checked
+against a measurement: the table says each one's error, and the median.
 """
 import argparse
 import json
@@ -230,6 +231,11 @@ def main():
                ["all_reduce", "all_gather", "broadcast", "reduce"], FIT_SIZES + HELD_SIZES),
               ("three one-rank domains", [1, 1, 1], ["-N", "3", "--domains", "3"], ["all_reduce", "all_gather"],
                FIT_SIZES + HELD_SIZES)]
+    if CORES >= 8:  # eight ranks, on hosts with a core for each
+        every = ["all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter"]
+        checks += [("two domains of four", [4, 4], ["-N", "8", "--domains", "2"], every, FIT_SIZES + HELD_SIZES),
+                   ("two and six", [2, 6], ["-N", "8", "--domain-list", "a,a,b,b,b,b,b,b"], every, FIT_SIZES + HELD_SIZES),
+                   ("four domains of two", [2, 2, 2, 2], ["-N", "8", "--domains", "4"], every, FIT_SIZES + HELD_SIZES)]
     rows, summary, errors = [], [], []
     for name, domains, layout, colls, sizes in checks:
         for coll in colls:

@@ -138,6 +138,17 @@ double cpuSlowdown(const Cluster& c) {
 // threads spin and wake-ups cost nothing.
 bool ranksBeyondCores(const Cluster& c) { return cpuSlowdown(c) > 1; }
 
+// CPU ranks beyond their cores slow every step by ranks / cores
+// (estimate()); a step in which only `active` of one host's ranks work
+// while the others wait asleep shares the cores among fewer: its share of
+// that slowdown.
+double activeShare(const Cluster& c, double active) {
+  const double slowdown = cpuSlowdown(c);
+  if (slowdown <= 1 || !c.network.oneHost) return 1;
+  const double cores = c.ranks() / slowdown;
+  return std::min(1.0, std::max(1.0, active / cores) / slowdown);
+}
+
 // A plan's steps, each a time for the whole message; pipelined over
 // pieces, a piece's step costs its alpha plus its share of the bytes, and
 // the pieces overlap: the first goes through every step, each further
@@ -244,13 +255,19 @@ Step inDomains(const Cluster& c, double chunk, F time) {
 }
 
 // A broadcast (or, `reducing`, a reduce) of `s` bytes inside every domain:
-// the slowest domain's, with its pace for calls back to back.
+// the slowest domain's, with its pace for calls back to back. A message
+// of one chunk passes the chain hop by hop: two ranks of each domain work
+// at a time.
 Step chainInDomains(const Cluster& c, double chunk, double s, bool reducing) {
   Step worst{0, 0};
   for (const DomainSpec& d : c.domains) {
     const Library lib = library(d, chunk);
     const double b = reducing ? lib.bw : lib.copyBw, full = lib.chain(s, b);
     if (full > worst.alpha + worst.beta) worst = Step{lib.latency(), full - lib.latency(), Resource::Library, lib.chainPace(s, b)};
+  }
+  if (chunk > 0 && s <= chunk) {
+    const double share = activeShare(c, 2.0 * static_cast<double>(c.domains.size()));
+    worst = Step{worst.alpha * share, worst.beta * share, worst.resource, worst.pace * share};
   }
   return worst;
 }
@@ -265,9 +282,10 @@ Step acrossDomains(const Cluster& c, int phases, F perRank) {
 }
 
 // Between the domains' leaders: `rounds` rounds (each leader posts all of
-// a round's messages at once) moving `bytes` per leader.
+// a round's messages at once) moving `bytes` per leader; the other ranks wait.
 Step amongLeaders(const Cluster& c, double rounds, double bytes) {
-  return network(Step{rounds * crossAlpha(c), bytes / slowestLink(c, true)});
+  const double share = activeShare(c, static_cast<double>(c.domains.size()));
+  return network(Step{rounds * crossAlpha(c) * share, bytes / slowestLink(c, true) * share});
 }
 
 // A chain through every rank (broadcast, reduce), pipelined: a piece takes

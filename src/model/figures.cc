@@ -15,7 +15,7 @@ Figures builtInFigures(uint32_t coresPerHost) {
   f.linkGBs = 8.35;
   f.linkLatencyUs = 2.6;
   f.reduceGBs = 5.2;
-  f.handoffUs = 1.5;
+  f.handoffUs = 2.5;
   f.eagerBytes = 65536;  // HETCCL_CMA_THRESHOLD's default: larger messages are read by their receiver
   f.cacheMiB = 11.3;
   f.beyondCache = 1.8;
