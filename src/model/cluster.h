@@ -26,6 +26,7 @@ struct DomainSpec {
   double libraryLatencyUs = 0;   // its latency for the smallest messages
   double libraryCopyGBs = 0;     // its all-gather's and broadcast's bus bandwidth (0: the all-reduce's)
   double pcieGBs = 0;            // a GPU's copy bandwidth to or from host memory (host staging), each way
+  double stagingUs = 10;         // and such a copy's latency
   bool gpuDirect = false;        // the NICs read and write GPU memory (RDMA on device memory)
   double reduceGBs = 0;          // a rank's reduction throughput (bytes of one input per second)
   double samplesPerSecond = 0;   // training: one GPU's throughput alone ([training] only)

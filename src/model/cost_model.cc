@@ -100,12 +100,17 @@ double crossBandwidth(const Cluster& c, const DomainSpec& d, bool leader) {
   return bw;
 }
 
-// One hop between nodes: the network's latency, plus the copies to and
-// from host memory where a GPU's data is staged (a few microseconds each).
-double crossAlpha(const Cluster& c) {
-  bool staged = false;
-  for (const DomainSpec& d : c.domains) staged |= d.vendor != Vendor::Cpu && !d.gpuDirect;
-  return (c.network.latencyUs + (staged ? 10.0 : 0.0)) * kUs;
+// One hop between nodes: the network's latency.
+double crossAlpha(const Cluster& c) { return c.network.latencyUs * kUs; }
+
+// Where a GPU's data is staged through host memory, a call copies it there
+// before its steps and back after them: two copies' latencies per call
+// (their bytes: crossBandwidth's cap at pcie_gbs).
+double stagingSeconds(const Cluster& c) {
+  double worst = 0;
+  for (const DomainSpec& d : c.domains)
+    if (d.vendor != Vendor::Cpu && !d.gpuDirect) worst = std::max(worst, 2 * d.stagingUs * kUs);
+  return worst;
 }
 
 // The narrowest of the domains' cross bandwidths (a ring, a chain, the leaders).
@@ -422,7 +427,8 @@ Cluster asRun(const Cluster& c, Collective coll, double s, bool wakeEachRound) {
 
 double estimate(const Cluster& c, Collective coll, Plan plan, double s, const ModelSettings& ms, double* piece) {
   const bool overlapping = plan == Plan::Leaders && (coll == Collective::Broadcast || coll == Collective::Reduce);
-  return cpuSlowdown(c) * estimatePlan(asRun(c, coll, s, !overlapping), coll, plan, s, ms, piece);
+  return cpuSlowdown(c) * estimatePlan(asRun(c, coll, s, !overlapping), coll, plan, s, ms, piece) +
+         (c.domains.size() > 1 ? stagingSeconds(c) : 0);
 }
 
 }  // namespace

@@ -113,6 +113,19 @@ TEST(CostModel, TwoSingleGpuDomainsRunAtTheNicsBandwidth) {
 
 // The paper's testbed: leaders for the smallest messages (fewest round
 // trips), the hierarchical plan for large ones; times grow with size.
+// GPU data staged through host memory: copied there before the call and
+// back after it, whatever the plan's rounds: 2 x staging_us per call.
+TEST(CostModel, HostStagingCostsTwoCopiesPerCall) {
+  std::string text = kTwoGpus;
+  for (size_t at = text.find("gpudirect = yes"); at != std::string::npos; at = text.find("gpudirect = yes"))
+    text.replace(at, 15, "gpudirect = no\npcie_gbs = 1e9\nstaging_us = 7");
+  const Cluster direct = parsed(kTwoGpus), staged = parsed(text);
+  for (Collective coll : {Collective::AllReduce, Collective::Broadcast, Collective::AllGather})
+    for (int plan : {0, 1})
+      EXPECT_NEAR(estimateAll(staged, coll, 1024)[plan].seconds - estimateAll(direct, coll, 1024)[plan].seconds, 14e-6, 1e-9)
+          << collectiveName(coll) << " plan " << plan;
+}
+
 TEST(CostModel, ThePlanChoiceFollowsSize) {
   Cluster c;
   std::string error;
