@@ -28,6 +28,8 @@ Every other row (sizes between the fitted ones; two domains of two ranks,
 one and three, three domains of one; on hosts of eight cores or more also
 four and four, two and six, four domains of two) is a prediction checked
 against a measurement: the table says each one's error, and the median.
+`--gpu-staged` also measures two GPU ranks in two domains on the host
+path and predicts them as CPU ranks plus two staging copies per call.
 """
 import argparse
 import json
@@ -47,20 +49,27 @@ CACHE_MIB = [2 ** (k / 2) for k in range(0, 19)]  # 1 MiB to 512 MiB, the candid
 BEYOND = [1 + k / 20 for k in range(0, 61)]         # 1 to 4
 CORES = os.cpu_count() or 1  # the measured host's (--cores with --load)
 EAGER = int(os.environ.get("HETCCL_CMA_THRESHOLD", 65536))  # shared memory: larger messages wait for their receiver
+STAGING_US = 10              # the model's staging_us: a GPU's copy to or from host memory
 
 
 MEASURED = {}  # every median measured (or --load-ed), by its key: --save writes them
 
 
-def measure(perf, coll, layout, sizes, runs, switch=SMALL_ALLREDUCE):
+def measure(perf, coll, layout, sizes, runs, switch=SMALL_ALLREDUCE, gpu_staged=False):
     """Median out-of-place time (us) per size over `runs` runs of hetccl-perf,
     the plans switching at `switch` bytes (a fixed threshold: the plan that
-    ran is known, whatever the library's own model would pick)."""
-    keys = {s: f"{coll} {' '.join(layout)} {s} {switch}" for s in sizes}
+    ran is known, whatever the library's own model would pick). CPU ranks,
+    or (`gpu_staged`) GPU ranks on the host path."""
+    keys = {s: f"{'gpu-staged ' if gpu_staged else ''}{coll} {' '.join(layout)} {s} {switch}" for s in sizes}
     if all(k in MEASURED for k in keys.values()):
         return {s: MEASURED[k] for s, k in keys.items()}
     times = {s: [] for s in sizes}
     env = dict(os.environ, HETCCL_SMALL_ALLREDUCE_BYTES=str(switch))
+    if gpu_staged:
+        env.pop("HETCCL_DEVICE", None)
+        env.update(HETCCL_STREAM_COLLECTIVES="0", HETCCL_STREAM_HIERARCHY="0")
+    else:
+        env["HETCCL_DEVICE"] = "host"
     for _ in range(runs):
         for s in sizes:
             iters = "400" if s <= (1 << 16) else "100" if s <= (1 << 20) else "30"
@@ -204,6 +213,9 @@ def main():
     ap.add_argument("--save", help="write every measurement (JSON) here")
     ap.add_argument("--load", help="take the measurements from a --save file (another machine's: fit and predict only)")
     ap.add_argument("--cores", type=int, default=os.cpu_count(), help="the measured host's cores (with --load)")
+    ap.add_argument("--gpu-staged", action="store_true",
+                    help="also two GPU ranks in two domains on the host path (HETCCL_STREAM_COLLECTIVES=0; one GPU: "
+                         "under MPS), predicted as the CPU ranks' plus two staging copies per call (staging_us)")
     a = ap.parse_args()
     if a.self_test:
         return self_test()
@@ -249,11 +261,27 @@ def main():
             errors += mine
             summary.append(f"| {name} | {coll} | {len(mine)} | {statistics.median(mine) * 100:.0f}% | "
                            f"{max(mine) * 100:.0f}% |")
+    if a.gpu_staged:  # (not in the CPU ranks' totals)
+        gpu = []
+        for coll in ["all_gather", "all_reduce", "broadcast", "reduce", "reduce_scatter"]:
+            sizes = sorted(FIT_SIZES + HELD_SIZES)
+            measured = measure(a.perf, coll, ["-N", "2", "--domains", "2"], sizes, a.runs, gpu_staged=True)
+            mine = []
+            for s in sizes:
+                predicted = predict(a.sim, [1, 1], p, coll, s) + 2 * STAGING_US
+                err = (predicted - measured[s]) / measured[s]
+                mine.append(abs(err))
+                rows.append(f"| two GPU ranks, host-staged | {coll} | {s} | {measured[s]:.1f} | {predicted:.1f} | {err * 100:+.0f}% |")
+            gpu += mine
+            summary.append(f"| two GPU ranks, host-staged | {coll} | {len(mine)} | {statistics.median(mine) * 100:.0f}% | "
+                           f"{max(mine) * 100:.0f}% |")
     if a.rows:
         table = ["| layout | collective | bytes | measured (us) | predicted (us) | error |", "|---|---|---|---|---|---|"] + rows
     else:
         table = ["| layout | collective | sizes | median error | largest error |", "|---|---|---|---|---|"] + summary
     table.append(f"| **all** | | {len(errors)} | {statistics.median(errors) * 100:.0f}% | {max(errors) * 100:.0f}% |")
+    if a.gpu_staged:
+        table.append(f"| **GPU, host-staged** | | {len(gpu)} | {statistics.median(gpu) * 100:.0f}% | {max(gpu) * 100:.0f}% |")
     print("\n".join(table))
     if a.table:
         pathlib.Path(a.table).write_text("\n".join(table) + "\n")
