@@ -248,33 +248,28 @@ def main():
         checks += [("two domains of four", [4, 4], ["-N", "8", "--domains", "2"], every, FIT_SIZES + HELD_SIZES),
                    ("two and six", [2, 6], ["-N", "8", "--domain-list", "a,a,b,b,b,b,b,b"], every, FIT_SIZES + HELD_SIZES),
                    ("four domains of two", [2, 2, 2, 2], ["-N", "8", "--domains", "4"], every, FIT_SIZES + HELD_SIZES)]
-    rows, summary, errors = [], [], []
-    for name, domains, layout, colls, sizes in checks:
-        for coll in colls:
-            measured = measure(a.perf, coll, layout, sorted(sizes), a.runs)
-            mine = []
-            for s in sorted(sizes):
-                predicted = predict(a.sim, domains, p, coll, s)
-                err = (predicted - measured[s]) / measured[s]
-                mine.append(abs(err))
-                rows.append(f"| {name} | {coll} | {s} | {measured[s]:.1f} | {predicted:.1f} | {err * 100:+.0f}% |")
-            errors += mine
-            summary.append(f"| {name} | {coll} | {len(mine)} | {statistics.median(mine) * 100:.0f}% | "
-                           f"{max(mine) * 100:.0f}% |")
-    if a.gpu_staged:  # (not in the CPU ranks' totals)
-        gpu = []
-        for coll in ["all_gather", "all_reduce", "broadcast", "reduce", "reduce_scatter"]:
-            sizes = sorted(FIT_SIZES + HELD_SIZES)
-            measured = measure(a.perf, coll, ["-N", "2", "--domains", "2"], sizes, a.runs, gpu_staged=True)
-            mine = []
-            for s in sizes:
-                predicted = predict(a.sim, [1, 1], p, coll, s) + 2 * STAGING_US
-                err = (predicted - measured[s]) / measured[s]
-                mine.append(abs(err))
-                rows.append(f"| two GPU ranks, host-staged | {coll} | {s} | {measured[s]:.1f} | {predicted:.1f} | {err * 100:+.0f}% |")
-            gpu += mine
-            summary.append(f"| two GPU ranks, host-staged | {coll} | {len(mine)} | {statistics.median(mine) * 100:.0f}% | "
-                           f"{max(mine) * 100:.0f}% |")
+    rows, summary = [], []
+
+    def check(name, domains, layout, coll, sizes, gpu_staged=False):
+        """Each size's error of the prediction (GPU ranks on the host path:
+        plus two staging copies); the rows and the summary line."""
+        measured = measure(a.perf, coll, layout, sizes, a.runs, gpu_staged=gpu_staged)
+        mine = []
+        for s in sizes:
+            predicted = predict(a.sim, domains, p, coll, s) + (2 * STAGING_US if gpu_staged else 0)
+            err = (predicted - measured[s]) / measured[s]
+            mine.append(abs(err))
+            rows.append(f"| {name} | {coll} | {s} | {measured[s]:.1f} | {predicted:.1f} | {err * 100:+.0f}% |")
+        summary.append(f"| {name} | {coll} | {len(mine)} | {statistics.median(mine) * 100:.0f}% | {max(mine) * 100:.0f}% |")
+        return mine
+
+    errors = [e for name, domains, layout, colls, sizes in checks for coll in colls
+              for e in check(name, domains, layout, coll, sorted(sizes))]
+    gpu = []  # (not in the CPU ranks' totals)
+    if a.gpu_staged:
+        gpu = [e for coll in ["all_gather", "all_reduce", "broadcast", "reduce", "reduce_scatter"]
+               for e in check("two GPU ranks, host-staged", [1, 1], ["-N", "2", "--domains", "2"], coll,
+                              sorted(FIT_SIZES + HELD_SIZES), gpu_staged=True)]
     if a.rows:
         table = ["| layout | collective | bytes | measured (us) | predicted (us) | error |", "|---|---|---|---|---|---|"] + rows
     else:
