@@ -29,7 +29,8 @@ one and three, three domains of one; on hosts of eight cores or more also
 four and four, two and six, four domains of two) is a prediction checked
 against a measurement: the table says each one's error, and the median.
 `--gpu-staged` also measures two GPU ranks in two domains on the host
-path and predicts them as CPU ranks plus two staging copies per call.
+path and predicts them as CPU ranks plus two staging copies per call
+(their bandwidth fitted to the all-gather).
 """
 import argparse
 import json
@@ -158,6 +159,14 @@ def handoff(measured, modelled):
     return max(0.0, num / den) if den > 0 else 0.0
 
 
+def staging_fit(points):
+    """us per byte of the staging copies: (bytes, model without them, measured)
+    points, least squares of the relative residuals."""
+    num = sum(x / m * (m - t0) / m for x, t0, m in points)
+    den = sum((x / m) ** 2 for x, _, m in points)
+    return max(num / den, 1e-9) if den > 0 else 1e-9
+
+
 def cluster_text(domains, p):
     """A cluster file of CPU domains of the given sizes on this host."""
     lines = ["name = this host's CPU ranks (calibrated)", "[network]", "one_host = yes",
@@ -250,13 +259,13 @@ def main():
                    ("four domains of two", [2, 2, 2, 2], ["-N", "8", "--domains", "4"], every, FIT_SIZES + HELD_SIZES)]
     rows, summary = [], []
 
-    def check(name, domains, layout, coll, sizes, gpu_staged=False):
+    def check(name, domains, layout, coll, sizes, staging=None):
         """Each size's error of the prediction (GPU ranks on the host path:
-        plus two staging copies); the rows and the summary line."""
-        measured = measure(a.perf, coll, layout, sizes, a.runs, gpu_staged=gpu_staged)
+        plus `staging(coll, s)`, the copies); the rows and the summary line."""
+        measured = measure(a.perf, coll, layout, sizes, a.runs, gpu_staged=staging is not None)
         mine = []
         for s in sizes:
-            predicted = predict(a.sim, domains, p, coll, s) + (2 * STAGING_US if gpu_staged else 0)
+            predicted = predict(a.sim, domains, p, coll, s) + (staging(coll, s) if staging else 0)
             err = (predicted - measured[s]) / measured[s]
             mine.append(abs(err))
             rows.append(f"| {name} | {coll} | {s} | {measured[s]:.1f} | {predicted:.1f} | {err * 100:+.0f}% |")
@@ -267,9 +276,16 @@ def main():
               for e in check(name, domains, layout, coll, sorted(sizes))]
     gpu = []  # (not in the CPU ranks' totals)
     if a.gpu_staged:
-        gpu = [e for coll in ["all_gather", "all_reduce", "broadcast", "reduce", "reduce_scatter"]
-               for e in check("two GPU ranks, host-staged", [1, 1], ["-N", "2", "--domains", "2"], coll,
-                              sorted(FIT_SIZES + HELD_SIZES), gpu_staged=True)]
+        two, sizes = ["-N", "2", "--domains", "2"], sorted(FIT_SIZES + HELD_SIZES)
+        per_rank = {"all_reduce": 2, "reduce_scatter": 1.5, "all_gather": 1.5, "broadcast": 2, "reduce": 2}
+        # The copies' bandwidth (pcie_gbs), fitted to the all-gather; the other four are predictions.
+        gathered = measure(a.perf, "all_gather", two, sizes, a.runs, gpu_staged=True)
+        base = {s: predict(a.sim, [1, 1], p, "all_gather", s) + 2 * STAGING_US for s in sizes}
+        u = staging_fit([(per_rank["all_gather"] * s, base[s], gathered[s]) for s in sizes])
+        print(f"host staging: two copies of {STAGING_US} us and {1e-3 / u:.1f} GB/s (fitted to the all-gather)")
+        gpu = [e for coll in per_rank
+               for e in check("two GPU ranks, host-staged", [1, 1], two, coll, sizes,
+                              staging=lambda c, s: 2 * STAGING_US + per_rank[c] * s * u)]
     if a.rows:
         table = ["| layout | collective | bytes | measured (us) | predicted (us) | error |", "|---|---|---|---|---|---|"] + rows
     else:

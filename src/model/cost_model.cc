@@ -90,12 +90,10 @@ Library library(const DomainSpec& d, double chunk) {
 
 // What one rank of a domain moves to or from other nodes per second: its
 // share of the node's NICs (`leader`: a rank alone on its node's NIC), the
-// host copy where the NIC cannot reach GPU memory, the fabric above the
-// leaves.
+// fabric above the leaves.
 double crossBandwidth(const Cluster& c, const DomainSpec& d, bool leader) {
   const double nic = c.network.nicGbps / 8 * kGB;
   double bw = leader ? nic : nic * std::min(d.nicsPerNode, d.gpusPerNode) / d.gpusPerNode;
-  if (d.vendor != Vendor::Cpu && !d.gpuDirect) bw = std::min(bw, d.pcieGBs * kGB);
   if (c.network.nodesPerLeaf > 0 && c.nodes() > c.network.nodesPerLeaf) bw /= c.network.oversubscription;
   return bw;
 }
@@ -103,13 +101,24 @@ double crossBandwidth(const Cluster& c, const DomainSpec& d, bool leader) {
 // One hop between nodes: the network's latency.
 double crossAlpha(const Cluster& c) { return c.network.latencyUs * kUs; }
 
-// Where a GPU's data is staged through host memory, a call copies it there
-// before its steps and back after them: two copies' latencies per call
-// (their bytes: crossBandwidth's cap at pcie_gbs).
-double stagingSeconds(const Cluster& c) {
+// The bytes of one rank's buffers in a call (nccl-tests' out-of-place
+// buffers: its input and its output).
+double buffersPerRank(Collective coll, double s, double ranks) {
+  switch (coll) {
+    case Collective::ReduceScatter: return s + s / ranks;
+    case Collective::AllGather: return s / ranks + s;
+    default: return 2 * s;
+  }
+}
+
+// Where a GPU's data is staged through host memory (hetccl's host-staging
+// path), a call copies its input there before its steps and its output
+// back after them: two copies per call, at pcie_gbs.
+double stagingSeconds(const Cluster& c, Collective coll, double s) {
   double worst = 0;
   for (const DomainSpec& d : c.domains)
-    if (d.vendor != Vendor::Cpu && !d.gpuDirect) worst = std::max(worst, 2 * d.stagingUs * kUs);
+    if (d.vendor != Vendor::Cpu && !d.gpuDirect)
+      worst = std::max(worst, 2 * d.stagingUs * kUs + buffersPerRank(coll, s, c.ranks()) / (d.pcieGBs * kGB));
   return worst;
 }
 
@@ -385,16 +394,6 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
   }
 }
 
-// The bytes of one rank's buffers in a call (nccl-tests' out-of-place
-// buffers: its input and its output).
-double buffersPerRank(Collective coll, double s, double ranks) {
-  switch (coll) {
-    case Collective::ReduceScatter: return s + s / ranks;
-    case Collective::AllGather: return s / ranks + s;
-    default: return 2 * s;
-  }
-}
-
 // The cluster as one call of `s` bytes meets it. CPU ranks move and
 // reduce bytes at the fitted bandwidths while a host's buffers fit its
 // cache (cache_mib); beyond it the share that does not fit costs
@@ -428,7 +427,7 @@ Cluster asRun(const Cluster& c, Collective coll, double s, bool wakeEachRound) {
 double estimate(const Cluster& c, Collective coll, Plan plan, double s, const ModelSettings& ms, double* piece) {
   const bool overlapping = plan == Plan::Leaders && (coll == Collective::Broadcast || coll == Collective::Reduce);
   return cpuSlowdown(c) * estimatePlan(asRun(c, coll, s, !overlapping), coll, plan, s, ms, piece) +
-         (c.domains.size() > 1 ? stagingSeconds(c) : 0);
+         (c.domains.size() > 1 ? stagingSeconds(c, coll, s) : 0);
 }
 
 }  // namespace
