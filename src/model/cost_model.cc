@@ -277,7 +277,8 @@ Step chainInDomains(const Cluster& c, double chunk, double s, bool reducing) {
   for (const DomainSpec& d : c.domains) {
     const Library lib = library(d, chunk);
     const double b = reducing ? lib.bw : lib.copyBw, full = lib.chain(s, b);
-    if (full > worst.alpha + worst.beta) worst = Step{lib.latency(), full - lib.latency(), Resource::Library, lib.chainPace(s, b)};
+    if (full > worst.alpha + worst.beta)
+      worst = Step{lib.latency(), full - lib.latency(), Resource::Library, lib.chainPace(s, b)};
   }
   if (chunk > 0 && s <= chunk) {
     const double share = activeShare(c, 2.0 * static_cast<double>(c.domains.size()));
