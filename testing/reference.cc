@@ -36,38 +36,51 @@ double roundTo(ncclDataType_t t, double v) {
   }
 }
 
+// Element i of a buffer of T, which need not be aligned to T (a test's
+// buffers start anywhere).
+template <typename T>
+T at(const void* p, size_t i) {
+  T v;
+  memcpy(&v, static_cast<const char*>(p) + i * sizeof(T), sizeof(T));
+  return v;
+}
+template <typename T>
+void put(void* p, size_t i, T v) {
+  memcpy(static_cast<char*>(p) + i * sizeof(T), &v, sizeof(T));
+}
+
 double load(ncclDataType_t t, const void* p, size_t i) {
   switch (t) {
-    case ncclInt8: return static_cast<const int8_t*>(p)[i];
-    case ncclUint8: return static_cast<const uint8_t*>(p)[i];
-    case ncclInt32: return static_cast<const int32_t*>(p)[i];
-    case ncclUint32: return static_cast<const uint32_t*>(p)[i];
-    case ncclInt64: return static_cast<double>(static_cast<const int64_t*>(p)[i]);
-    case ncclUint64: return static_cast<double>(static_cast<const uint64_t*>(p)[i]);
-    case ncclFloat16: return static_cast<double>(static_cast<const _Float16*>(p)[i]);
-    case ncclFloat32: return static_cast<const float*>(p)[i];
-    case ncclFloat64: return static_cast<const double*>(p)[i];
-    case ncclBfloat16: return bf16ToFloat(static_cast<const uint16_t*>(p)[i]);
-    case ncclFloat8e4m3: return oracleFp8E4M3ToFloat(static_cast<const uint8_t*>(p)[i]);
-    case ncclFloat8e5m2: return oracleFp8E5M2ToFloat(static_cast<const uint8_t*>(p)[i]);
+    case ncclInt8: return at<int8_t>(p, i);
+    case ncclUint8: return at<uint8_t>(p, i);
+    case ncclInt32: return at<int32_t>(p, i);
+    case ncclUint32: return at<uint32_t>(p, i);
+    case ncclInt64: return static_cast<double>(at<int64_t>(p, i));
+    case ncclUint64: return static_cast<double>(at<uint64_t>(p, i));
+    case ncclFloat16: return static_cast<double>(at<_Float16>(p, i));
+    case ncclFloat32: return at<float>(p, i);
+    case ncclFloat64: return at<double>(p, i);
+    case ncclBfloat16: return bf16ToFloat(at<uint16_t>(p, i));
+    case ncclFloat8e4m3: return oracleFp8E4M3ToFloat(at<uint8_t>(p, i));
+    case ncclFloat8e5m2: return oracleFp8E5M2ToFloat(at<uint8_t>(p, i));
     default: return 0;
   }
 }
 
 void store(ncclDataType_t t, void* p, size_t i, double v) {
   switch (t) {
-    case ncclInt8: static_cast<int8_t*>(p)[i] = static_cast<int8_t>(static_cast<int64_t>(v)); break;
-    case ncclUint8: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(static_cast<int64_t>(v)); break;
-    case ncclInt32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(static_cast<int64_t>(v)); break;
-    case ncclUint32: static_cast<uint32_t*>(p)[i] = static_cast<uint32_t>(static_cast<int64_t>(v)); break;
-    case ncclInt64: static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v); break;
-    case ncclUint64: static_cast<uint64_t*>(p)[i] = static_cast<uint64_t>(static_cast<int64_t>(v)); break;
-    case ncclFloat16: static_cast<_Float16*>(p)[i] = static_cast<_Float16>(static_cast<float>(v)); break;
-    case ncclFloat32: static_cast<float*>(p)[i] = static_cast<float>(v); break;
-    case ncclFloat64: static_cast<double*>(p)[i] = v; break;
-    case ncclBfloat16: static_cast<uint16_t*>(p)[i] = floatToBf16(static_cast<float>(v)); break;
-    case ncclFloat8e4m3: static_cast<uint8_t*>(p)[i] = oracleFloatToFp8E4M3(static_cast<float>(v)); break;
-    case ncclFloat8e5m2: static_cast<uint8_t*>(p)[i] = oracleFloatToFp8E5M2(static_cast<float>(v)); break;
+    case ncclInt8: put(p, i, static_cast<int8_t>(static_cast<int64_t>(v))); break;
+    case ncclUint8: put(p, i, static_cast<uint8_t>(static_cast<int64_t>(v))); break;
+    case ncclInt32: put(p, i, static_cast<int32_t>(static_cast<int64_t>(v))); break;
+    case ncclUint32: put(p, i, static_cast<uint32_t>(static_cast<int64_t>(v))); break;
+    case ncclInt64: put(p, i, static_cast<int64_t>(v)); break;
+    case ncclUint64: put(p, i, static_cast<uint64_t>(static_cast<int64_t>(v))); break;
+    case ncclFloat16: put(p, i, static_cast<_Float16>(static_cast<float>(v))); break;
+    case ncclFloat32: put(p, i, static_cast<float>(v)); break;
+    case ncclFloat64: put(p, i, v); break;
+    case ncclBfloat16: put(p, i, floatToBf16(static_cast<float>(v))); break;
+    case ncclFloat8e4m3: put(p, i, oracleFloatToFp8E4M3(static_cast<float>(v))); break;
+    case ncclFloat8e5m2: put(p, i, oracleFloatToFp8E5M2(static_cast<float>(v))); break;
     default: break;
   }
 }

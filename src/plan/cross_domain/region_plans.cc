@@ -143,9 +143,8 @@ class ReduceScatterToOwners {
     if (part.size() == 0) return ncclSuccess;
     const size_t at = (part.begin - myBlock().begin) * es;
     RecvSink* into = nullptr;
-    char* dst = staged + static_cast<size_t>(f) * rc * es + at;
+    char* dst = staged ? staged + static_cast<size_t>(f) * rc * es + at : out + at;
     if (staged == nullptr) {  // two domains: reduced as it arrives
-      dst = out + at;
       sinks.emplace_back(merge, dst, dst);
       into = &sinks.back();
     }
