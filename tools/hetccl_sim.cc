@@ -54,12 +54,21 @@ std::string sizeLabel(double b) {
 void describe(const Cluster& c) {
   printf("# cluster: %s (%d ranks on %d nodes; NICs %g Gb/s, %g us, oversubscription %g)\n", c.name.c_str(), c.ranks(),
          c.nodes(), c.network.nicGbps, c.network.latencyUs, c.network.oversubscription);
-  for (const DomainSpec& d : c.domains)
-    printf("#   domain %s: %s, %d nodes x %d GPUs, %d NICs per node, library %g GB/s busbw %g us, %s\n", d.name.c_str(),
-           vendorName(d.vendor), d.nodes, d.gpusPerNode, d.nicsPerNode, d.libraryBusGBs, d.libraryLatencyUs,
+  for (const DomainSpec& d : c.domains) {
+    // The library's figures are one node's; across nodes the model caps and lengthens them.
+    const LibraryFigures across = libraryAcrossNodes(c, d);
+    char text[160];
+    if (d.vendor != Vendor::Cpu && d.nodes > 1)
+      snprintf(text, sizeof text, "library %g GB/s busbw %g us on a node, %g GB/s %g us across its nodes", d.libraryBusGBs,
+               d.libraryLatencyUs, across.busGBs, across.latencyUs);
+    else
+      snprintf(text, sizeof text, "library %g GB/s busbw %g us", d.libraryBusGBs, d.libraryLatencyUs);
+    printf("#   domain %s: %s, %d nodes x %d GPUs, %d NICs per node, %s, %s\n", d.name.c_str(), vendorName(d.vendor), d.nodes,
+           d.gpusPerNode, d.nicsPerNode, text,
            d.vendor == Vendor::Cpu ? "host memory"
            : d.gpuDirect           ? "NICs on GPU memory"
                                    : ("host-staged, " + std::to_string(static_cast<int>(d.pcieGBs)) + " GB/s PCIe").c_str());
+  }
 }
 
 void training(const Cluster& c, const ModelSettings& s) {

@@ -22,8 +22,8 @@ struct DomainSpec {
   int nodes = 0;
   int gpusPerNode = 0;      // ranks per node (CPU domains: ranks)
   int nicsPerNode = 0;
-  double libraryBusGBs = 0;      // the vendor library's all-reduce bus bandwidth across the domain (large messages)
-  double libraryLatencyUs = 0;   // its latency for the smallest messages
+  double libraryBusGBs = 0;      // the vendor library's all-reduce bus bandwidth on one node (large messages)
+  double libraryLatencyUs = 0;   // its latency for the smallest messages (one node's)
   double libraryCopyGBs = 0;     // its all-gather's and broadcast's bus bandwidth (0: the all-reduce's)
   double pcieGBs = 0;            // a GPU's copy bandwidth to or from host memory (host staging), each way
   double stagingUs = 10;         // and such a copy's latency

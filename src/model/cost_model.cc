@@ -60,6 +60,11 @@ struct Library {
   double latency() const { return n > 1 ? (chunk > 0 ? n - 1 : 1) * alpha : 0; }
   double reduceScatter(double s) const { return n > 1 ? latency() + s * (n - 1) / n / bw : 0; }
   double allGather(double s) const { return n > 1 ? latency() + s * (n - 1) / n / copyBw : 0; }
+  // Ring rounds: a vendor library's latency covers its whole call; hetccl's
+  // host rings take their rounds twice (reduce-scatter, then all-gather).
+  double allReduce(double s) const {
+    return n > 1 ? (chunk > 0 ? 2 : 1) * latency() + 2 * s * (n - 1) / n / bw : 0;
+  }
   double reduce(double s) const { return chain(s, bw); }
   double broadcast(double s) const { return chain(s, copyBw); }
   double chain(double s, double b) const {
@@ -82,24 +87,30 @@ struct Library {
 constexpr double kDefaultChunk = 512 << 10;
 double chunkOf(const ModelSettings& ms) { return ms.pieceBytes > 0 ? ms.pieceBytes : kDefaultChunk; }
 
-Library library(const DomainSpec& d, double chunk) {
-  const double bw = d.libraryBusGBs * kGB;
-  return Library{double(d.ranks()), bw, d.libraryCopyGBs > 0 ? d.libraryCopyGBs * kGB : bw, d.libraryLatencyUs * kUs,
-                 d.vendor == Vendor::Cpu ? chunk : 0};
-}
-
 // What one rank of a domain moves to or from other nodes per second: its
 // share of the node's NICs (`leader`: a rank alone on its node's NIC), the
 // fabric above the leaves.
+double aboveTheLeaves(const Cluster& c) {
+  return c.network.nodesPerLeaf > 0 && c.nodes() > c.network.nodesPerLeaf ? c.network.oversubscription : 1;
+}
 double crossBandwidth(const Cluster& c, const DomainSpec& d, bool leader) {
   const double nic = c.network.nicGbps / 8 * kGB;
-  double bw = leader ? nic : nic * std::min(d.nicsPerNode, d.gpusPerNode) / d.gpusPerNode;
-  if (c.network.nodesPerLeaf > 0 && c.nodes() > c.network.nodesPerLeaf) bw /= c.network.oversubscription;
-  return bw;
+  return (leader ? nic : nic * std::min(d.nicsPerNode, d.gpusPerNode) / d.gpusPerNode) / aboveTheLeaves(c);
 }
 
 // One hop between nodes: the network's latency.
 double crossAlpha(const Cluster& c) { return c.network.latencyUs * kUs; }
+
+// What a node's NICs carry per second, each way (above the leaves: shared
+// by the oversubscription).
+double nodeNics(const Cluster& c, const DomainSpec& d) {
+  return c.network.nicGbps / 8 * kGB * d.nicsPerNode / aboveTheLeaves(c);
+}
+
+Library library(const Cluster& c, const DomainSpec& d, double chunk) {
+  const LibraryFigures f = libraryAcrossNodes(c, d);
+  return Library{double(d.ranks()), f.busGBs * kGB, f.copyGBs * kGB, f.latencyUs * kUs, d.vendor == Vendor::Cpu ? chunk : 0};
+}
 
 // The bytes of one rank's buffers in a call (nccl-tests' out-of-place
 // buffers: its input and its output).
@@ -244,14 +255,14 @@ double backToBack(const Cluster& c, double bytes, const std::vector<Step>& steps
 }
 
 // The root domain's broadcast of `s` bytes from the root.
-Step rootDomainBroadcast(const DomainSpec& root, double s, double chunk) {
-  const Library l = library(root, chunk);
+Step rootDomainBroadcast(const Cluster& c, const DomainSpec& root, double s, double chunk) {
+  const Library l = library(c, root, chunk);
   return Step{l.latency(), l.broadcast(s) - l.latency(), Resource::RootLibrary};
 }
 // Its members' parts of `s` bytes to the root: a gather (the root hears
 // from every member at once).
-Step rootDomainGather(const DomainSpec& root, double s, double chunk) {
-  const Library l = library(root, chunk);
+Step rootDomainGather(const Cluster& c, const DomainSpec& root, double s, double chunk) {
+  const Library l = library(c, root, chunk);
   return l.n > 1 ? Step{l.alpha, s * (l.n - 1) / l.n / l.copyBw, Resource::RootLibrary}
                  : Step{0, 0, Resource::RootLibrary};
 }
@@ -261,7 +272,7 @@ template <typename F>
 Step inDomains(const Cluster& c, double chunk, F time) {
   Step worst{0, 0};
   for (const DomainSpec& d : c.domains) {
-    const Library lib = library(d, chunk);
+    const Library lib = library(c, d, chunk);
     const double full = time(lib, d);
     if (full > worst.alpha + worst.beta) worst = Step{lib.latency(), full - lib.latency()};
   }
@@ -275,7 +286,7 @@ Step inDomains(const Cluster& c, double chunk, F time) {
 Step chainInDomains(const Cluster& c, double chunk, double s, bool reducing) {
   Step worst{0, 0};
   for (const DomainSpec& d : c.domains) {
-    const Library lib = library(d, chunk);
+    const Library lib = library(c, d, chunk);
     const double b = reducing ? lib.bw : lib.copyBw, full = lib.chain(s, b);
     if (full > worst.alpha + worst.beta)
       worst = Step{lib.latency(), full - lib.latency(), Resource::Library, lib.chainPace(s, b)};
@@ -336,6 +347,16 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
       default: return chain(c, N, s, gamma, piece);
     }
   }
+  if (c.domains.size() == 1) {  // one domain: hetccl passes the call to its library, whatever the plan
+    const Library l = library(c, root, chunk);
+    switch (coll) {
+      case Collective::AllReduce: return l.allReduce(s);
+      case Collective::ReduceScatter: return l.reduceScatter(s);
+      case Collective::AllGather: return l.allGather(s);
+      case Collective::Broadcast: return l.broadcast(s);
+      default: return l.reduce(s);
+    }
+  }
   if (plan == Plan::Leaders) {
     const Step reduceIn = chainInDomains(c, chunk, s, true), spreadOut = chainInDomains(c, chunk, s, false);
     switch (coll) {
@@ -372,7 +393,7 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
                         inDomains(c, chunk, [&](const Library& l, const DomainSpec& d) { return l.allGather(s * others(d)); })},
                        s, ms.pieceBytes, piece);
     case Collective::Broadcast:
-      return pipelined(c, {rootDomainBroadcast(root, s, chunk),
+      return pipelined(c, {rootDomainBroadcast(c, root, s, chunk),
                         acrossDomains(c, 1,
                                       [&](const DomainSpec& d) {
                                         return &d == &root ? s * (D - 1) / d.ranks() : s / d.ranks();
@@ -389,7 +410,7 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
       const double reduction = s / root.ranks() * (D - 1) * gamma;
       return pipelined(c, {inDomains(c, chunk, [&](const Library& l, const DomainSpec&) { return l.reduceScatter(s); }),
                         network(Step{partials.alpha, std::max(partials.beta, reduction)}),
-                        rootDomainGather(root, s, chunk)},
+                        rootDomainGather(c, root, s, chunk)},
                        s, ms.pieceBytes, piece);
     }
   }
@@ -432,6 +453,23 @@ double estimate(const Cluster& c, Collective coll, Plan plan, double s, const Mo
 }
 
 }  // namespace
+
+// A vendor library's figures are one node's (nccl-tests on the node's
+// GPUs). Across nodes NCCL's and RCCL's rings each leave a node through
+// one of its NICs, so their bus bandwidth is at most what the node's NICs
+// carry (NVIDIA measures 192 GB/s on DGX A100 nodes of 8 x 200 Gb/s), and
+// their small messages go up and down a tree of the nodes: 2 log2(nodes)
+// hops of the network's latency more. CPU domains: hetccl's host
+// algorithms on one host, as given.
+LibraryFigures libraryAcrossNodes(const Cluster& c, const DomainSpec& d) {
+  LibraryFigures f{d.libraryBusGBs, d.libraryCopyGBs > 0 ? d.libraryCopyGBs : d.libraryBusGBs, d.libraryLatencyUs};
+  if (d.vendor == Vendor::Cpu || d.nodes <= 1) return f;
+  const double nics = nodeNics(c, d) / kGB;
+  f.busGBs = std::min(f.busGBs, nics);
+  f.copyGBs = std::min(f.copyGBs, nics);
+  f.latencyUs += 2 * std::ceil(std::log2(static_cast<double>(d.nodes))) * c.network.latencyUs;
+  return f;
+}
 
 std::vector<Estimate> estimateAll(const Cluster& c, Collective coll, double bytes, const ModelSettings& s) {
   std::vector<Estimate> out;

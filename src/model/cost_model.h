@@ -4,8 +4,9 @@
 // computes (gamma); the steps of a pipelined plan overlap piece by piece.
 // What each step is:
 //   - inside a domain, the vendor library: its measured bus bandwidth and
-//     latency for the whole domain (NCCL's and RCCL's own ring/tree
-//     choices inside it are theirs);
+//     latency on one node (NCCL's and RCCL's own ring/tree choices inside
+//     it are theirs), across nodes capped by the node's NICs, the latency
+//     of a tree of the nodes added;
 //   - between domains, the transports: each rank's share of its node's
 //     NICs, capped by its copy bandwidth to host memory where the NIC
 //     cannot reach GPU memory (host staging), and by the fabric's
@@ -64,6 +65,14 @@ Estimate choose(const Cluster& c, Collective coll, double bytes, const ModelSett
 inline bool clearlyFaster(double seconds, double than) { return seconds < than * 0.99; }
 // nccl-tests' bus bandwidth factor for `ranks` ranks.
 double busFactor(Collective coll, int ranks);
+
+// A domain's vendor library across its nodes, as the model runs it: the
+// file's figures are one node's; across nodes the bus bandwidth is capped
+// by the node's NICs and the latency grows with a tree of the nodes.
+struct LibraryFigures {
+  double busGBs = 0, copyGBs = 0, latencyUs = 0;
+};
+LibraryFigures libraryAcrossNodes(const Cluster& c, const DomainSpec& d);
 
 // Data-parallel training ([training] in the cluster file): one step's
 // compute with batches proportional to each GPU's speed (or equal), the

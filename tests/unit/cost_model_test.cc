@@ -111,6 +111,57 @@ TEST(CostModel, TwoSingleGpuDomainsRunAtTheNicsBandwidth) {
   EXPECT_NEAR(estimateAll(c, Collective::AllReduce, 1 << 30)[0].busGBs, nic, nic * 0.01);
 }
 
+// A vendor library's figures are one node's: across nodes its bus
+// bandwidth is capped by the node's NICs (the oversubscribed share above
+// the leaves), its latency grows by a tree of the nodes; one node, or CPU
+// ranks, as given. One domain is the library's own call, whatever the plan.
+TEST(CostModel, AVendorLibraryAcrossNodesIsBoundByTheNodesNics) {
+  Cluster c = parsed(kTwoGpus);
+  c.domains.resize(1);
+  DomainSpec& d = c.domains[0];
+  d.gpusPerNode = 8;
+  d.nicsPerNode = 4;
+  d.libraryBusGBs = 300;
+  d.libraryLatencyUs = 10;
+  c.network.latencyUs = 2;
+  EXPECT_DOUBLE_EQ(libraryAcrossNodes(c, d).busGBs, 300);  // one node
+  d.nodes = 16;
+  LibraryFigures f = libraryAcrossNodes(c, d);
+  EXPECT_DOUBLE_EQ(f.busGBs, 4 * 100.0 / 8);
+  EXPECT_DOUBLE_EQ(f.copyGBs, 4 * 100.0 / 8);
+  EXPECT_DOUBLE_EQ(f.latencyUs, 10 + 2 * 4 * 2);  // log2(16) hops up and down
+  c.network.nicGbps = 1000;
+  EXPECT_DOUBLE_EQ(libraryAcrossNodes(c, d).busGBs, 300);  // the node binds
+  c.network.nodesPerLeaf = 4;
+  c.network.oversubscription = 2;
+  EXPECT_DOUBLE_EQ(libraryAcrossNodes(c, d).busGBs, 4 * 125.0 / 2);
+  c.network.oversubscription = 1;
+  const double bytes = 1 << 30, n = c.ranks();
+  for (const Estimate& e : estimateAll(c, Collective::AllReduce, bytes))
+    if (e.plan != Plan::Flat) EXPECT_NEAR(e.seconds, (10 + 16) * 1e-6 + 2 * bytes * (n - 1) / n / 300e9, 1e-12);
+  d.vendor = Vendor::Cpu;
+  EXPECT_DOUBLE_EQ(libraryAcrossNodes(c, d).latencyUs, 10);
+}
+
+// Published NCCL and RCCL figures across nodes (examples/clusters/anchors/,
+// each file cites its source): the model's all-reduce bus bandwidth at 8
+// GiB from one node's figure and the NICs.
+TEST(CostModel, ItMatchesPublishedAllReducesAcrossNodes) {
+  struct Anchor {
+    const char* file;
+    double publishedGBs, tolerance;
+  };
+  for (const Anchor& a : {Anchor{"dgx_a100_x2", 192, 0.05}, Anchor{"h100_ndr_x2", 425, 0.07},
+                          Anchor{"mi300x_x2", 360, 0.08}}) {
+    Cluster c;
+    std::string error;
+    ASSERT_TRUE(loadCluster(std::string(HETCCL_EXAMPLES_DIR) + "/clusters/anchors/" + a.file + ".cluster", &c, &error))
+        << error;
+    const double busbw = choose(c, Collective::AllReduce, 8.0 * (1 << 30)).busGBs;
+    EXPECT_NEAR(busbw, a.publishedGBs, a.publishedGBs * a.tolerance) << a.file;
+  }
+}
+
 // The paper's testbed: leaders for the smallest messages (fewest round
 // trips), the hierarchical plan for large ones; times grow with size.
 // GPU data staged through host memory: the input copied there before the
