@@ -24,10 +24,11 @@ medians of `--runs` alternating runs:
 The measurements fix the switch between the plans (the threshold's), so
 the plan that ran is known. HETCCL_MODEL_FILE=<the written file> makes the
 library choose its plans by these figures.
-Every other row (sizes between the fitted ones; two domains of two ranks,
-one and three, three domains of one; on hosts of eight cores or more also
-four and four, two and six, four domains of two) is a prediction checked
-against a measurement: the table says each one's error, and the median.
+Every other row (sizes between the fitted ones; one domain of four, two
+domains of two ranks, one and three, three domains of one; on hosts of
+eight cores or more also one domain of eight, four and four, two and six,
+four domains of two) is a prediction checked against a measurement: the
+table says each one's error, and the median.
 `--gpu-staged` also measures two GPU ranks in two domains on the host
 path and predicts them as CPU ranks plus two staging copies per call
 (their bandwidth fitted to the all-gather).
@@ -54,6 +55,7 @@ STAGING_US = 10              # the model's staging_us: a GPU's copy to or from h
 
 
 MEASURED = {}  # every median measured (or --load-ed), by its key: --save writes them
+LOADED_ONLY = False  # --load: predict only what the file holds
 
 
 def measure(perf, coll, layout, sizes, runs, switch=SMALL_ALLREDUCE, gpu_staged=False):
@@ -64,6 +66,8 @@ def measure(perf, coll, layout, sizes, runs, switch=SMALL_ALLREDUCE, gpu_staged=
     keys = {s: f"{'gpu-staged ' if gpu_staged else ''}{coll} {' '.join(layout)} {s} {switch}" for s in sizes}
     if all(k in MEASURED for k in keys.values()):
         return {s: MEASURED[k] for s, k in keys.items()}
+    if LOADED_ONLY:  # --load: another machine's measurements; what they lack is not measured here
+        return None
     times = {s: [] for s in sizes}
     env = dict(os.environ, HETCCL_SMALL_ALLREDUCE_BYTES=str(switch))
     if gpu_staged:
@@ -231,6 +235,8 @@ def main():
     global CORES
     CORES = a.cores
     if a.load:
+        global LOADED_ONLY
+        LOADED_ONLY = True
         MEASURED.update(json.loads(pathlib.Path(a.load).read_text()))
 
     one_domain = ["-N", "2", "--domains", "1"]
@@ -245,16 +251,18 @@ def main():
           f"{p['link_us']:.1f} us; reductions {p['reduce_gbs']:.2f} GB/s; hand-off {p['handoff_us']:.1f} us; "
           f"beyond {p['cache_mib']:.3g} MiB of buffers a byte costs {p['beyond']:.2f} times -> {a.out}")
 
+    every = ["all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter"]
     checks = [("two one-rank domains", [1, 1], two_singles, ["all_gather", "all_reduce"], HELD_SIZES),
               ("two domains of two", [2, 2], ["-N", "4", "--domains", "2"],
                ["all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter"], FIT_SIZES + HELD_SIZES),
               ("one and three", [1, 3], ["-N", "4", "--domain-list", "a,b,b,b"],
                ["all_reduce", "all_gather", "broadcast", "reduce"], FIT_SIZES + HELD_SIZES),
               ("three one-rank domains", [1, 1, 1], ["-N", "3", "--domains", "3"], ["all_reduce", "all_gather"],
-               FIT_SIZES + HELD_SIZES)]
+               FIT_SIZES + HELD_SIZES),
+              ("one domain of four", [4], ["-N", "4", "--domains", "1"], every, FIT_SIZES + HELD_SIZES)]
     if CORES >= 8:  # eight ranks, on hosts with a core for each
-        every = ["all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter"]
-        checks += [("two domains of four", [4, 4], ["-N", "8", "--domains", "2"], every, FIT_SIZES + HELD_SIZES),
+        checks += [("one domain of eight", [8], ["-N", "8", "--domains", "1"], every, FIT_SIZES + HELD_SIZES),
+                   ("two domains of four", [4, 4], ["-N", "8", "--domains", "2"], every, FIT_SIZES + HELD_SIZES),
                    ("two and six", [2, 6], ["-N", "8", "--domain-list", "a,a,b,b,b,b,b,b"], every, FIT_SIZES + HELD_SIZES),
                    ("four domains of two", [2, 2, 2, 2], ["-N", "8", "--domains", "4"], every, FIT_SIZES + HELD_SIZES)]
     rows, summary = [], []
@@ -264,6 +272,8 @@ def main():
         plus `staging(coll, s)`, the copies); the rows and the summary line."""
         measured = measure(a.perf, coll, layout, sizes, a.runs, gpu_staged=staging is not None)
         mine = []
+        if measured is None:
+            return mine
         for s in sizes:
             predicted = predict(a.sim, domains, p, coll, s) + (staging(coll, s) if staging else 0)
             err = (predicted - measured[s]) / measured[s]

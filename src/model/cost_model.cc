@@ -46,6 +46,7 @@ double busFactor(Collective coll, int ranks) {
 namespace {
 
 constexpr double kGB = 1e9, kUs = 1e-6;
+constexpr double kHostDoublingBytes = 64 << 10;  // HETCCL_SMALL_ALLREDUCE_BYTES' default
 
 // One domain's vendor library (bus bandwidth as nccl-tests defines it):
 // the steps that reduce at the all-reduce's, those that only move bytes
@@ -60,10 +61,18 @@ struct Library {
   double latency() const { return n > 1 ? (chunk > 0 ? n - 1 : 1) * alpha : 0; }
   double reduceScatter(double s) const { return n > 1 ? latency() + s * (n - 1) / n / bw : 0; }
   double allGather(double s) const { return n > 1 ? latency() + s * (n - 1) / n / copyBw : 0; }
-  // Ring rounds: a vendor library's latency covers its whole call; hetccl's
-  // host rings take their rounds twice (reduce-scatter, then all-gather).
+  // A vendor library's latency covers its whole call. hetccl's host
+  // all-reduce (algorithms/all_reduce.cc): up to kHostDoublingBytes,
+  // recursive doubling (log2 of the largest power of two rounds, each
+  // exchanging and reducing the whole message, two more to fold the
+  // ranks beyond it in); above, a ring reduce-scatter and all-gather.
   double allReduce(double s) const {
-    return n > 1 ? (chunk > 0 ? 2 : 1) * latency() + 2 * s * (n - 1) / n / bw : 0;
+    if (n <= 1) return 0;
+    if (chunk > 0 && s <= kHostDoublingBytes) {
+      const double pof2 = std::exp2(std::floor(std::log2(n)));
+      return (std::log2(pof2) + (n > pof2 ? 2 : 0)) * (alpha + s / bw);
+    }
+    return (chunk > 0 ? 2 : 1) * latency() + 2 * s * (n - 1) / n / bw;
   }
   double reduce(double s) const { return chain(s, bw); }
   double broadcast(double s) const { return chain(s, copyBw); }
@@ -353,8 +362,9 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
       case Collective::AllReduce: return l.allReduce(s);
       case Collective::ReduceScatter: return l.reduceScatter(s);
       case Collective::AllGather: return l.allGather(s);
-      case Collective::Broadcast: return l.broadcast(s);
-      default: return l.reduce(s);
+      // Rooted, back to back (nccl-tests): each call follows the last through the chain.
+      case Collective::Broadcast: return l.chainPace(s, l.copyBw);
+      default: return l.chainPace(s, l.bw);
     }
   }
   if (plan == Plan::Leaders) {
@@ -447,7 +457,8 @@ Cluster asRun(const Cluster& c, Collective coll, double s, bool wakeEachRound) {
 }
 
 double estimate(const Cluster& c, Collective coll, Plan plan, double s, const ModelSettings& ms, double* piece) {
-  const bool overlapping = plan == Plan::Leaders && (coll == Collective::Broadcast || coll == Collective::Reduce);
+  const bool overlapping = (plan == Plan::Leaders || c.domains.size() == 1) &&
+                           (coll == Collective::Broadcast || coll == Collective::Reduce);
   return cpuSlowdown(c) * estimatePlan(asRun(c, coll, s, !overlapping), coll, plan, s, ms, piece) +
          (c.domains.size() > 1 ? stagingSeconds(c, coll, s) : 0);
 }

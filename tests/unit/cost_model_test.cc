@@ -362,4 +362,22 @@ TEST(ModelFigures, ADomainsRoundsGrowWithItsRanks) {
   EXPECT_NEAR(three - two, 2 * f.libraryLatencyUs * 1e-6, 1e-9);
 }
 
+// One domain of CPU ranks runs hetccl's host algorithms alone: the
+// all-reduce by recursive doubling up to 64 KiB (log2 of the largest power
+// of two rounds, two more to fold the others in), rings of 2 (n - 1)
+// rounds above; broadcasts back to back follow each other a hop apart.
+TEST(ModelFigures, OneDomainRunsTheHostAlgorithms) {
+  Figures f = builtInFigures(64);
+  f.libraryBusGBs = f.libraryCopyGBs = f.linkGBs = f.reduceGBs = 1e6;  // the latencies alone
+  const double alpha = f.libraryLatencyUs * 1e-6;
+  auto time = [&](int ranks, Collective coll, double bytes) {
+    return estimateAll(clusterFor(f, {{1, ranks}}, true), coll, bytes, {})[0].seconds;
+  };
+  EXPECT_NEAR(time(4, Collective::AllReduce, 1024), 2 * alpha, 1e-9);
+  EXPECT_NEAR(time(6, Collective::AllReduce, 1024), 4 * alpha, 1e-9);
+  EXPECT_NEAR(time(4, Collective::AllReduce, 1 << 20), 6 * alpha, 1e-8);
+  EXPECT_NEAR(time(4, Collective::Broadcast, 1024), alpha, 1e-9);
+  EXPECT_NEAR(time(4, Collective::ReduceScatter, 1024), 3 * alpha, 1e-9);
+}
+
 }  // namespace
