@@ -276,14 +276,16 @@ Step rootDomainGather(const Cluster& c, const DomainSpec& root, double s, double
                  : Step{0, 0, Resource::RootLibrary};
 }
 
-// The slowest domain's time for a library step, `time(library, domain)`.
+// The slowest domain's time for a library step, `time(library, domain)`
+// (one library call's latency and its bytes), taken as `calls` library
+// calls of those bytes in all: each pays the latency.
 template <typename F>
-Step inDomains(const Cluster& c, double chunk, F time) {
+Step inDomains(const Cluster& c, double chunk, F time, double calls = 1) {
   Step worst{0, 0};
   for (const DomainSpec& d : c.domains) {
     const Library lib = library(c, d, chunk);
-    const double full = time(lib, d);
-    if (full > worst.alpha + worst.beta) worst = Step{lib.latency(), full - lib.latency()};
+    const Step step{calls * lib.latency(), time(lib, d) - lib.latency()};
+    if (step.alpha + step.beta > worst.alpha + worst.beta) worst = step;
   }
   return worst;
 }
@@ -392,15 +394,21 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
                         compute(s / N * (D - 1) * gamma),
                         inDomains(c, chunk, [&](const Library& l, const DomainSpec&) { return l.allGather(s); })},
                        s, ms.pieceBytes, piece);
-    case Collective::ReduceScatter:
-      return pipelined(c, {inDomains(c, chunk, [&](const Library& l, const DomainSpec&) { return l.reduceScatter(s); }),
-                        acrossDomains(c, 1, [&](const DomainSpec& d) { return s * others(d) / d.ranks(); }),
-                        compute(s / N * (D - 1) * gamma)},
+    // Reduce-scatter and all-gather by regions (region_plans.cc): a domain's
+    // own region in one library call, each other domain's region in a call
+    // of its own per piece. The reduce-scatter's own region goes first.
+    case Collective::ReduceScatter: {
+      const Step own = inDomains(c, chunk, [&](const Library& l, const DomainSpec& d) { return l.reduceScatter(s * share(d)); });
+      return own.alpha + own.beta +
+             pipelined(c, {inDomains(c, chunk, [&](const Library& l, const DomainSpec& d) { return l.reduceScatter(s * others(d)); }, D - 1),
+                           acrossDomains(c, 1, [&](const DomainSpec& d) { return s * others(d) / d.ranks(); }),
+                           compute(s / N * (D - 1) * gamma)},
                        s, ms.pieceBytes, piece);
+    }
     case Collective::AllGather:
       return pipelined(c, {inDomains(c, chunk, [&](const Library& l, const DomainSpec& d) { return l.allGather(s * share(d)); }),
                         acrossDomains(c, 1, [&](const DomainSpec& d) { return s * others(d) / d.ranks(); }),
-                        inDomains(c, chunk, [&](const Library& l, const DomainSpec& d) { return l.allGather(s * others(d)); })},
+                        inDomains(c, chunk, [&](const Library& l, const DomainSpec& d) { return l.allGather(s * others(d)); }, D - 1)},
                        s, ms.pieceBytes, piece);
     case Collective::Broadcast:
       return pipelined(c, {rootDomainBroadcast(c, root, s, chunk),
