@@ -118,7 +118,8 @@ double nodeNics(const Cluster& c, const DomainSpec& d) {
 
 Library library(const Cluster& c, const DomainSpec& d, double chunk) {
   const LibraryFigures f = libraryAcrossNodes(c, d);
-  return Library{double(d.ranks()), f.busGBs * kGB, f.copyGBs * kGB, f.latencyUs * kUs, d.vendor == Vendor::Cpu ? chunk : 0};
+  return Library{double(d.ranks()), f.busGBs * kGB, f.copyGBs * kGB, f.latencyUs * kUs,
+                 d.vendor == Vendor::Cpu ? chunk : 0};
 }
 
 // The bytes of one rank's buffers in a call (nccl-tests' out-of-place
@@ -398,18 +399,24 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
     // own region in one library call, each other domain's region in a call
     // of its own per piece. The reduce-scatter's own region goes first.
     case Collective::ReduceScatter: {
-      const Step own = inDomains(c, chunk, [&](const Library& l, const DomainSpec& d) { return l.reduceScatter(s * share(d)); });
+      const Step own =
+          inDomains(c, chunk, [&](const Library& l, const DomainSpec& d) { return l.reduceScatter(s * share(d)); });
+      const Step theirs = inDomains(
+          c, chunk, [&](const Library& l, const DomainSpec& d) { return l.reduceScatter(s * others(d)); }, D - 1);
       return own.alpha + own.beta +
-             pipelined(c, {inDomains(c, chunk, [&](const Library& l, const DomainSpec& d) { return l.reduceScatter(s * others(d)); }, D - 1),
-                           acrossDomains(c, 1, [&](const DomainSpec& d) { return s * others(d) / d.ranks(); }),
+             pipelined(c, {theirs, acrossDomains(c, 1, [&](const DomainSpec& d) { return s * others(d) / d.ranks(); }),
                            compute(s / N * (D - 1) * gamma)},
                        s, ms.pieceBytes, piece);
     }
-    case Collective::AllGather:
-      return pipelined(c, {inDomains(c, chunk, [&](const Library& l, const DomainSpec& d) { return l.allGather(s * share(d)); }),
-                        acrossDomains(c, 1, [&](const DomainSpec& d) { return s * others(d) / d.ranks(); }),
-                        inDomains(c, chunk, [&](const Library& l, const DomainSpec& d) { return l.allGather(s * others(d)); }, D - 1)},
-                       s, ms.pieceBytes, piece);
+    case Collective::AllGather: {
+      const Step own =
+          inDomains(c, chunk, [&](const Library& l, const DomainSpec& d) { return l.allGather(s * share(d)); });
+      const Step theirs = inDomains(
+          c, chunk, [&](const Library& l, const DomainSpec& d) { return l.allGather(s * others(d)); }, D - 1);
+      return pipelined(
+          c, {own, acrossDomains(c, 1, [&](const DomainSpec& d) { return s * others(d) / d.ranks(); }), theirs}, s,
+          ms.pieceBytes, piece);
+    }
     case Collective::Broadcast:
       return pipelined(c, {rootDomainBroadcast(c, root, s, chunk),
                         acrossDomains(c, 1,

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "model/cluster.h"
 #include "model/cost_model.h"
@@ -360,6 +361,22 @@ TEST(ModelFigures, ADomainsRoundsGrowWithItsRanks) {
   const double two = estimateAll(clusterFor(f, {{1, 2}, {1, 1}}, true), Collective::AllReduce, 1024, {})[0].seconds;
   const double three = estimateAll(clusterFor(f, {{1, 3}, {1, 1}}, true), Collective::AllReduce, 1024, {})[0].seconds;
   EXPECT_NEAR(three - two, 2 * f.libraryLatencyUs * 1e-6, 1e-9);
+}
+
+// The pipelined reduce-scatter and all-gather go by regions: a domain
+// takes its own region in one library call and every other domain's in
+// one of its own, so each further domain adds a call's latency.
+TEST(ModelFigures, EachOtherDomainsRegionIsALibraryCall) {
+  Figures f = builtInFigures(64);
+  f.libraryBusGBs = f.libraryCopyGBs = f.linkGBs = f.reduceGBs = 1e6;  // the latencies alone
+  const double alpha = f.libraryLatencyUs * 1e-6, link = f.linkLatencyUs * 1e-6;
+  for (Collective coll : {Collective::ReduceScatter, Collective::AllGather}) {
+    auto time = [&](std::vector<DomainLayout> layout) {
+      return estimateAll(clusterFor(f, layout, true), coll, 1024, {})[1].seconds;
+    };
+    EXPECT_NEAR(time({{1, 2}, {1, 2}}), 2 * alpha + link, 1e-9) << collectiveName(coll);
+    EXPECT_NEAR(time({{1, 2}, {1, 2}, {1, 2}, {1, 2}}), 4 * alpha + link, 1e-9) << collectiveName(coll);
+  }
 }
 
 // One domain of CPU ranks runs hetccl's host algorithms alone: the
