@@ -17,6 +17,9 @@ medians of `--runs` alternating runs:
   cache:    the host's buffers (both ranks' input and output) up to which
             those bandwidths hold, and what a byte beyond costs more: the
             pair that fits those four series best (up to 16 MiB messages);
+  gap:      the smallest broadcast between two one-rank domains: how far
+            apart back-to-back messages follow each other (its time less
+            its bytes at the links' bandwidth);
   hand-off: where four ranks outnumber the cores, the small all-reduces of
             two domains of two, pipelined and by leaders: the wake-up (each
             round of messages, each hand-off to the progress thread) that
@@ -148,6 +151,8 @@ def self_test():
     want["handoff_us"] = 7.0
     modelled = {"a": (20.0, 4.0), "b": (30.0, 6.0), "c": (5.0, 2.0)}
     got["handoff_us"] = handoff({k: t0 + want["handoff_us"] * per_us for k, (t0, per_us) in modelled.items()}, modelled)
+    want["gap_us"] = 0.5
+    got["gap_us"] = gap({1024: 0.5 + 1024 / (want["link_gbs"] * 1e3), 1 << 20: 999.0}, got)
     bad = {k: (got[k], v) for k, v in want.items() if abs(got[k] - v) > 1e-6 * v}
     print("calibrate-model self-test:", "ok" if not bad else f"wrong {bad}")
     return 1 if bad else 0
@@ -163,6 +168,17 @@ def handoff(measured, modelled):
     return max(0.0, num / den) if den > 0 else 0.0
 
 
+def gap(broadcasts, p):
+    """gap_us: the pace of back-to-back messages that leave without waiting
+    for their receiver, from the smallest broadcast between two one-rank
+    domains (one message per call: its pace less its bytes at the links'
+    bandwidth). 0 (the links' latency) where not measured."""
+    if not broadcasts:
+        return 0.0
+    s, t = min(broadcasts.items())
+    return max(0.05, t - s / (p["link_gbs"] * 1e3))
+
+
 def staging_fit(points):
     """us per byte of the staging copies: (bytes, model without them, measured)
     points, least squares of the relative residuals."""
@@ -175,7 +191,7 @@ def cluster_text(domains, p):
     """A cluster file of CPU domains of the given sizes on this host."""
     lines = ["name = this host's CPU ranks (calibrated)", "[network]", "one_host = yes",
              f"nic_gbps = {p['link_gbs'] * 8:.6g}", f"latency_us = {p['link_us']:.6g}",
-             f"handoff_us = {p.get('handoff_us', 0):.6g}", f"eager_bytes = {EAGER}"]
+             f"handoff_us = {p.get('handoff_us', 0):.6g}", f"gap_us = {p.get('gap_us', 0):.6g}", f"eager_bytes = {EAGER}"]
     for i, n in enumerate(domains):
         lines += [f"[domain d{i}]", "vendor = cpu", "nodes = 1", f"gpus_per_node = {n}", f"nics_per_node = {n}",
                   f"cores_per_node = {CORES}",
@@ -246,13 +262,15 @@ def main():
             measure(a.perf, "all_reduce", two_singles, [s for s in FIT_SIZES if s > SMALL_ALLREDUCE], a.runs),
             measure(a.perf, "all_gather", one_domain, FIT_SIZES, a.runs))
     p["handoff_us"] = fit_handoff(a.perf, a.sim, p, a.runs)
+    p["gap_us"] = gap(measure(a.perf, "broadcast", two_singles, FIT_SIZES[:1], a.runs), p)
     pathlib.Path(a.out).write_text(cluster_text([2, 2], p))
     print(f"fitted: library {p['lib_gbs']:.2f} GB/s busbw ({p['copy_gbs']:.2f} moving bytes only), {p['lib_us']:.1f} us; links {p['link_gbs']:.2f} GB/s, "
-          f"{p['link_us']:.1f} us; reductions {p['reduce_gbs']:.2f} GB/s; hand-off {p['handoff_us']:.1f} us; "
+          f"{p['link_us']:.1f} us, back to back {p['gap_us']:.2f} us apart; reductions {p['reduce_gbs']:.2f} GB/s; "
+          f"hand-off {p['handoff_us']:.1f} us; "
           f"beyond {p['cache_mib']:.3g} MiB of buffers a byte costs {p['beyond']:.2f} times -> {a.out}")
 
     every = ["all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter"]
-    checks = [("two one-rank domains", [1, 1], two_singles, ["all_gather", "all_reduce"], HELD_SIZES),
+    checks = [("two one-rank domains", [1, 1], two_singles, ["all_gather", "all_reduce", "broadcast", "reduce"], HELD_SIZES),
               ("two domains of two", [2, 2], ["-N", "4", "--domains", "2"],
                ["all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter"], FIT_SIZES + HELD_SIZES),
               ("one and three", [1, 3], ["-N", "4", "--domain-list", "a,b,b,b"],

@@ -93,6 +93,7 @@ const std::vector<Field>& fields() {
       {Section::Network, "nodes_per_leaf", wholeInto([](Cluster& c) -> int& { return c.network.nodesPerLeaf; })},
       {Section::Network, "eager_bytes", numberInto([](Cluster& c) -> double& { return c.network.eagerBytes; })},
       {Section::Network, "handoff_us", numberInto([](Cluster& c) -> double& { return c.network.handoffUs; })},
+      {Section::Network, "gap_us", numberInto([](Cluster& c) -> double& { return c.network.gapUs; })},
       {Section::Network, "one_host",
        [](Cluster& c, const std::string& v, std::string* why) { return yesNo(v, &c.network.oneHost, why); }},
       {Section::Domain, "vendor",
@@ -168,6 +169,7 @@ bool check(const Cluster& c, const std::string& source, std::string* error) {
     return bad(net, "[network] nic_gbps must be above 0 (the nodes talk through their NICs)");
   if (c.network.latencyUs < 0) return bad(net, "[network] latency_us must not be negative");
   if (c.network.handoffUs < 0) return bad(net, "[network] handoff_us must not be negative");
+  if (c.network.gapUs < 0) return bad(net, "[network] gap_us must not be negative");
   if (c.network.eagerBytes < 0) return bad(net, "[network] eager_bytes must not be negative");
   if (c.network.oversubscription < 1) return bad(net, "[network] oversubscription must be at least 1");
   if (c.training.present) {

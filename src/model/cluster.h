@@ -46,6 +46,7 @@ struct NetworkSpec {
   bool oneHost = false;        // every domain on one host (CPU ranks beside each other: they share its cores)
   double handoffUs = 0;        // CPU ranks beyond their cores: a wake-up of a rank's progress thread
   double eagerBytes = 0;       // messages below this size leave without waiting for their receiver
+  double gapUs = 0;            // such messages back to back: one's pace (a sender's time per message; 0: latency_us)
   int line = 1;                // of its section (for messages)
 };
 

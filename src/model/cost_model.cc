@@ -58,6 +58,7 @@ constexpr double kHostDoublingBytes = 64 << 10;  // HETCCL_SMALL_ALLREDUCE_BYTES
 struct Library {
   double n, bw, copyBw, alpha;
   double chunk = 0;  // CPU domains: the host algorithms' chunk (0: a vendor library)
+  double gap = 0;    // CPU domains: a chunk's pace through a hop, calls back to back
   double latency() const { return n > 1 ? (chunk > 0 ? n - 1 : 1) * alpha : 0; }
   double reduceScatter(double s) const { return n > 1 ? latency() + s * (n - 1) / n / bw : 0; }
   double allGather(double s) const { return n > 1 ? latency() + s * (n - 1) / n / copyBw : 0; }
@@ -83,10 +84,11 @@ struct Library {
     return (n - 2 + k) * (alpha + s / k / b);
   }
   // Calls back to back: the next call's chunks follow this call's through
-  // the chain, a chunk's hop apart.
+  // the chain, a chunk's hop apart (its pace, not its latency: nobody
+  // waits for the chunk before sending the next).
   double chainPace(double s, double b) const {
     if (n <= 1) return 0;
-    return chunk <= 0 ? alpha + s / b : chunks(s) * alpha + s / b;
+    return chunk <= 0 ? alpha + s / b : chunks(s) * gap + s / b;
   }
   double chunks(double s) const { return std::max(1.0, std::ceil(s / chunk)); }
 };
@@ -116,10 +118,15 @@ double nodeNics(const Cluster& c, const DomainSpec& d) {
   return c.network.nicGbps / 8 * kGB * d.nicsPerNode / aboveTheLeaves(c);
 }
 
+// Messages below the eager size back to back: one's pace (the network's
+// gap), else its latency.
+double gapOf(const Cluster& c) { return (c.network.gapUs > 0 ? c.network.gapUs : c.network.latencyUs) * kUs; }
+
 Library library(const Cluster& c, const DomainSpec& d, double chunk) {
   const LibraryFigures f = libraryAcrossNodes(c, d);
-  return Library{double(d.ranks()), f.busGBs * kGB, f.copyGBs * kGB, f.latencyUs * kUs,
-                 d.vendor == Vendor::Cpu ? chunk : 0};
+  const bool cpu = d.vendor == Vendor::Cpu;
+  return Library{double(d.ranks()), f.busGBs * kGB, f.copyGBs * kGB, f.latencyUs * kUs, cpu ? chunk : 0,
+                 cpu && c.network.gapUs > 0 ? c.network.gapUs * kUs : f.latencyUs * kUs};
 }
 
 // The bytes of one rank's buffers in a call (nccl-tests' out-of-place
@@ -323,7 +330,10 @@ Step acrossDomains(const Cluster& c, int phases, F perRank) {
 // a round's messages at once) moving `bytes` per leader; the other ranks wait.
 Step amongLeaders(const Cluster& c, double rounds, double bytes) {
   const double share = activeShare(c, static_cast<double>(c.domains.size()));
-  return network(Step{rounds * crossAlpha(c) * share, bytes / slowestLink(c, true) * share});
+  const double beta = bytes / slowestLink(c, true) * share;
+  Step s = network(Step{rounds * crossAlpha(c) * share, beta});
+  s.pace = rounds * gapOf(c) * share + beta;
+  return s;
 }
 
 // A chain through every rank (broadcast, reduce), pipelined: a piece takes

@@ -15,8 +15,9 @@ Figures builtInFigures(uint32_t coresPerHost) {
   f.linkGBs = 8.35;
   f.linkLatencyUs = 2.6;
   f.reduceGBs = 5.2;
-  f.handoffUs = 2.5;
+  f.handoffUs = 2.2;
   f.eagerBytes = 65536;  // HETCCL_CMA_THRESHOLD's default: larger messages are read by their receiver
+  f.gapUs = 0.48;
   f.cacheMiB = 11.3;
   f.beyondCache = 1.8;
   f.coresPerHost = coresPerHost;
@@ -41,6 +42,7 @@ bool figuresOf(const Cluster& c, Figures* out, std::string* error) {
   f.reduceGBs = d.reduceGBs;
   f.handoffUs = c.network.handoffUs;
   f.eagerBytes = c.network.eagerBytes;
+  f.gapUs = c.network.gapUs;
   f.cacheMiB = d.cacheMiB;
   f.beyondCache = d.beyondCache;
   f.oversubscription = c.network.oversubscription;
@@ -54,7 +56,7 @@ bool plausible(const Figures& f) {
   auto positive = [](double x) { return std::isfinite(x) && x > 0 && x < 1e9; };
   auto nonNegative = [](double x) { return std::isfinite(x) && x >= 0 && x < 1e9; };
   return positive(f.libraryBusGBs) && nonNegative(f.libraryCopyGBs) && positive(f.linkGBs) && positive(f.reduceGBs) &&
-         nonNegative(f.libraryLatencyUs) && nonNegative(f.linkLatencyUs) && nonNegative(f.handoffUs) &&
+         nonNegative(f.libraryLatencyUs) && nonNegative(f.linkLatencyUs) && nonNegative(f.handoffUs) && nonNegative(f.gapUs) &&
          std::isfinite(f.eagerBytes) && f.eagerBytes >= 0 && f.eagerBytes < 1e15 && nonNegative(f.cacheMiB) &&
          std::isfinite(f.beyondCache) && f.beyondCache >= 1 && f.beyondCache < 1e6 &&
          std::isfinite(f.oversubscription) && f.oversubscription >= 1 && f.oversubscription < 1e6 &&
@@ -68,6 +70,7 @@ Cluster clusterFor(const Figures& f, const std::vector<DomainLayout>& domains, b
   c.network.latencyUs = f.linkLatencyUs;
   c.network.handoffUs = f.handoffUs;
   c.network.eagerBytes = f.eagerBytes;
+  c.network.gapUs = f.gapUs;
   c.network.oversubscription = f.oversubscription;
   c.network.nodesPerLeaf = static_cast<int>(f.nodesPerLeaf);
   c.network.oneHost = oneHost;

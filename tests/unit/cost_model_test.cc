@@ -271,6 +271,8 @@ reduce_gbs = 3
   EXPECT_NE(errorOf("[network]\nhandoff_us = -2\n[domain a]\nnodes = 1\ngpus_per_node = 1\nreduce_gbs = 1\n")
                 .find("handoff_us"),
             std::string::npos);
+  EXPECT_NE(errorOf("[network]\ngap_us = -1\n[domain a]\nnodes = 1\ngpus_per_node = 1\nreduce_gbs = 1\n").find("gap_us"),
+            std::string::npos);
 }
 
 // A communicator's model: its domains' ranks per host, every figure the
@@ -382,7 +384,8 @@ TEST(ModelFigures, EachOtherDomainsRegionIsALibraryCall) {
 // One domain of CPU ranks runs hetccl's host algorithms alone: the
 // all-reduce by recursive doubling up to 64 KiB (log2 of the largest power
 // of two rounds, two more to fold the others in), rings of 2 (n - 1)
-// rounds above; broadcasts back to back follow each other a hop apart.
+// rounds above; broadcasts back to back follow each other a hop's gap
+// apart (the messages' pace, not their latency), between domains too.
 TEST(ModelFigures, OneDomainRunsTheHostAlgorithms) {
   Figures f = builtInFigures(64);
   f.libraryBusGBs = f.libraryCopyGBs = f.linkGBs = f.reduceGBs = 1e6;  // the latencies alone
@@ -393,7 +396,10 @@ TEST(ModelFigures, OneDomainRunsTheHostAlgorithms) {
   EXPECT_NEAR(time(4, Collective::AllReduce, 1024), 2 * alpha, 1e-9);
   EXPECT_NEAR(time(6, Collective::AllReduce, 1024), 4 * alpha, 1e-9);
   EXPECT_NEAR(time(4, Collective::AllReduce, 1 << 20), 6 * alpha, 1e-8);
-  EXPECT_NEAR(time(4, Collective::Broadcast, 1024), alpha, 1e-9);
+  const double gap = f.gapUs * 1e-6;
+  ASSERT_GT(alpha, 2 * gap);
+  EXPECT_NEAR(time(4, Collective::Broadcast, 1024), gap, 1e-9);
+  EXPECT_NEAR(estimateAll(clusterFor(f, {{1, 1}, {1, 1}}, true), Collective::Broadcast, 1024, {})[0].seconds, gap, 1e-9);
   EXPECT_NEAR(time(4, Collective::ReduceScatter, 1024), 3 * alpha, 1e-9);
 }
 
