@@ -46,7 +46,9 @@ class GraphRecordingRuntime : public HostRuntime {
     *c = capturing;
     return ncclSuccess;
   }
+  size_t copiedBytes = 0;  // every copy's, captured or run
   ncclResult_t copyAsync(void* dst, const void* src, size_t bytes, Stream s) override {
+    copiedBytes += bytes;
     if (!capturing) return HostRuntime::copyAsync(dst, src, bytes, s);
     graph.push_back([=] { memmove(dst, src, bytes); });
     return ncclSuccess;
@@ -177,6 +179,30 @@ TEST(HostStagingCapture, GroupsAndSeveralCallsKeepTheirOwnMemory) {
   for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(ra[i], a0[i] + 0.5f) << i;
   for (size_t i = 0; i < b.size(); ++i) ASSERT_EQ(rb[i], b0[i] + 0.5f) << i;
   for (size_t i = 0; i < c.size(); ++i) ASSERT_EQ(c[i], c0[i] + 1.0f) << i;
+}
+
+// Only inputs cross into the staged memory and only results cross back:
+// an out-of-place call's output is not copied in (every collective writes
+// all of it), an in-place buffer is both; eagerly and captured alike.
+TEST(HostStagingCapture, AnOutputAloneIsNotCopiedIn) {
+  for (bool captured : {false, true})
+    for (bool inPlace : {false, true}) {
+      Fixture f;
+      const size_t count = 1000, bytes = count * sizeof(float);
+      std::vector<float> send(count, 2.0f), recv(count, -1.0f);
+      float* out = inPlace ? send.data() : recv.data();
+      const Op op = allReduce(send.data(), out, count, kStream);
+      const Op* ops[] = {&op};
+      f.plans.peer = 1.0f;
+      f.rt.capturing = captured;
+      ASSERT_EQ(captured ? f.staging.capture(ops) : f.staging.enqueue(ops), ncclSuccess);
+      f.rt.capturing = false;
+      if (captured) f.rt.replay();
+      EXPECT_EQ(f.rt.copiedBytes, 2 * bytes) << (captured ? "captured" : "eager") << (inPlace ? ", in place" : "");
+      size_t wrong = 0;
+      for (size_t i = 0; i < count; ++i) wrong += out[i] != 3.0f;
+      EXPECT_EQ(wrong, 0u);
+    }
 }
 
 // A replay whose plans fail makes the communicator fatal once; later

@@ -83,8 +83,8 @@ HostStaging::Layout HostStaging::layout(const std::vector<Op>& ops) const {
   // Each operation's buffers: one region for send and receive when they
   // overlap (in place stays in place), else one each.
   Layout l;
-  auto addRegion = [&](const char* p, size_t bytes, bool written) {
-    l.regions.push_back(Region{const_cast<char*>(p), l.total, bytes, written});
+  auto addRegion = [&](const char* p, size_t bytes, bool read, bool written) {
+    l.regions.push_back(Region{const_cast<char*>(p), l.total, bytes, read, written});
     l.total += (bytes + 255) / 256 * 256;
     return l.regions.size() - 1;
   };
@@ -97,10 +97,10 @@ HostStaging::Layout HostStaging::layout(const std::vector<Op>& ops) const {
     if (overlap) {
       const char* lo = std::min(s, r);
       const char* hi = std::max(s + e.sendBytes, r + e.recvBytes);
-      p.first = p.second = addRegion(lo, static_cast<size_t>(hi - lo), true);
+      p.first = p.second = addRegion(lo, static_cast<size_t>(hi - lo), true, true);
     } else {
-      if (e.sendBytes) p.first = addRegion(s, e.sendBytes, false);
-      if (e.recvBytes) p.second = addRegion(r, e.recvBytes, true);
+      if (e.sendBytes) p.first = addRegion(s, e.sendBytes, true, false);
+      if (e.recvBytes) p.second = addRegion(r, e.recvBytes, false, true);
     }
     l.ops.push_back(p);
   }
@@ -151,7 +151,8 @@ std::vector<Op> HostStaging::translate(const Layout& l, const std::vector<Op>& o
 ncclResult_t HostStaging::stageIn(const std::vector<Op>& ops) {
   const Layout l = layout(ops);
   regions_ = l.regions;
-  for (const Region& g : regions_) HETCCL_TRY(rt_.copyAsync(static_cast<char*>(pinned_.get()) + g.offset, g.device, g.bytes, copyStream_.get()));
+  for (const Region& g : regions_)
+    if (g.read) HETCCL_TRY(rt_.copyAsync(static_cast<char*>(pinned_.get()) + g.offset, g.device, g.bytes, copyStream_.get()));
   HETCCL_TRY(rt_.synchronize(copyStream_.get()));
   stagedOps_ = translate(l, ops, static_cast<char*>(pinned_.get()));
   return ncclSuccess;

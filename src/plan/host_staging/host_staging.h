@@ -84,6 +84,7 @@ class HostStaging {
     char* device;   // the user's buffer
     size_t offset;  // in the pinned buffer
     size_t bytes;
+    bool read;      // holds inputs: copied in (an output alone is not: every collective writes all of it)
     bool written;   // holds results: copied back
   };
   struct OpRegions {

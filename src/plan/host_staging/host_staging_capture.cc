@@ -75,7 +75,8 @@ ncclResult_t HostStaging::capture(std::span<const Op* const> ops) {
                 "runtime cannot tie them to the graph)",
                 opKindName(list[0].kind), call->bytes);
   }
-  for (const Region& g : l.regions) HETCCL_TRY(rt_.copyAsync(call->base() + g.offset, g.device, g.bytes, s));
+  for (const Region& g : l.regions)
+    if (g.read) HETCCL_TRY(rt_.copyAsync(call->base() + g.offset, g.device, g.bytes, s));
   HETCCL_TRY(rt_.launchHostFunc(s, &HostStaging::runCaptured, call.get()));
   for (const Region& g : l.regions)
     if (g.written) HETCCL_TRY(rt_.copyAsync(g.device, call->base() + g.offset, g.bytes, s));
