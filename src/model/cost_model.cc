@@ -118,8 +118,8 @@ double nodeNics(const Cluster& c, const DomainSpec& d) {
   return c.network.nicGbps / 8 * kGB * d.nicsPerNode / aboveTheLeaves(c);
 }
 
-// Messages below the eager size back to back: one's pace (the network's
-// gap), else its latency.
+// Messages below the eager size, back to back: how far apart they follow
+// each other (gap_us; where the file gives none, a latency apart).
 double gapOf(const Cluster& c) { return (c.network.gapUs > 0 ? c.network.gapUs : c.network.latencyUs) * kUs; }
 
 Library library(const Cluster& c, const DomainSpec& d, double chunk) {
