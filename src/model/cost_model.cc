@@ -51,8 +51,9 @@ constexpr double kHostDoublingBytes = 64 << 10;  // HETCCL_SMALL_ALLREDUCE_BYTES
 // One domain's vendor library (bus bandwidth as nccl-tests defines it):
 // the steps that reduce at the all-reduce's, those that only move bytes
 // (all-gather, broadcast, a gather to one rank) at the copy bandwidth.
-// A vendor library's latency is the whole domain's (measured so); CPU
-// domains run hetccl's host algorithms, whose figures are one round's
+// A vendor library's latency covers its whole call (one node's figures,
+// across nodes as libraryAcrossNodes derives them); CPU domains run
+// hetccl's host algorithms, whose figures are one round's
 // (calibrated on two ranks): rings of n - 1 rounds, and broadcast and
 // reduce as chains through the n ranks in chunks.
 struct Library {
@@ -98,12 +99,15 @@ struct Library {
 constexpr double kDefaultChunk = 512 << 10;
 double chunkOf(const ModelSettings& ms) { return ms.pieceBytes > 0 ? ms.pieceBytes : kDefaultChunk; }
 
-// What one rank of a domain moves to or from other nodes per second: its
-// share of the node's NICs (`leader`: a rank alone on its node's NIC), the
-// fabric above the leaves.
+// What the fabric above the leaves divides bandwidth by, once the nodes
+// span several leaves.
 double aboveTheLeaves(const Cluster& c) {
   return c.network.nodesPerLeaf > 0 && c.nodes() > c.network.nodesPerLeaf ? c.network.oversubscription : 1;
 }
+
+// What one rank of a domain moves to or from other nodes per second: its
+// share of the node's NICs (`leader`: a rank alone on its node's NIC), the
+// fabric above the leaves.
 double crossBandwidth(const Cluster& c, const DomainSpec& d, bool leader) {
   const double nic = c.network.nicGbps / 8 * kGB;
   return (leader ? nic : nic * std::min(d.nicsPerNode, d.gpusPerNode) / d.gpusPerNode) / aboveTheLeaves(c);
@@ -122,6 +126,8 @@ double nodeNics(const Cluster& c, const DomainSpec& d) {
 // each other (gap_us; where the file gives none, a latency apart).
 double gapOf(const Cluster& c) { return (c.network.gapUs > 0 ? c.network.gapUs : c.network.latencyUs) * kUs; }
 
+// A domain's library as a call meets it (CPU domains: their chunks' hops
+// back to back are the transport's messages, gap_us apart where given).
 Library library(const Cluster& c, const DomainSpec& d, double chunk) {
   const LibraryFigures f = libraryAcrossNodes(c, d);
   const bool cpu = d.vendor == Vendor::Cpu;
