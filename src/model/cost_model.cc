@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <numeric>
 
 namespace hetccl::model {
 
@@ -494,6 +496,34 @@ double estimate(const Cluster& c, Collective coll, Plan plan, double s, const Mo
          (c.domains.size() > 1 ? stagingSeconds(c, coll, s) : 0);
 }
 
+// What hetccl's pipelined plan of `s` bytes leaves to the leaders
+// (plan/cross_domain/plan.cc): an all-reduce's and a reduce's elements
+// beyond a multiple of every domain's ranks, a broadcast's bytes beyond a
+// multiple of some domain's. Reduce-scatter and all-gather go by regions
+// of consecutive ranks, which take their tails along.
+double unevenTail(const Cluster& c, Collective coll, double s, double elementBytes) {
+  if (coll == Collective::Broadcast) {
+    double tail = 0;
+    for (const DomainSpec& d : c.domains) tail = std::max(tail, std::fmod(s, d.ranks()));
+    return tail;
+  }
+  if (coll != Collective::AllReduce && coll != Collective::Reduce) return 0;
+  uint64_t unit = 1;
+  for (const DomainSpec& d : c.domains) unit = std::lcm(unit, static_cast<uint64_t>(d.ranks()));
+  const double es = std::max(1.0, elementBytes);
+  return std::fmod(std::floor(s / es), static_cast<double>(unit)) * es;
+}
+
+// The pipelined plan: its even part pipelined, then its tail by the leaders.
+double pipelinedWithTail(const Cluster& c, Collective coll, double s, const ModelSettings& ms, double* piece) {
+  const double tail = c.domains.size() > 1 ? unevenTail(c, coll, s, ms.elementBytes) : 0;
+  *piece = 0;
+  double seconds = 0, unused = 0;
+  if (s > tail) seconds += estimate(c, coll, Plan::Hierarchical, s - tail, ms, piece);
+  if (tail > 0) seconds += estimate(c, coll, Plan::Leaders, tail, ms, &unused);
+  return seconds;
+}
+
 }  // namespace
 
 // A vendor library's figures are one node's (nccl-tests on the node's
@@ -520,7 +550,8 @@ std::vector<Estimate> estimateAll(const Cluster& c, Collective coll, double byte
     Estimate e;
     e.plan = p;
     e.hetcclRunsIt = p != Plan::Flat && !(p == Plan::Leaders && coll == Collective::AllGather);
-    e.seconds = estimate(c, coll, p, bytes, s, &e.pieceBytes);
+    e.seconds = p == Plan::Hierarchical ? pipelinedWithTail(c, coll, bytes, s, &e.pieceBytes)
+                                        : estimate(c, coll, p, bytes, s, &e.pieceBytes);
     e.busGBs = e.seconds > 0 ? bytes / e.seconds * factor / kGB : 0;
     out.push_back(e);
   }

@@ -46,6 +46,12 @@ struct ModelSettings {
   // HETCCL_CHUNK_BYTES, also its host algorithms' chunk); 0: the model
   // picks the best power of two from 256 KiB to the whole message.
   double pieceBytes = 0;
+  // The call's element size (nccl-tests' default type, float: 4): the
+  // elements of an all-reduce or reduce that do not split evenly over
+  // every domain's ranks, and the bytes of a broadcast that do not, go by
+  // the leaders after the pipelined plan (plan/cross_domain/plan.cc), which
+  // then costs both.
+  double elementBytes = 4;
 };
 
 struct Estimate {

@@ -8,9 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "core/domains.h"
+#include "core/op.h"
 #include "model/cluster.h"
 #include "model/cost_model.h"
 #include "model/figures.h"
+#include "plan/cross_domain/plan.h"
 
 namespace {
 
@@ -401,6 +404,41 @@ TEST(ModelFigures, OneDomainRunsTheHostAlgorithms) {
   EXPECT_NEAR(time(4, Collective::Broadcast, 1024), gap, 1e-9);
   EXPECT_NEAR(estimateAll(clusterFor(f, {{1, 1}, {1, 1}}, true), Collective::Broadcast, 1024, {})[0].seconds, gap, 1e-9);
   EXPECT_NEAR(time(4, Collective::ReduceScatter, 1024), 3 * alpha, 1e-9);
+}
+
+// hetccl's pipelined all-reduce, reduce and broadcast leave what does not
+// split evenly over the domains' ranks to the leaders, after the even
+// part: the model's pipelined estimate costs both, and the library's plan
+// choice reads the same estimates as hetccl-sim.
+TEST(ModelFigures, AnUnevenTailGoesByTheLeaders) {
+  const Cluster c = clusterFor(builtInFigures(64), {{1, 1}, {1, 3}}, true);
+  auto est = [&](Collective coll, double bytes, int plan) { return estimateAll(c, coll, bytes, {})[plan].seconds; };
+  // 257 floats: 255 split over 1 and 3 ranks, 2 do not (the lcm is 3).
+  for (Collective coll : {Collective::AllReduce, Collective::Reduce})
+    EXPECT_NEAR(est(coll, 257 * 4, 1), est(coll, 255 * 4, 1) + est(coll, 2 * 4, 0), 1e-12) << collectiveName(coll);
+  // A broadcast's bytes: 1 of 1027 is beyond a multiple of 3.
+  EXPECT_NEAR(est(Collective::Broadcast, 1027, 1), est(Collective::Broadcast, 1026, 1) + est(Collective::Broadcast, 1, 0),
+              1e-12);
+  // Of doubles, 2 elements of 257 remain: 16 bytes.
+  ModelSettings doubles;
+  doubles.elementBytes = 8;
+  EXPECT_NEAR(estimateAll(c, Collective::AllReduce, 257 * 8, doubles)[1].seconds,
+              estimateAll(c, Collective::AllReduce, 255 * 8, doubles)[1].seconds + est(Collective::AllReduce, 16, 0),
+              1e-12);
+
+  hetccl::Partition partition;
+  partition.domains = {hetccl::Domain{"a", "host", ~0u, {0}}, hetccl::Domain{"b", "host", ~0u, {1, 2, 3}}};
+  hetccl::Tunables tunables;
+  tunables.pipelineChunkBytes = 512 << 10;
+  ModelSettings asPlanned;
+  asPlanned.pieceBytes = 512 << 10;
+  for (size_t count : {257u, 1u << 20}) {
+    const hetccl::Plan plan =
+        hetccl::derivePlan(partition, tunables, 4, hetccl::OpKind::AllReduce, count, ncclFloat32, &c);
+    const std::vector<Estimate> all = estimateAll(c, Collective::AllReduce, count * 4.0, asPlanned);
+    EXPECT_NEAR(plan.leadersUs, all[0].seconds * 1e6, 1e-9) << count;
+    EXPECT_NEAR(plan.pipelinedUs, all[1].seconds * 1e6, 1e-9) << count;
+  }
 }
 
 }  // namespace

@@ -96,35 +96,24 @@ const char* describeStrategy(OpKind kind, const Plan& plan) {
 }
 
 // Leaders or the pipelined plan for a call of `bytes` (nccl-tests' size:
-// reduce-scatter's whole input): the cost model's pick where there is a
-// model (its estimates into *plan), else the fixed threshold. The
-// pipelined plans leave `tailBytes` that do not split evenly over the
-// domains to the leaders' plan, which they then also pay for.
+// reduce-scatter's whole input) of `es`-byte elements: the cost model's
+// pick where there is a model (its estimates into *plan; the pipelined
+// one's with the uneven tail the leaders then take), else the fixed
+// threshold.
 bool byLeaders(const model::Cluster* cluster, const Tunables& tunables, model::Collective coll, size_t bytes,
-               size_t tailBytes, Plan* plan) {
+               size_t es, Plan* plan) {
   if (!cluster) return bytes <= tunables.smallAllReduceBytes;
   model::ModelSettings settings;
   // The pieces' steps overlap chunk by chunk (the transports and the host
   // algorithms move chunks), the grain the model pipelines at.
   settings.pieceBytes = static_cast<double>(tunables.pipelineChunkBytes);
-  constexpr auto kLeaders = static_cast<size_t>(model::Plan::Leaders);
-  constexpr auto kPipelined = static_cast<size_t>(model::Plan::Hierarchical);
+  settings.elementBytes = static_cast<double>(es);
   const std::vector<model::Estimate> all = model::estimateAll(*cluster, coll, static_cast<double>(bytes), settings);
-  const double leaders = all[kLeaders].seconds;
-  const double pipelined =
-      all[kPipelined].seconds +
-      (tailBytes ? model::estimateAll(*cluster, coll, static_cast<double>(tailBytes), settings)[kLeaders].seconds : 0);
+  const double leaders = all[static_cast<size_t>(model::Plan::Leaders)].seconds;
+  const double pipelined = all[static_cast<size_t>(model::Plan::Hierarchical)].seconds;
   plan->leadersUs = leaders * 1e6;
   plan->pipelinedUs = pipelined * 1e6;
   return !model::clearlyFaster(pipelined, leaders);
-}
-
-// What a pipelined broadcast leaves over: the bytes that do not split
-// evenly over some domain's ranks (sent to each of them apart).
-size_t broadcastTail(const Partition& partition, size_t bytes) {
-  size_t tail = 0;
-  for (const Domain& d : partition.domains) tail = std::max(tail, bytes % d.members.size());
-  return tail;
 }
 
 }  // namespace
@@ -136,34 +125,35 @@ Plan derivePlan(const Partition& partition, const Tunables& tunables, int nranks
     plan.strategy = Strategy::SingleDomain;
     return plan;
   }
-  const size_t es = typeSize(type), bytes = count * es, unit = domainSizesLcm(partition);
+  const size_t es = typeSize(type), bytes = count * es;
   const size_t piecePerRank = std::max<size_t>(1, tunables.pipelineChunkBytes * 4 / static_cast<size_t>(nranks));
   Plan choice;  // the model's estimates
   Plan chosen;
   chosen.strategy = Strategy::Leaders;  // unless a pipelined plan is chosen below
   switch (kind) {
     case OpKind::AllReduce:
-      if (byLeaders(cluster, tunables, model::Collective::AllReduce, bytes, count % unit * es, &choice)) break;
+      if (byLeaders(cluster, tunables, model::Collective::AllReduce, bytes, es, &choice)) break;
       chosen = hierarchical(partition, tunables, Strategy::Hierarchical, count, es);
       break;
     case OpKind::ReduceScatter:
-      if (byLeaders(cluster, tunables, model::Collective::ReduceScatter, bytes * static_cast<size_t>(nranks),
-                    partition.consecutive() ? 0 : count * static_cast<size_t>(nranks) % unit * es, &choice))
+      // (The model's pipelined reduce-scatter is the regions' plan of
+      // consecutive domains; interleaved domains run the hierarchical one.)
+      if (byLeaders(cluster, tunables, model::Collective::ReduceScatter, bytes * static_cast<size_t>(nranks), es,
+                    &choice))
         break;
       chosen = partition.consecutive()
                    ? toOwners(partition, tunables, count, es)
                    : hierarchical(partition, tunables, Strategy::Hierarchical, count * static_cast<size_t>(nranks), es);
       break;
     case OpKind::Reduce:
-      if (byLeaders(cluster, tunables, model::Collective::Reduce, bytes, count % unit * es, &choice)) break;
+      if (byLeaders(cluster, tunables, model::Collective::Reduce, bytes, es, &choice)) break;
       chosen = hierarchical(partition, tunables, Strategy::Spread, count, es);
       break;
     case OpKind::AllGather:
       if (partition.consecutive()) return toOwners(partition, tunables, bytes, 1);
       return spreadBytes(bytes, piecePerRank);
     case OpKind::Broadcast:
-      if (byLeaders(cluster, tunables, model::Collective::Broadcast, bytes, broadcastTail(partition, bytes), &choice))
-        break;
+      if (byLeaders(cluster, tunables, model::Collective::Broadcast, bytes, es, &choice)) break;
       chosen = spreadBytes(bytes, tunables.pipelineChunkBytes * 4);
       break;
     default: plan.strategy = Strategy::Direct; return plan;
