@@ -8,8 +8,10 @@ well the model then predicts layouts and sizes it was not fitted to.
 
 Here (CPU ranks, one host): the "vendor library" of a domain is hetccl's
 own host algorithms among its ranks, the "NIC" between domains is the
-shared-memory transport (each rank its own link). The fit, from the
-medians of `--runs` alternating runs:
+shared-memory transport (each rank its own link). Every series, fitted
+and checked, is measured in `--runs` rounds, each passing every series
+once (a shared machine's speed drifts by the minute: so it falls on all
+alike). The fit, from the medians:
   library:  all-reduce in one domain of two ranks: t = latency + 2 S (n-1)/n / busbw;
             its all-gather: S (n-1)/n / the copy bandwidth (all-gathers, broadcasts);
   links:    all-gather across two one-rank domains: t = latency + S / 2 / bandwidth;
@@ -31,7 +33,9 @@ Every other row (sizes between the fitted ones; one domain of four, two
 domains of two ranks, one and three, three domains of one; on hosts of
 eight cores or more also one domain of eight, four and four, two and six,
 four domains of two) is a prediction checked against a measurement: the
-table says each one's error, and the median.
+table says each one's error, how far its runs lie apart ((slowest -
+fastest) / median), and how many rows the model misses by more than 20%
+and by more than their runs differ (a miss beyond the machine's noise).
 `--gpu-staged` also measures two GPU ranks in two domains on the host
 path and predicts them as CPU ranks plus two staging copies per call
 (their bandwidth fitted to the all-gather).
@@ -54,40 +58,74 @@ CACHE_MIB = [2 ** (k / 2) for k in range(0, 19)]  # 1 MiB to 512 MiB, the candid
 BEYOND = [1 + k / 20 for k in range(0, 61)]         # 1 to 4
 CORES = os.cpu_count() or 1  # the measured host's (--cores with --load)
 EAGER = int(os.environ.get("HETCCL_CMA_THRESHOLD", 65536))  # shared memory: larger messages wait for their receiver
+HANDOFF_LAYOUT, HANDOFF_SIZES = ["-N", "4", "--domains", "2"], [1 << 10, 1 << 12]  # fit_handoff's
 STAGING_US = 10              # the model's staging_us: a GPU's copy to or from host memory
 
 
-MEASURED = {}  # every median measured (or --load-ed), by its key: --save writes them
+MEASURED = {}  # every median measured (or --load-ed), by its key
+RUNS = {}      # and each run's time, by the same key: --save writes these
 LOADED_ONLY = False  # --load: predict only what the file holds
 
 
-def measure(perf, coll, layout, sizes, runs, switch=SMALL_ALLREDUCE, gpu_staged=False):
-    """Median out-of-place time (us) per size over `runs` runs of hetccl-perf,
-    the plans switching at `switch` bytes (a fixed threshold: the plan that
-    ran is known, whatever the library's own model would pick). CPU ranks,
-    or (`gpu_staged`) GPU ranks on the host path."""
-    keys = {s: f"{'gpu-staged ' if gpu_staged else ''}{coll} {' '.join(layout)} {s} {switch}" for s in sizes}
-    if all(k in MEASURED for k in keys.values()):
-        return {s: MEASURED[k] for s, k in keys.items()}
-    if LOADED_ONLY:  # --load: another machine's measurements; what they lack is not measured here
-        return None
-    times = {s: [] for s in sizes}
+def key_of(coll, layout, s, switch, gpu_staged):
+    return f"{'gpu-staged ' if gpu_staged else ''}{coll} {' '.join(layout)} {s} {switch}"
+
+
+def run_once(perf, coll, layout, s, switch, gpu_staged):
+    """One hetccl-perf run's out-of-place time (us), the plans switching at
+    `switch` bytes (a fixed threshold: the plan that ran is known, whatever
+    the library's own model would pick). CPU ranks, or (`gpu_staged`) GPU
+    ranks on the host path."""
     env = dict(os.environ, HETCCL_SMALL_ALLREDUCE_BYTES=str(switch))
     if gpu_staged:
         env.pop("HETCCL_DEVICE", None)
         env.update(HETCCL_STREAM_COLLECTIVES="0", HETCCL_STREAM_HIERARCHY="0")
     else:
         env["HETCCL_DEVICE"] = "host"
+    iters = "400" if s <= (1 << 16) else "100" if s <= (1 << 20) else "30"
+    cmd = [perf, coll, "-b", str(s), "-e", str(s), "-n", iters, "-w", "10", "-c", "0"] + layout
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=True, env=env).stdout
+    row = next(l for l in out.splitlines() if re.match(r"^\s+\d+\s+\d+", l))
+    return float(row.split()[5])
+
+
+def measure_rounds(perf, series, runs):
+    """Measures every (coll, layout, sizes, switch, gpu_staged) series not
+    yet measured, in `runs` rounds that each pass every series once: a
+    shared machine's speed drifts by the minute (the dev VM's by up to 3x),
+    and so the drift falls on the fitted series and the checked ones
+    alike, and each row's runs show it."""
+    todo = [(c, l, [s for s in sizes if key_of(c, l, s, sw, g) not in MEASURED], sw, g)
+            for c, l, sizes, sw, g in series]
+    todo = [x for x in todo if x[2]]
+    if LOADED_ONLY or not todo:  # --load: another machine's measurements; what they lack is not measured here
+        return
     for _ in range(runs):
+        for coll, layout, sizes, switch, staged in todo:
+            for s in sizes:
+                RUNS.setdefault(key_of(coll, layout, s, switch, staged), []).append(
+                    run_once(perf, coll, layout, s, switch, staged))
+    for coll, layout, sizes, switch, staged in todo:
         for s in sizes:
-            iters = "400" if s <= (1 << 16) else "100" if s <= (1 << 20) else "30"
-            cmd = [perf, coll, "-b", str(s), "-e", str(s), "-n", iters, "-w", "10", "-c", "0"] + layout
-            out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=True, env=env).stdout
-            row = next(l for l in out.splitlines() if re.match(r"^\s+\d+\s+\d+", l))
-            times[s].append(float(row.split()[5]))
-    for s, v in times.items():
-        MEASURED[keys[s]] = statistics.median(v)
-    return {s: MEASURED[keys[s]] for s in sizes}
+            k = key_of(coll, layout, s, switch, staged)
+            MEASURED[k] = statistics.median(RUNS[k])
+
+
+def measure(perf, coll, layout, sizes, runs, switch=SMALL_ALLREDUCE, gpu_staged=False):
+    """The median time (us) per size (measured now where it was not in
+    a round before); None where --load's file lacks it."""
+    measure_rounds(perf, [(coll, layout, sizes, switch, gpu_staged)], runs)
+    keys = {s: key_of(coll, layout, s, switch, gpu_staged) for s in sizes}
+    if not all(k in MEASURED for k in keys.values()):
+        return None
+    return {s: MEASURED[k] for s, k in keys.items()}
+
+
+def spread(coll, layout, s, switch=SMALL_ALLREDUCE, gpu_staged=False):
+    """How far a row's runs lie apart: (slowest - fastest) / median (None
+    where only the median is known)."""
+    v = RUNS.get(key_of(coll, layout, s, switch, gpu_staged), [])
+    return (max(v) - min(v)) / statistics.median(v) if len(v) > 1 else None
 
 
 def line_fit(points):
@@ -187,6 +225,22 @@ def staging_fit(points):
     return max(num / den, 1e-9) if den > 0 else 1e-9
 
 
+def percent(x):
+    return "" if x is None else f"{x * 100:.0f}%"
+
+
+def summary_row(name, checked):
+    """A table row of (error, runs apart) pairs: the median and largest
+    error, the median of how far each row's runs lie apart, and how many
+    rows the model misses by more than 20% and by more than their runs
+    differ among themselves (a miss beyond the machine's noise)."""
+    errors = [e for e, _ in checked]
+    aparts = [x for _, x in checked if x is not None]
+    beyond = sum(e > 0.2 and (x is None or e > x) for e, x in checked)
+    return (f"| {name} | {len(errors)} | {percent(statistics.median(errors))} | {percent(max(errors))} | "
+            f"{percent(statistics.median(aparts)) if aparts else ''} | {beyond} |")
+
+
 def cluster_text(domains, p):
     """A cluster file of CPU domains of the given sizes on this host."""
     lines = ["name = this host's CPU ranks (calibrated)", "[network]", "one_host = yes",
@@ -219,7 +273,7 @@ def fit_handoff(perf, sim, p, runs):
     cores (0 where they do not: the threads spin)."""
     if CORES >= 4:
         return 0.0
-    layout, sizes, measured, modelled = ["-N", "4", "--domains", "2"], [1 << 10, 1 << 12], {}, {}
+    layout, sizes, measured, modelled = HANDOFF_LAYOUT, HANDOFF_SIZES, {}, {}
     for coll in ["all_reduce", "reduce_scatter"]:
         for plan, switch in [("leaders", 1 << 40), ("hierarchical", 0)]:
             times = measure(perf, coll, layout, sizes, runs, switch=switch)
@@ -255,10 +309,41 @@ def main():
     if a.load:
         global LOADED_ONLY
         LOADED_ONLY = True
-        MEASURED.update(json.loads(pathlib.Path(a.load).read_text()))
+        for k, v in json.loads(pathlib.Path(a.load).read_text()).items():
+            if isinstance(v, list):  # each run's time (an older file: the median alone)
+                RUNS[k] = v
+            MEASURED[k] = statistics.median(v) if isinstance(v, list) else v
 
     one_domain = ["-N", "2", "--domains", "1"]
     two_singles = ["-N", "2", "--domains", "2"]
+    every = ["all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter"]
+    checks = [("two one-rank domains", [1, 1], two_singles, ["all_gather", "all_reduce", "broadcast", "reduce"], HELD_SIZES),
+              ("two domains of two", [2, 2], ["-N", "4", "--domains", "2"],
+               ["all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter"], FIT_SIZES + HELD_SIZES),
+              ("one and three", [1, 3], ["-N", "4", "--domain-list", "a,b,b,b"],
+               ["all_reduce", "all_gather", "broadcast", "reduce"], FIT_SIZES + HELD_SIZES),
+              ("three one-rank domains", [1, 1, 1], ["-N", "3", "--domains", "3"], ["all_reduce", "all_gather"],
+               FIT_SIZES + HELD_SIZES),
+              ("one domain of four", [4], ["-N", "4", "--domains", "1"], every, FIT_SIZES + HELD_SIZES)]
+    if CORES >= 8:  # eight ranks, on hosts with a core for each
+        checks += [("one domain of eight", [8], ["-N", "8", "--domains", "1"], every, FIT_SIZES + HELD_SIZES),
+                   ("two domains of four", [4, 4], ["-N", "8", "--domains", "2"], every, FIT_SIZES + HELD_SIZES),
+                   ("two and six", [2, 6], ["-N", "8", "--domain-list", "a,a,b,b,b,b,b,b"], every, FIT_SIZES + HELD_SIZES),
+                   ("four domains of two", [2, 2, 2, 2], ["-N", "8", "--domains", "4"], every, FIT_SIZES + HELD_SIZES)]
+    staged_sizes = sorted(FIT_SIZES + HELD_SIZES)
+    per_rank = {"all_reduce": 2, "reduce_scatter": 1.5, "all_gather": 1.5, "broadcast": 2, "reduce": 2}
+    # Every series, fitted and checked, measured in the same rounds.
+    fitted = [("all_reduce", one_domain, FIT_SIZES), ("all_gather", two_singles, FIT_SIZES),
+              ("all_reduce", two_singles, [s for s in FIT_SIZES if s > SMALL_ALLREDUCE]),
+              ("all_gather", one_domain, FIT_SIZES), ("broadcast", two_singles, FIT_SIZES[:1])]
+    series = [(c, l, s, SMALL_ALLREDUCE, False) for c, l, s in fitted]
+    series += [(c, l, sorted(s), SMALL_ALLREDUCE, False) for _, _, l, colls, s in checks for c in colls]
+    if CORES < 4:  # the hand-off's (fit_handoff)
+        series += [(c, HANDOFF_LAYOUT, HANDOFF_SIZES, sw, False) for c in ["all_reduce", "reduce_scatter"] for sw in [1 << 40, 0]]
+    if a.gpu_staged:
+        series += [(c, two_singles, staged_sizes, SMALL_ALLREDUCE, True) for c in per_rank]
+    measure_rounds(a.perf, series, a.runs)
+
     def needed(coll, layout, sizes):
         """A series the fit cannot do without (--load: the file must hold it)."""
         series = measure(a.perf, coll, layout, sizes, a.runs)
@@ -277,25 +362,12 @@ def main():
           f"hand-off {p['handoff_us']:.1f} us; "
           f"beyond {p['cache_mib']:.3g} MiB of buffers a byte costs {p['beyond']:.2f} times -> {a.out}")
 
-    every = ["all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter"]
-    checks = [("two one-rank domains", [1, 1], two_singles, ["all_gather", "all_reduce", "broadcast", "reduce"], HELD_SIZES),
-              ("two domains of two", [2, 2], ["-N", "4", "--domains", "2"],
-               ["all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter"], FIT_SIZES + HELD_SIZES),
-              ("one and three", [1, 3], ["-N", "4", "--domain-list", "a,b,b,b"],
-               ["all_reduce", "all_gather", "broadcast", "reduce"], FIT_SIZES + HELD_SIZES),
-              ("three one-rank domains", [1, 1, 1], ["-N", "3", "--domains", "3"], ["all_reduce", "all_gather"],
-               FIT_SIZES + HELD_SIZES),
-              ("one domain of four", [4], ["-N", "4", "--domains", "1"], every, FIT_SIZES + HELD_SIZES)]
-    if CORES >= 8:  # eight ranks, on hosts with a core for each
-        checks += [("one domain of eight", [8], ["-N", "8", "--domains", "1"], every, FIT_SIZES + HELD_SIZES),
-                   ("two domains of four", [4, 4], ["-N", "8", "--domains", "2"], every, FIT_SIZES + HELD_SIZES),
-                   ("two and six", [2, 6], ["-N", "8", "--domain-list", "a,a,b,b,b,b,b,b"], every, FIT_SIZES + HELD_SIZES),
-                   ("four domains of two", [2, 2, 2, 2], ["-N", "8", "--domains", "4"], every, FIT_SIZES + HELD_SIZES)]
     rows, summary = [], []
 
     def check(name, domains, layout, coll, sizes, staging=None):
         """Each size's error of the prediction (GPU ranks on the host path:
-        plus `staging(coll, s)`, the copies); the rows and the summary line."""
+        plus `staging(coll, s)`, the copies) and how far its runs lie apart;
+        the rows and the summary line."""
         measured = measure(a.perf, coll, layout, sizes, a.runs, gpu_staged=staging is not None)
         mine = []
         if measured is None:
@@ -303,17 +375,18 @@ def main():
         for s in sizes:
             predicted = predict(a.sim, domains, p, coll, s) + (staging(coll, s) if staging else 0)
             err = (predicted - measured[s]) / measured[s]
-            mine.append(abs(err))
-            rows.append(f"| {name} | {coll} | {s} | {measured[s]:.1f} | {predicted:.1f} | {err * 100:+.0f}% |")
-        summary.append(f"| {name} | {coll} | {len(mine)} | {statistics.median(mine) * 100:.0f}% | {max(mine) * 100:.0f}% |")
+            apart = spread(coll, layout, s, gpu_staged=staging is not None)
+            mine.append((abs(err), apart))
+            rows.append(f"| {name} | {coll} | {s} | {measured[s]:.1f} | {predicted:.1f} | {err * 100:+.0f}% | "
+                        f"{percent(apart)} |")
+        summary.append(summary_row(f"{name} | {coll}", mine))
         return mine
 
     errors = [e for name, domains, layout, colls, sizes in checks for coll in colls
               for e in check(name, domains, layout, coll, sorted(sizes))]
     gpu = []  # (not in the CPU ranks' totals)
     if a.gpu_staged:
-        two, sizes = ["-N", "2", "--domains", "2"], sorted(FIT_SIZES + HELD_SIZES)
-        per_rank = {"all_reduce": 2, "reduce_scatter": 1.5, "all_gather": 1.5, "broadcast": 2, "reduce": 2}
+        two, sizes = two_singles, staged_sizes
         # The copies' bandwidth (pcie_gbs), fitted to the all-gather; the other four are predictions.
         gathered = measure(a.perf, "all_gather", two, sizes, a.runs, gpu_staged=True)
         base = {s: predict(a.sim, [1, 1], p, "all_gather", s) + 2 * STAGING_US for s in sizes}
@@ -323,17 +396,19 @@ def main():
                for e in check("two GPU ranks, host-staged", [1, 1], two, coll, sizes,
                               staging=lambda c, s: 2 * STAGING_US + per_rank[c] * s * u)]
     if a.rows:
-        table = ["| layout | collective | bytes | measured (us) | predicted (us) | error |", "|---|---|---|---|---|---|"] + rows
+        table = ["| layout | collective | bytes | measured (us) | predicted (us) | error | runs apart |",
+                 "|---|---|---|---|---|---|---|"] + rows
     else:
-        table = ["| layout | collective | sizes | median error | largest error |", "|---|---|---|---|---|"] + summary
-    table.append(f"| **all** | | {len(errors)} | {statistics.median(errors) * 100:.0f}% | {max(errors) * 100:.0f}% |")
+        table = ["| layout | collective | sizes | median error | largest error | runs apart (median) | "
+                 "off by more than 20% and their runs |", "|---|---|---|---|---|---|---|"] + summary
+    table.append(summary_row("**all** | ", errors))
     if a.gpu_staged:
-        table.append(f"| **GPU, host-staged** | | {len(gpu)} | {statistics.median(gpu) * 100:.0f}% | {max(gpu) * 100:.0f}% |")
+        table.append(summary_row("**GPU, host-staged** | ", gpu))
     print("\n".join(table))
     if a.table:
         pathlib.Path(a.table).write_text("\n".join(table) + "\n")
     if a.save:
-        pathlib.Path(a.save).write_text(json.dumps(MEASURED, indent=0, sort_keys=True))
+        pathlib.Path(a.save).write_text(json.dumps({k: RUNS.get(k, v) for k, v in MEASURED.items()}, indent=0, sort_keys=True))
     return 0
 
 

@@ -489,10 +489,25 @@ Cluster asRun(const Cluster& c, Collective coll, double s, bool wakeEachRound) {
   return m;
 }
 
+// CPU ranks beyond their cores, rooted calls back to back below the
+// eager size: no rank waits for the whole call, so the cores' share of
+// every rank's work bounds the pace. Each of the N - 1 receptions of a
+// call costs its sender's gap, its receiver's wake-up and its bytes' copy
+// (a reduce's reduction of so few bytes, in cache, is not what
+// reduce_gbs measures, and the VM's measurements show none); one host's
+// cores share all of them.
+double sharedWork(const Cluster& c, double s) {
+  const double n = c.ranks();
+  const double perReception = gapOf(c) + c.network.handoffUs * kUs + s / slowestLink(c, false);
+  return cpuSlowdown(c) * perReception * (c.network.oneHost ? (n - 1) / n : 1);
+}
+
 double estimate(const Cluster& c, Collective coll, Plan plan, double s, const ModelSettings& ms, double* piece) {
   const bool overlapping = (plan == Plan::Leaders || c.domains.size() == 1) &&
                            (coll == Collective::Broadcast || coll == Collective::Reduce);
-  return cpuSlowdown(c) * estimatePlan(asRun(c, coll, s, !overlapping), coll, plan, s, ms, piece) +
+  double steps = cpuSlowdown(c) * estimatePlan(asRun(c, coll, s, !overlapping), coll, plan, s, ms, piece);
+  if (overlapping && ranksBeyondCores(c) && s < c.network.eagerBytes) steps = std::max(steps, sharedWork(c, s));
+  return steps +
          (c.domains.size() > 1 ? stagingSeconds(c, coll, s) : 0);
 }
 
