@@ -20,8 +20,15 @@ bool processGone(int pid) {
       size_t n = fread(buf, 1, sizeof(buf) - 1, f);
       fclose(f);
       buf[n] = 0;
-      const char* close = strrchr(buf, ')');  // state follows "pid (comm) "
-      gone = close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X');
+      // "pid (comm) state ppid pgrp session tty_nr tpgid flags ...": a
+      // zombie, or a process already exiting (PF_EXITING: a killed rank's
+      // teardown can take a while, its sockets and memory already gone).
+      const char* close = strrchr(buf, ')');
+      char state = 0;
+      unsigned flags = 0;
+      constexpr unsigned kExiting = 0x4;  // PF_EXITING
+      if (close && sscanf(close + 1, " %c %*d %*d %*d %*d %*d %u", &state, &flags) == 2)
+        gone = state == 'Z' || state == 'X' || (flags & kExiting) != 0;
     }
   }
   return gone;

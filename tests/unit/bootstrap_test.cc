@@ -14,6 +14,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/hello_gate.h"
+#include "bootstrap/peer_process.h"
 #include "bootstrap/unique_id.h"
 #include "common/error.h"
 #include "transport/init_marker.h"
@@ -326,5 +327,36 @@ TEST(Root, ARankDeadBeforeItsHelloIsNamedOnItsHost) {
         shm_unlink(("/" + name).c_str());
     }
     closedir(d);
+  }
+}
+
+// A peer counts as gone from the moment it starts to exit: once its files
+// are closed (a killed rank's sockets reset) it may still be tearing its
+// memory down, not yet a zombie, and the survivors must already treat it
+// as dead (they remove its segments then). A zombie is gone too.
+TEST(PeerProcess, AnExitingOrZombieProcessIsGone) {
+  EXPECT_FALSE(processGone(getpid()));
+  for (int round = 0; round < 20; ++round) {
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      close(fds[0]);
+      // Memory to tear down after the files close.
+      const size_t bytes = 64 << 20;
+      if (void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0); p != MAP_FAILED)
+        memset(p, 1, bytes);
+      _exit(0);
+    }
+    close(fds[1]);
+    char c;
+    while (read(fds[0], &c, 1) > 0) {
+    }
+    close(fds[0]);
+    EXPECT_TRUE(processGone(child)) << "its files are closed: it is exiting";
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(processGone(child));
   }
 }
