@@ -212,10 +212,25 @@ struct Step {
   double alpha, beta;  // seconds; seconds for the whole message
   Resource resource = Resource::Library;
   double pace = 0;  // calls back to back: from one call's pass to the next's (0: alpha + beta)
+  // The rooted plans: the ranks' busy time in it for the whole message,
+  // summed over the ranks (rank-seconds: what each copies and reduces; 0:
+  // not counted).
+  double work = 0;
 };
 Step network(Step s) { return Step{s.alpha, s.beta, Resource::Network}; }
 Step othersOnly(Step s) { return Step{s.alpha, s.beta, Resource::OtherLibraries}; }
+Step withWork(Step s, double rankSeconds) {
+  s.work = rankSeconds;
+  return s;
+}
 Step compute(double seconds) { return Step{0, seconds, Resource::Compute}; }
+
+// One host's CPU ranks beyond its cores: the share of `rankSeconds` of
+// busy time the cores give each, in the units of a plan's steps
+// (estimate() slows them all by ranks / cores); 0 elsewhere.
+double coresShare(const Cluster& c, double rankSeconds) {
+  return ranksBeyondCores(c) && c.network.oneHost ? rankSeconds / c.ranks() : 0;
+}
 
 double pipelinedIn(const Cluster& c, const std::vector<Step>& steps, double k) {
   bool nicsShared = false, cpuOnly = true;
@@ -225,11 +240,17 @@ double pipelinedIn(const Cluster& c, const std::vector<Step>& steps, double k) {
   }
   const double wake = ranksBeyondCores(c) ? c.network.handoffUs * kUs : 0;
   double sum = 0, root = 0, others = 0, net = 0, cpu = 0;  // each resource's busy time per piece
+  double work = 0, alone = 0;  // every rank's, where the steps count it; the first piece's steps so
+  bool counted = true;
+  const double slowdown = cpuSlowdown(c);
   for (const Step& s : steps) {
+    if (s.alpha + s.beta > 0) counted &= s.work > 0;
+    work += s.work / k;
     const bool library = s.resource != Resource::Network && s.resource != Resource::Compute;
     // A domain's step hands its piece to the progress thread or takes it back.
     const double t = s.alpha + s.beta / k + (library && s.alpha + s.beta > 0 ? wake : 0);
     sum += t;
+    alone += std::max(t / slowdown, coresShare(c, s.work / k));
     const Resource r = s.resource == Resource::Network && nicsShared ? Resource::Library : s.resource;
     if (r == Resource::Library || r == Resource::RootLibrary) root += t;
     if (r == Resource::Library || r == Resource::OtherLibraries) others += t;
@@ -238,7 +259,16 @@ double pipelinedIn(const Cluster& c, const std::vector<Step>& steps, double k) {
     if (r == Resource::Network || (r == Resource::Compute && cpuOnly)) net += t;
     if (r == Resource::Compute) cpu += t;
   }
-  return sum + (k - 1) * std::max({root, others, net, cpu});
+  double busiest = std::max({root, others, net, cpu});
+  // Beyond the cores a rooted plan's steps leave most ranks idle: a step
+  // is slowed only as far as its own busy ranks outnumber the cores, and
+  // the pieces pass at the pace of the busiest resource alone or of the
+  // cores' share of every rank's work, not of every step slowed alike.
+  if (const double shared = coresShare(c, work); counted && shared > 0) {
+    busiest = std::max(busiest / slowdown, shared);
+    sum = alone;
+  }
+  return sum + (k - 1) * busiest;
 }
 
 // `time(pieces)` with pieces of `pieceBytes`, or (0) of the best power of
@@ -304,6 +334,15 @@ Step inDomains(const Cluster& c, double chunk, F time, double calls = 1) {
     if (step.alpha + step.beta > worst.alpha + worst.beta) worst = step;
   }
   return worst;
+}
+
+// Every domain's ranks busy for `busy(library, domain)` each (rank-seconds).
+template <typename F>
+double busyInDomains(const Cluster& c, double chunk, F busy) {
+  double sum = 0;
+  for (const DomainSpec& d : c.domains)
+    if (d.ranks() > 1) sum += d.ranks() * busy(library(c, d, chunk), d);
+  return sum;
 }
 
 // A broadcast (or, `reducing`, a reduce) of `s` bytes inside every domain:
@@ -435,26 +474,48 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
           c, {own, acrossDomains(c, 1, [&](const DomainSpec& d) { return s * others(d) / d.ranks(); }), theirs}, s,
           ms.pieceBytes, piece);
     }
-    case Collective::Broadcast:
-      return pipelined(c, {rootDomainBroadcast(c, root, s, chunk),
-                        acrossDomains(c, 1,
-                                      [&](const DomainSpec& d) {
-                                        return &d == &root ? s * (D - 1) / d.ranks() : s / d.ranks();
-                                      }),
-                        othersOnly(inDomains(c, chunk, [&](const Library& l, const DomainSpec& d) {
-                          return &d == &root ? 0.0 : l.allGather(s);
-                        }))},
-                       s, ms.pieceBytes, piece);
+    // The rooted plans count their ranks' work (pipelinedIn): the root
+    // domain's members each receive the message, every other domain
+    // receives it once over the links and its members all-gather it.
+    case Collective::Broadcast: {
+      const Library r = library(c, root, chunk);
+      double linked = 0;
+      for (const DomainSpec& d : c.domains)
+        if (&d != &root) linked += s / crossBandwidth(c, d, false);
+      return pipelined(
+          c, {withWork(rootDomainBroadcast(c, root, s, chunk), (r.n - 1) * s / r.copyBw),
+              withWork(acrossDomains(c, 1,
+                                     [&](const DomainSpec& d) {
+                                       return &d == &root ? s * (D - 1) / d.ranks() : s / d.ranks();
+                                     }),
+                       linked),
+              withWork(othersOnly(inDomains(c, chunk,
+                                            [&](const Library& l, const DomainSpec& d) {
+                                              return &d == &root ? 0.0 : l.allGather(s);
+                                            })),
+                       busyInDomains(c, chunk, [&](const Library& l, const DomainSpec& d) {
+                         return &d == &root ? 0.0 : l.allGather(s) - l.latency();
+                       }))},
+          s, ms.pieceBytes, piece);
+    }
     default: {
       // The root domain's members reduce the partials as they arrive: the
       // reduction hides behind the receiving, or the receiving behind it.
+      // Work: every domain's reduce-scatter, the root domain's receiving
+      // and reducing of the other domains' partials, the root's gather.
       const Step partials = acrossDomains(
           c, 1, [&](const DomainSpec& d) { return &d == &root ? s * (D - 1) / d.ranks() : s / d.ranks(); });
       const double reduction = s / root.ranks() * (D - 1) * gamma;
-      return pipelined(c, {inDomains(c, chunk, [&](const Library& l, const DomainSpec&) { return l.reduceScatter(s); }),
-                        network(Step{partials.alpha, std::max(partials.beta, reduction)}),
-                        rootDomainGather(c, root, s, chunk)},
-                       s, ms.pieceBytes, piece);
+      const Library r = library(c, root, chunk);
+      const double received = s * (D - 1) * (1 / crossBandwidth(c, root, false) + gamma);
+      return pipelined(
+          c, {withWork(inDomains(c, chunk, [&](const Library& l, const DomainSpec&) { return l.reduceScatter(s); }),
+                       busyInDomains(c, chunk, [&](const Library& l, const DomainSpec&) {
+                         return l.reduceScatter(s) - l.latency();
+                       })),
+              withWork(network(Step{partials.alpha, std::max(partials.beta, reduction)}), received),
+              withWork(rootDomainGather(c, root, s, chunk), r.n > 1 ? s * (r.n - 1) / r.n / r.copyBw : 0)},
+          s, ms.pieceBytes, piece);
     }
   }
 }
@@ -489,24 +550,33 @@ Cluster asRun(const Cluster& c, Collective coll, double s, bool wakeEachRound) {
   return m;
 }
 
-// CPU ranks beyond their cores, rooted calls back to back below the
-// eager size: no rank waits for the whole call, so the cores' share of
-// every rank's work bounds the pace. Each of the N - 1 receptions of a
-// call costs its sender's gap, its receiver's wake-up and its bytes' copy
-// (a reduce's reduction of so few bytes, in cache, is not what
-// reduce_gbs measures, and the VM's measurements show none); one host's
-// cores share all of them.
+// CPU ranks beyond their cores, rooted calls back to back: no rank
+// waits for the whole call, so the calls pass at the pace of their
+// critical path at full speed or of the cores' share of every rank's
+// work, whichever is slower (not of every step slowed alike: most ranks
+// idle in most steps). A call's work is its N - 1 receptions: one per
+// further rank of each domain (its library's chain) and one per further
+// domain (the leaders' link), each its sender's gap, its receiver's
+// wake-up and its bytes' copy (a reduce's reductions left out: of small
+// messages, in cache, they are far faster than reduce_gbs, fitted to
+// large ones, says, and the VM's measurements show none).
 double sharedWork(const Cluster& c, double s) {
-  const double n = c.ranks();
-  const double perReception = gapOf(c) + c.network.handoffUs * kUs + s / slowestLink(c, false);
-  return cpuSlowdown(c) * perReception * (c.network.oneHost ? (n - 1) / n : 1);
+  const double each = gapOf(c) + c.network.handoffUs * kUs;
+  double work = 0;
+  for (const DomainSpec& d : c.domains) {
+    const LibraryFigures f = libraryAcrossNodes(c, d);
+    work += (d.ranks() - 1) * (each + s / (f.copyGBs * kGB));
+  }
+  work += (static_cast<double>(c.domains.size()) - 1) * (each + s / slowestLink(c, false));
+  return work * cpuSlowdown(c) / c.ranks();
 }
 
 double estimate(const Cluster& c, Collective coll, Plan plan, double s, const ModelSettings& ms, double* piece) {
   const bool overlapping = (plan == Plan::Leaders || c.domains.size() == 1) &&
                            (coll == Collective::Broadcast || coll == Collective::Reduce);
-  double steps = cpuSlowdown(c) * estimatePlan(asRun(c, coll, s, !overlapping), coll, plan, s, ms, piece);
-  if (overlapping && ranksBeyondCores(c) && s < c.network.eagerBytes) steps = std::max(steps, sharedWork(c, s));
+  const Cluster run = asRun(c, coll, s, !overlapping);
+  double steps = estimatePlan(run, coll, plan, s, ms, piece);
+  steps = overlapping && ranksBeyondCores(c) ? std::max(steps, sharedWork(run, s)) : steps * cpuSlowdown(c);
   return steps +
          (c.domains.size() > 1 ? stagingSeconds(c, coll, s) : 0);
 }

@@ -317,10 +317,12 @@ TEST(ModelFigures, TheHandOffCostsOnlyBeyondTheCores) {
   EXPECT_NEAR(b[1].seconds - a[1].seconds, 2 * (4 + 2) * 10e-6, 1e-12);  // pipelined
   // The leaders' broadcast back to back: no rank waits for the whole
   // call, the two cores share the work of its three receptions (each its
-  // sender's gap, a wake-up and the copy of its bytes), which bounds the pace.
-  const double reception = f.gapUs * 1e-6 + 10e-6 + 1024 / (f.linkGBs * 1e9);
-  EXPECT_NEAR(estimateAll(with, Collective::Broadcast, 1024, s)[0].seconds, 3 * reception / 2, 1e-12);
-  EXPECT_LT(estimateAll(without, Collective::Broadcast, 1024, s)[0].seconds, 3 * reception / 2);
+  // sender's gap, a wake-up and the copy of its bytes: one between the
+  // leaders, one in each domain's chain), which bounds the pace.
+  const double each = f.gapUs * 1e-6 + 10e-6;
+  const double work = 2 * (each + 1024 / (f.libraryCopyGBs * 1e9)) + each + 1024 / (f.linkGBs * 1e9);
+  EXPECT_NEAR(estimateAll(with, Collective::Broadcast, 1024, s)[0].seconds, work / 2, 1e-12);
+  EXPECT_LT(estimateAll(without, Collective::Broadcast, 1024, s)[0].seconds, work / 2);
   // Within the cores (four ranks, four cores): no wake-ups.
   const Cluster roomy = clusterFor(builtInFigures(4), {{1, 2}, {1, 2}}, true);
   Figures g = builtInFigures(4);
@@ -437,6 +439,32 @@ TEST(ModelFigures, AnUnevenTailGoesByTheLeaders) {
     EXPECT_NEAR(plan.leadersUs, all[0].seconds * 1e6, 1e-9) << count;
     EXPECT_NEAR(plan.pipelinedUs, all[1].seconds * 1e6, 1e-9) << count;
   }
+}
+
+// CPU ranks beyond their cores: a rooted plan's steps leave most ranks
+// idle, so its pieces pass at the pace of the busiest resource alone or
+// of the cores' share of every rank's work, not of every step slowed
+// alike. Two domains of two on two cores, a pipelined broadcast of 16
+// pieces, every bandwidth B, no latencies: per piece the root's domain
+// passes it on (one rank copies p), the other domain takes it over the
+// links (p in all) and all-gathers it (two ranks, p / 2 each): 3p of work
+// on two cores, 1.5 p / B a piece; the first piece's steps p / B, 0.5 p / B
+// and 0.5 p / B (each slowed only as far as its busy ranks outnumber the
+// cores).
+TEST(ModelFigures, BeyondTheCoresARootedPlanIsBoundByItsWork) {
+  Figures f = builtInFigures(2);
+  f.libraryBusGBs = f.libraryCopyGBs = f.linkGBs = f.reduceGBs = 1;
+  f.libraryLatencyUs = f.linkLatencyUs = f.handoffUs = 0;
+  f.cacheMiB = 0;
+  const Cluster c = clusterFor(f, {{1, 2}, {1, 2}}, true);
+  ModelSettings s;
+  s.pieceBytes = 1 << 20;
+  const double p = 1 << 20, perPiece = p / 1e9;
+  EXPECT_NEAR(estimateAll(c, Collective::Broadcast, 16 * p, s)[1].seconds, (2 + 15 * 1.5) * perPiece, 1e-9);
+  // Within the cores (four of them) the pieces pass at the busiest step's pace.
+  f.coresPerHost = 4;
+  EXPECT_NEAR(estimateAll(clusterFor(f, {{1, 2}, {1, 2}}, true), Collective::Broadcast, 16 * p, s)[1].seconds,
+              (2 + 15) * perPiece, 1e-9);
 }
 
 }  // namespace
