@@ -6,6 +6,8 @@
 #include <limits>
 #include <numeric>
 
+#include "model/host_ranks.h"
+
 namespace hetccl::model {
 
 const char* collectiveName(Collective c) {
@@ -137,16 +139,6 @@ Library library(const Cluster& c, const DomainSpec& d, double chunk) {
                  cpu && c.network.gapUs > 0 ? c.network.gapUs * kUs : f.latencyUs * kUs};
 }
 
-// The bytes of one rank's buffers in a call (nccl-tests' out-of-place
-// buffers: its input and its output).
-double buffersPerRank(Collective coll, double s, double ranks) {
-  switch (coll) {
-    case Collective::ReduceScatter: return s + s / ranks;
-    case Collective::AllGather: return s / ranks + s;
-    default: return 2 * s;
-  }
-}
-
 // Where a GPU's data is staged through host memory (hetccl's host-staging
 // path), a call copies its input there before its steps and its output
 // back after them: two copies per call, at pcie_gbs.
@@ -169,34 +161,6 @@ double slowestReduce(const Cluster& c) {
   double r = std::numeric_limits<double>::max();
   for (const DomainSpec& d : c.domains) r = std::min(r, d.reduceGBs * kGB);
   return r;
-}
-
-// CPU ranks beyond their node's cores take turns: every step of theirs
-// slows by the ratio (one host: all the cluster's ranks share it).
-double cpuSlowdown(const Cluster& c) {
-  double worst = 1;
-  for (const DomainSpec& d : c.domains)
-    if (d.vendor == Vendor::Cpu && d.coresPerNode > 0)
-      worst = std::max(worst, double(c.network.oneHost ? c.ranks() : d.gpusPerNode) / d.coresPerNode);
-  return worst;
-}
-
-// Then a thread that waits (a rank for a message, a rank's progress
-// thread for its piece, the rank for the thread) is not running and must
-// be woken: every round of messages and each hand-off between a domain's
-// step and the progress thread costs `handoff_us`; within the cores the
-// threads spin and wake-ups cost nothing.
-bool ranksBeyondCores(const Cluster& c) { return cpuSlowdown(c) > 1; }
-
-// CPU ranks beyond their cores slow every step by ranks / cores
-// (estimate()); a step in which only `active` of one host's ranks work
-// while the others wait asleep shares the cores among fewer: its share of
-// that slowdown.
-double activeShare(const Cluster& c, double active) {
-  const double slowdown = cpuSlowdown(c);
-  if (slowdown <= 1 || !c.network.oneHost) return 1;
-  const double cores = c.ranks() / slowdown;
-  return std::min(1.0, std::max(1.0, active / cores) / slowdown);
 }
 
 // A plan's steps, each a time for the whole message; pipelined over
@@ -224,13 +188,6 @@ Step withWork(Step s, double rankSeconds) {
   return s;
 }
 Step compute(double seconds) { return Step{0, seconds, Resource::Compute}; }
-
-// One host's CPU ranks beyond its cores: the share of `rankSeconds` of
-// busy time the cores give each, in the units of a plan's steps
-// (estimate() slows them all by ranks / cores); 0 elsewhere.
-double coresShare(const Cluster& c, double rankSeconds) {
-  return ranksBeyondCores(c) && c.network.oneHost ? rankSeconds / c.ranks() : 0;
-}
 
 double pipelinedIn(const Cluster& c, const std::vector<Step>& steps, double k) {
   bool nicsShared = false, cpuOnly = true;
@@ -518,36 +475,6 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
           s, ms.pieceBytes, piece);
     }
   }
-}
-
-// The cluster as one call of `s` bytes meets it. CPU ranks move and
-// reduce bytes at the fitted bandwidths while a host's buffers fit its
-// cache (cache_mib); beyond it the share that does not fit costs
-// beyond_cache times as much per byte: every bandwidth of those domains
-// (and of one host's links between them) scaled so. Beyond their cores,
-// every round of messages waits for a wake-up too (`wakeEachRound`; not
-// where calls back to back overlap: the leaders' broadcast and reduce,
-// whose wake-ups hide behind the other ranks' work).
-Cluster asRun(const Cluster& c, Collective coll, double s, bool wakeEachRound) {
-  Cluster m = c;
-  double linkFactor = 1;
-  const double wake = wakeEachRound && ranksBeyondCores(c) ? c.network.handoffUs : 0;
-  for (DomainSpec& d : m.domains) {
-    if (d.vendor != Vendor::Cpu) continue;
-    d.libraryLatencyUs += wake;
-    if (d.cacheMiB <= 0 || d.beyondCache <= 1) continue;
-    const double ranksOnHost = c.network.oneHost ? c.ranks() : d.gpusPerNode;
-    const double buffers = ranksOnHost * buffersPerRank(coll, s, c.ranks());
-    const double beyond = std::max(0.0, 1 - d.cacheMiB * 1024 * 1024 / buffers);
-    const double factor = 1 + (d.beyondCache - 1) * beyond;
-    d.libraryBusGBs /= factor;
-    d.libraryCopyGBs /= factor;
-    d.reduceGBs /= factor;
-    if (c.network.oneHost) linkFactor = std::max(linkFactor, factor);
-  }
-  m.network.nicGbps /= linkFactor;
-  m.network.latencyUs += wake;
-  return m;
 }
 
 // CPU ranks beyond their cores, rooted calls back to back: no rank

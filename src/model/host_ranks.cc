@@ -1,0 +1,58 @@
+#include "model/host_ranks.h"
+
+#include <algorithm>
+
+namespace hetccl::model {
+
+double buffersPerRank(Collective coll, double s, double ranks) {
+  switch (coll) {
+    case Collective::ReduceScatter: return s + s / ranks;
+    case Collective::AllGather: return s / ranks + s;
+    default: return 2 * s;
+  }
+}
+
+double cpuSlowdown(const Cluster& c) {
+  double worst = 1;
+  for (const DomainSpec& d : c.domains)
+    if (d.vendor == Vendor::Cpu && d.coresPerNode > 0)
+      worst = std::max(worst, double(c.network.oneHost ? c.ranks() : d.gpusPerNode) / d.coresPerNode);
+  return worst;
+}
+
+bool ranksBeyondCores(const Cluster& c) { return cpuSlowdown(c) > 1; }
+
+double activeShare(const Cluster& c, double active) {
+  const double slowdown = cpuSlowdown(c);
+  if (slowdown <= 1 || !c.network.oneHost) return 1;
+  const double cores = c.ranks() / slowdown;
+  return std::min(1.0, std::max(1.0, active / cores) / slowdown);
+}
+
+double coresShare(const Cluster& c, double rankSeconds) {
+  return ranksBeyondCores(c) && c.network.oneHost ? rankSeconds / c.ranks() : 0;
+}
+
+Cluster asRun(const Cluster& c, Collective coll, double s, bool wakeEachRound) {
+  Cluster m = c;
+  double linkFactor = 1;
+  const double wake = wakeEachRound && ranksBeyondCores(c) ? c.network.handoffUs : 0;
+  for (DomainSpec& d : m.domains) {
+    if (d.vendor != Vendor::Cpu) continue;
+    d.libraryLatencyUs += wake;
+    if (d.cacheMiB <= 0 || d.beyondCache <= 1) continue;
+    const double ranksOnHost = c.network.oneHost ? c.ranks() : d.gpusPerNode;
+    const double buffers = ranksOnHost * buffersPerRank(coll, s, c.ranks());
+    const double beyond = std::max(0.0, 1 - d.cacheMiB * 1024 * 1024 / buffers);
+    const double factor = 1 + (d.beyondCache - 1) * beyond;
+    d.libraryBusGBs /= factor;
+    d.libraryCopyGBs /= factor;
+    d.reduceGBs /= factor;
+    if (c.network.oneHost) linkFactor = std::max(linkFactor, factor);
+  }
+  m.network.nicGbps /= linkFactor;
+  m.network.latencyUs += wake;
+  return m;
+}
+
+}  // namespace hetccl::model

@@ -1,0 +1,47 @@
+// CPU ranks on a host as the cost model (cost_model.h) sees them: the
+// cores they share, the wake-ups they wait for beyond them, and the cache
+// their buffers fit in. GPU domains are untouched by all of it.
+#pragma once
+
+#include "model/cluster.h"
+#include "model/cost_model.h"
+
+namespace hetccl::model {
+
+// The bytes of one rank's buffers in a call (nccl-tests' out-of-place
+// buffers: its input and its output).
+double buffersPerRank(Collective coll, double s, double ranks);
+
+// CPU ranks beyond their node's cores take turns: every step of theirs
+// slows by the ratio (one host: all the cluster's ranks share it).
+double cpuSlowdown(const Cluster& c);
+
+// Then a thread that waits (a rank for a message, a rank's progress
+// thread for its piece, the rank for the thread) is not running and must
+// be woken: every round of messages and each hand-off between a domain's
+// step and the progress thread costs `handoff_us`; within the cores the
+// threads spin and wake-ups cost nothing.
+bool ranksBeyondCores(const Cluster& c);
+
+// CPU ranks beyond their cores slow every step by ranks / cores
+// (cost_model.cc's estimate()); a step in which only `active` of one
+// host's ranks work while the others wait asleep shares the cores among
+// fewer: its share of that slowdown.
+double activeShare(const Cluster& c, double active);
+
+// One host's CPU ranks beyond its cores: the share of `rankSeconds` of
+// busy time the cores give each, in the units of a plan's steps (slowed
+// all alike by ranks / cores afterwards); 0 elsewhere.
+double coresShare(const Cluster& c, double rankSeconds);
+
+// The cluster as one call of `s` bytes meets it. CPU ranks move and
+// reduce bytes at the fitted bandwidths while a host's buffers fit its
+// cache (cache_mib); beyond it the share that does not fit costs
+// beyond_cache times as much per byte: every bandwidth of those domains
+// (and of one host's links between them) scaled so. Beyond their cores,
+// every round of messages waits for a wake-up too (`wakeEachRound`; not
+// where calls back to back overlap: the leaders' broadcast and reduce,
+// whose wake-ups the cost model counts as their work).
+Cluster asRun(const Cluster& c, Collective coll, double s, bool wakeEachRound);
+
+}  // namespace hetccl::model
