@@ -50,11 +50,15 @@ ncclResult_t allGather(HostGroup& c, const Op& op, uint64_t tag) {
   char* out = static_cast<char*>(op.recvbuff);
   if (blockBytes && op.sendbuff != out + r * blockBytes) memmove(out + r * blockBytes, op.sendbuff, blockBytes);
   const int next = (r + 1) % n, prev = (r - 1 + n) % n;
+  // The first step sends this rank's block from its input where that lies
+  // apart (not the copy just made: see broadcast in rooted.cc).
+  const char* own = apart(op.sendbuff, out + r * blockBytes, blockBytes) ? static_cast<const char*>(op.sendbuff)
+                                                                          : out + r * blockBytes;
   for (int step = 0; step < n - 1; ++step) {
     const int sendBlock = (r - step + n) % n;
     const int recvBlock = (r - step - 1 + n) % n;
-    HETCCL_TRY(c.net->sendRecv(next, out + sendBlock * blockBytes, blockBytes, prev, out + recvBlock * blockBytes,
-                               blockBytes, tag));
+    const char* sendData = step == 0 ? own : out + sendBlock * blockBytes;
+    HETCCL_TRY(c.net->sendRecv(next, sendData, blockBytes, prev, out + recvBlock * blockBytes, blockBytes, tag));
   }
   return ncclSuccess;
 }

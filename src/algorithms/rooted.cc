@@ -32,6 +32,12 @@ ncclResult_t broadcast(HostGroup& c, const Op& op, uint64_t tag) {
   const int pos = (c.rank - op.root + n) % n;  // 0 = root
   if (pos == 0 && op.count && op.sendbuff != out) memmove(out, op.sendbuff, op.count * es);
   if (n == 1) return ncclSuccess;
+  // The root sends from its input where the output lies apart from it: the
+  // data it just copied would be read out of its core's cache, a single
+  // copy (CMA) of it 3-4x slower on the dev VM (1 MiB out of place: 221 us
+  // against 72 from the input).
+  const char* source =
+      pos == 0 && apart(op.sendbuff, out, op.count * es) ? static_cast<const char*>(op.sendbuff) : out;
   const int next = (c.rank + 1) % n, prev = (c.rank - 1 + n) % n;
   const bool last = pos == n - 1;
   const size_t chunk = chunkElements(c, op), chunks = chunkCount(op.count, chunk);
@@ -47,7 +53,7 @@ ncclResult_t broadcast(HostGroup& c, const Op& op, uint64_t tag) {
       pending.erase(pending.begin());
     }
     if (!last) {
-      HETCCL_TRY(c.net->postSend(next, out + b * es, (e - b) * es, tag, &sends[k]));
+      HETCCL_TRY(c.net->postSend(next, (pos == 0 ? source : out) + b * es, (e - b) * es, tag, &sends[k]));
       pending.push_back(&sends[k]);
     }
   }

@@ -35,4 +35,11 @@ struct Extents {
 };
 Extents extentsOf(const Op& op, int rank, int nranks);
 
+// Whether `bytes` at a and `bytes` at b do not overlap (an out-of-place
+// call's input and output).
+inline bool apart(const void* a, const void* b, size_t bytes) {
+  const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return x + bytes <= y || y + bytes <= x;
+}
+
 }  // namespace hetccl

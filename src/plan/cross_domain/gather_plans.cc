@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "core/op.h"
 #include "plan/cross_domain/plan_steps.h"
 
 namespace hetccl {
@@ -122,6 +123,9 @@ ncclResult_t broadcastSpread(Ctx& x, const Op& op) {
   auto none = [](size_t) { return ncclSuccess; };
   if (x.mine == rootDomain) {
     const int localRoot = x.p.indexInDomain[op.root];
+    // The root sends from its input where its output lies apart (what it
+    // just copied would be read out of its core's cache: rooted.cc).
+    const char* from = i == localRoot && apart(send, out, bytes) ? send : out;
     return runPipelined(
         x.proxy, x.plan.pieces,
         [&](size_t k) {
@@ -137,10 +141,10 @@ ncclResult_t broadcastSpread(Ctx& x, const Op& op) {
             if (d == rootDomain) continue;
             const size_t q = len / static_cast<size_t>(x.size(d)), tail = q * static_cast<size_t>(x.size(d));
             for (int j = i; j < x.size(d); j += s) {
-              if (q > 0) HETCCL_TRY(x.c.net->postSend(x.p.member(d, j), out + b + j * q, q, x.tag, &reqs[n]));
+              if (q > 0) HETCCL_TRY(x.c.net->postSend(x.p.member(d, j), from + b + j * q, q, x.tag, &reqs[n]));
               if (q > 0) list.push_back(&reqs[n++]);
               if (tail == len) continue;
-              HETCCL_TRY(x.c.net->postSend(x.p.member(d, j), out + b + tail, len - tail, x.tag, &reqs[n]));
+              HETCCL_TRY(x.c.net->postSend(x.p.member(d, j), from + b + tail, len - tail, x.tag, &reqs[n]));
               list.push_back(&reqs[n++]);
             }
           }
