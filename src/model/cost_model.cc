@@ -324,13 +324,20 @@ Step chainInDomains(const Cluster& c, double chunk, double s, bool reducing) {
   return worst;
 }
 
+// Beyond the cores, a round in which a rank hears from each of the D - 1
+// other domains wakes it once per message: the first wake-up is in the
+// round's latency (asRun), each further one costs handoff_us.
+double furtherWakes(const Cluster& c) {
+  return ranksBeyondCores(c) ? (static_cast<double>(c.domains.size()) - 2) * c.network.handoffUs * kUs : 0;
+}
+
 // Between domains, spread over every rank: each rank of domain d moves
 // `perRank(d)` bytes in one phase; the slowest domain sets the pace.
 template <typename F>
 Step acrossDomains(const Cluster& c, int phases, F perRank) {
   double beta = 0;
   for (const DomainSpec& d : c.domains) beta = std::max(beta, perRank(d) / crossBandwidth(c, d, false));
-  return network(Step{phases * crossAlpha(c), phases * beta});
+  return network(Step{phases * (crossAlpha(c) + furtherWakes(c)), phases * beta});
 }
 
 // Between the domains' leaders: `rounds` rounds (each leader posts all of
@@ -338,7 +345,7 @@ Step acrossDomains(const Cluster& c, int phases, F perRank) {
 Step amongLeaders(const Cluster& c, double rounds, double bytes) {
   const double share = activeShare(c, static_cast<double>(c.domains.size()));
   const double beta = bytes / slowestLink(c, true) * share;
-  Step s = network(Step{rounds * crossAlpha(c) * share, beta});
+  Step s = network(Step{rounds * (crossAlpha(c) + furtherWakes(c)) * share, beta});
   s.pace = rounds * gapOf(c) * share + beta;
   return s;
 }
