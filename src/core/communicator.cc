@@ -102,6 +102,11 @@ void Communicator::setFatal(ncclResult_t error) {
       asyncError.store(error);
     }
   }
+  // Ranks that died left shared-memory segments for this rank that it
+  // never opened: they go now, whichever rank noticed the death first
+  // (this one, or a peer whose stop made this call fail).
+  if (net) net->forgetDeadPeers();
+  if (p2pNet) p2pNet->forgetDeadPeers();
   // Peers waiting for this rank stop at once; they learn whether it found
   // a mismatched operation (its own error, or its domain's) or just left.
   const bool mismatch = error == ncclInvalidUsage && !abort.load();
@@ -141,8 +146,6 @@ ncclResult_t Communicator::checkPeersAlive() {
                     static_cast<void*>(this), rank, r, p.pid, static_cast<unsigned long long>(calls), stream,
                     idle ? "idle" : "busy");
       if (idle && calls == callsWhenPeerGone_.load()) return ncclSuccess;  // nothing of ours waits for it (yet)
-      if (net) net->forgetDeadPeers();
-      if (p2pNet) p2pNet->forgetDeadPeers();
       const ncclResult_t e = fail(ncclRemoteError, "rank %d (pid %d) has exited", r, p.pid);
       HETCCL_WARN("rank %d: %s", rank, lastError());
       setFatal(e);
