@@ -134,8 +134,7 @@ ncclResult_t alltoAll(HostGroup& c, const Op& op, uint64_t tag) {
   const size_t bytes = op.count * typeSize(op.type);
   const char* in = static_cast<const char*>(op.sendbuff);
   char* out = static_cast<char*>(op.recvbuff);
-  const char* outEnd = out + n * bytes;
-  if (in < outEnd && out < in + n * bytes && bytes > 0) {  // overlapping (in-place): send from a copy
+  if (bytes > 0 && !apart(in, out, n * bytes)) {  // overlapping (in-place): send from a copy
     char* copy = c.scratch(n * bytes);
     if (bytes) memcpy(copy, in, n * bytes);
     in = copy;

@@ -20,7 +20,7 @@ bool processGone(int pid) {
       size_t n = fread(buf, 1, sizeof(buf) - 1, f);
       fclose(f);
       buf[n] = 0;
-      // "pid (comm) state ppid pgrp session tty_nr tpgid flags ...": a
+      // "pid (comm) state", five numbers, then the flags (proc(5)): a
       // zombie, or a process already exiting (PF_EXITING: a killed rank's
       // teardown can take a while, its sockets and memory already gone).
       const char* close = strrchr(buf, ')');
