@@ -2,7 +2,10 @@
 """The cross-domain plan the cost model picks against today's fixed
 threshold, on CPU ranks of this host, side by side in one run.
 
-    bench/plan_choice.py [--perf build/hetccl-perf] [--runs 3] [--out FILE]
+    bench/plan_choice.py [--perf build/hetccl-perf] [--runs 3] [--out FILE] [--gpu]
+
+The ranks are CPU ranks (HETCCL_DEVICE=host) unless --gpu (then each uses
+the machine's GPU: on one GPU, under MPS, bench/mps.sh).
 
 For every layout and collective, `--runs` alternating rounds of four
 hetccl-perf runs over the same sizes:
@@ -39,15 +42,20 @@ VARIANTS = {"leaders": str(1 << 40), "spread": "0", "threshold": "65536", "model
 ROW = re.compile(r"^\s+(\d+)\s+\d+\s+\S+\s+\S+\s+-?\d+\s+([\d.]+)")
 
 
-def run(perf, coll, layout, sizes, iters, value, plan=False, model_file=None):
+def run(perf, coll, layout, sizes, iters, value, plan=False, model_file=None, gpu=False):
     env = dict(os.environ)
+    if not gpu:
+        env["HETCCL_DEVICE"] = "host"
     env.pop("HETCCL_SMALL_ALLREDUCE_BYTES", None)
     if value is not None:
         env["HETCCL_SMALL_ALLREDUCE_BYTES"] = value
     if model_file:
         env["HETCCL_MODEL_FILE"] = model_file
     cmd = [perf, coll] + sizes + ["-n", iters, "-w", "10", "-c", "0"] + layout + (["--plan"] if plan else [])
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=True).stdout
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    if done.returncode != 0:
+        sys.exit(f"plan_choice: {' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    out = done.stdout
     if plan:
         return out
     return {int(m.group(1)): float(m.group(2)) for m in map(ROW.match, out.splitlines()) if m}
@@ -75,6 +83,7 @@ def main():
     ap.add_argument("--collectives", default=",".join(COLLECTIVES))
     ap.add_argument("--model-file", help="the model's figures (HETCCL_MODEL_FILE; default: built in)")
     ap.add_argument("--out", help="also write the table (markdown) here")
+    ap.add_argument("--gpu", action="store_true", help="GPU ranks (HETCCL_DEVICE left as it is) instead of CPU ranks")
     a = ap.parse_args()
     sizes = a.sizes.split()
     rows = ["| layout | collective | bytes | leaders | spread | threshold | model (choice) | model / threshold | "
@@ -86,9 +95,9 @@ def main():
             times = {v: {} for v in VARIANTS}
             for _ in range(a.runs):
                 for variant, value in VARIANTS.items():
-                    for s, t in run(a.perf, coll, layout, sizes, a.iters, value, model_file=a.model_file).items():
+                    for s, t in run(a.perf, coll, layout, sizes, a.iters, value, model_file=a.model_file, gpu=a.gpu).items():
                         times[variant].setdefault(s, []).append(t)
-            choice = chosen_plans(run(a.perf, coll, layout, sizes, "1", None, plan=True, model_file=a.model_file))
+            choice = chosen_plans(run(a.perf, coll, layout, sizes, "1", None, plan=True, model_file=a.model_file, gpu=a.gpu))
             for s in sorted(times["model"]):
                 med = {v: statistics.median(times[v][s]) for v in VARIANTS}
                 vs_threshold = med["model"] / med["threshold"]

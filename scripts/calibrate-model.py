@@ -65,6 +65,7 @@ STAGING_US = 10              # the model's staging_us: a GPU's copy to or from h
 MEASURED = {}  # every median measured (or --load-ed), by its key
 RUNS = {}      # and each run's time, by the same key: --save writes these
 LOADED_ONLY = False  # --load: predict only what the file holds
+SAVE = None          # --save's path: written after every round, so a run cut short keeps its rounds
 
 
 def key_of(coll, layout, s, switch, gpu_staged):
@@ -105,10 +106,19 @@ def measure_rounds(perf, series, runs):
             for s in sizes:
                 RUNS.setdefault(key_of(coll, layout, s, switch, staged), []).append(
                     run_once(perf, coll, layout, s, switch, staged))
+        save()
     for coll, layout, sizes, switch, staged in todo:
         for s in sizes:
             k = key_of(coll, layout, s, switch, staged)
             MEASURED[k] = statistics.median(RUNS[k])
+
+
+def save():
+    """Writes every run measured or loaded so far to --save's file."""
+    if SAVE:
+        runs = {k: RUNS.get(k, v) for k, v in MEASURED.items()}
+        runs.update(RUNS)
+        pathlib.Path(SAVE).write_text(json.dumps(runs, indent=0, sort_keys=True))
 
 
 def measure(perf, coll, layout, sizes, runs, switch=SMALL_ALLREDUCE, gpu_staged=False):
@@ -296,7 +306,8 @@ def main():
     ap.add_argument("--rows", action="store_true", help="every prediction, not only each layout's summary")
     ap.add_argument("--self-test", action="store_true", help="check the fit on synthetic measurements, and exit")
     ap.add_argument("--save", help="write every measurement (JSON) here")
-    ap.add_argument("--load", help="take the measurements from a --save file (another machine's: fit and predict only)")
+    ap.add_argument("--load", help="take the measurements from --save files (another machine's: fit and predict only); "
+                                   "several, comma-separated, pool their runs")
     ap.add_argument("--cores", type=int, default=os.cpu_count(), help="the measured host's cores (with --load)")
     ap.add_argument("--gpu-staged", action="store_true",
                     help="also two GPU ranks in two domains on the host path (HETCCL_STREAM_COLLECTIVES=0; one GPU: "
@@ -306,13 +317,18 @@ def main():
         return self_test()
     global CORES
     CORES = a.cores
+    global SAVE
+    SAVE = a.save
     if a.load:
         global LOADED_ONLY
         LOADED_ONLY = True
-        for k, v in json.loads(pathlib.Path(a.load).read_text()).items():
-            if isinstance(v, list):  # each run's time (an older file: the median alone)
-                RUNS[k] = v
-            MEASURED[k] = statistics.median(v) if isinstance(v, list) else v
+        for f in a.load.split(","):
+            for k, v in json.loads(pathlib.Path(f).read_text()).items():
+                if isinstance(v, list):  # each run's time (an older file: the median alone)
+                    RUNS.setdefault(k, []).extend(v)
+                    MEASURED[k] = statistics.median(RUNS[k])
+                else:
+                    MEASURED[k] = v
 
     one_domain = ["-N", "2", "--domains", "1"]
     two_singles = ["-N", "2", "--domains", "2"]
@@ -407,8 +423,7 @@ def main():
     print("\n".join(table))
     if a.table:
         pathlib.Path(a.table).write_text("\n".join(table) + "\n")
-    if a.save:
-        pathlib.Path(a.save).write_text(json.dumps({k: RUNS.get(k, v) for k, v in MEASURED.items()}, indent=0, sort_keys=True))
+    save()
     return 0
 
 

@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 
+#include "model/domain_library.h"
 #include "model/host_ranks.h"
 
 namespace hetccl::model {
@@ -50,53 +51,6 @@ double busFactor(Collective coll, int ranks) {
 namespace {
 
 constexpr double kGB = 1e9, kUs = 1e-6;
-constexpr double kHostDoublingBytes = 64 << 10;  // HETCCL_SMALL_ALLREDUCE_BYTES' default
-
-// One domain's vendor library (bus bandwidth as nccl-tests defines it):
-// the steps that reduce at the all-reduce's, those that only move bytes
-// (all-gather, broadcast, a gather to one rank) at the copy bandwidth.
-// A vendor library's latency covers its whole call (one node's figures,
-// across nodes as libraryAcrossNodes derives them); CPU domains run
-// hetccl's host algorithms, whose figures are one round's
-// (calibrated on two ranks): rings of n - 1 rounds, and broadcast and
-// reduce as chains through the n ranks in chunks.
-struct Library {
-  double n, bw, copyBw, alpha;
-  double chunk = 0;  // CPU domains: the host algorithms' chunk (0: a vendor library)
-  double gap = 0;    // CPU domains: a chunk's pace through a hop, calls back to back
-  double latency() const { return n > 1 ? (chunk > 0 ? n - 1 : 1) * alpha : 0; }
-  double reduceScatter(double s) const { return n > 1 ? latency() + s * (n - 1) / n / bw : 0; }
-  double allGather(double s) const { return n > 1 ? latency() + s * (n - 1) / n / copyBw : 0; }
-  // A vendor library's latency covers its whole call. hetccl's host
-  // all-reduce (algorithms/all_reduce.cc): up to kHostDoublingBytes,
-  // recursive doubling (log2 of the largest power of two rounds, each
-  // exchanging and reducing the whole message, two more to fold the
-  // ranks beyond it in); above, a ring reduce-scatter and all-gather.
-  double allReduce(double s) const {
-    if (n <= 1) return 0;
-    if (chunk > 0 && s <= kHostDoublingBytes) {
-      const double pof2 = std::exp2(std::floor(std::log2(n)));
-      return (std::log2(pof2) + (n > pof2 ? 2 : 0)) * (alpha + s / bw);
-    }
-    return (chunk > 0 ? 2 : 1) * latency() + 2 * s * (n - 1) / n / bw;
-  }
-  double reduce(double s) const { return chain(s, bw); }
-  double broadcast(double s) const { return chain(s, copyBw); }
-  double chain(double s, double b) const {
-    if (n <= 1) return 0;
-    if (chunk <= 0) return alpha + s / b;
-    const double k = chunks(s);  // the last chunk leaves the root after k - 1 others
-    return (n - 2 + k) * (alpha + s / k / b);
-  }
-  // Calls back to back: the next call's chunks follow this call's through
-  // the chain, a chunk's hop apart (its pace, not its latency: nobody
-  // waits for the chunk before sending the next).
-  double chainPace(double s, double b) const {
-    if (n <= 1) return 0;
-    return chunk <= 0 ? alpha + s / b : chunks(s) * gap + s / b;
-  }
-  double chunks(double s) const { return std::max(1.0, std::ceil(s / chunk)); }
-};
 
 // A pipelined plan's piece, and the host algorithms' chunk: the steps of
 // CPU ranks overlap chunk by chunk (HETCCL_CHUNK_BYTES).
@@ -129,15 +83,6 @@ double nodeNics(const Cluster& c, const DomainSpec& d) {
 // Messages below the eager size, back to back: how far apart they follow
 // each other (gap_us; where the file gives none, a latency apart).
 double gapOf(const Cluster& c) { return (c.network.gapUs > 0 ? c.network.gapUs : c.network.latencyUs) * kUs; }
-
-// A domain's library as a call meets it (CPU domains: their chunks' hops
-// back to back are the transport's messages, gap_us apart where given).
-Library library(const Cluster& c, const DomainSpec& d, double chunk) {
-  const LibraryFigures f = libraryAcrossNodes(c, d);
-  const bool cpu = d.vendor == Vendor::Cpu;
-  return Library{double(d.ranks()), f.busGBs * kGB, f.copyGBs * kGB, f.latencyUs * kUs, cpu ? chunk : 0,
-                 cpu && c.network.gapUs > 0 ? c.network.gapUs * kUs : f.latencyUs * kUs};
-}
 
 // Where a GPU's data is staged through host memory (hetccl's host-staging
 // path), a call copies its input there before its steps and its output
@@ -313,7 +258,7 @@ Step chainInDomains(const Cluster& c, double chunk, double s, bool reducing) {
   Step worst{0, 0};
   for (const DomainSpec& d : c.domains) {
     const Library lib = library(c, d, chunk);
-    const double b = reducing ? lib.bw : lib.copyBw, full = lib.chain(s, b);
+    const double b = reducing ? lib.reduceBw() : lib.copyBw, full = lib.chain(s, b);
     if (full > worst.alpha + worst.beta)
       worst = Step{lib.latency(), full - lib.latency(), Resource::Library, lib.chainPace(s, b)};
   }
@@ -391,7 +336,7 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
       case Collective::AllGather: return l.allGather(s);
       // Rooted, back to back (nccl-tests): each call follows the last through the chain.
       case Collective::Broadcast: return l.chainPace(s, l.copyBw);
-      default: return l.chainPace(s, l.bw);
+      default: return l.chainPace(s, l.reduceBw());
     }
   }
   if (plan == Plan::Leaders) {
@@ -449,7 +394,7 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
       double linked = 0;
       for (const DomainSpec& d : c.domains)
         if (&d != &root) linked += s / crossBandwidth(c, d, false);
-      return pipelined(
+      const double path = pipelined(
           c, {withWork(rootDomainBroadcast(c, root, s, chunk), (r.n - 1) * s / r.copyBw),
               withWork(acrossDomains(c, 1,
                                      [&](const DomainSpec& d) {
@@ -464,6 +409,18 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
                          return &d == &root ? 0.0 : l.allGather(s) - l.latency();
                        }))},
           s, ms.pieceBytes, piece);
+      if (ranksBeyondCores(c)) return path;  // (the ranks' work bounds it: pipelinedIn)
+      // Calls back to back (nccl-tests): the root domain's ranks go on to
+      // the next call once their parts have left, so the calls overlap and
+      // pass at the pace of the busier side: the root domain (its
+      // broadcast's pace, its parts' sends) or another domain (its part's
+      // receipt, its all-gather).
+      double side = r.chainPace(s, r.copyBw) + crossAlpha(c) + s * (D - 1) / r.n / crossBandwidth(c, root, false);
+      for (const DomainSpec& d : c.domains)
+        if (&d != &root)
+          side = std::max(side, crossAlpha(c) + s / d.ranks() / crossBandwidth(c, d, false) +
+                                    library(c, d, chunk).allGather(s));
+      return std::min(path, side);
     }
     default: {
       // The root domain's members reduce the partials as they arrive: the

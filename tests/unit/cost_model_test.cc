@@ -369,13 +369,14 @@ TEST(ModelFigures, BeyondTheCacheEveryByteCostsMore) {
 
 // hetccl's host algorithms inside a CPU domain: a figure is one round's,
 // a domain of n ranks takes n - 1 (the leaders' reduce and broadcast are
-// chains through the domain): one more rank, two more rounds.
+// chains through the domain): one more rank, two more hops, a message's
+// gap each (the first hop's wake-up is the call's latency).
 TEST(ModelFigures, ADomainsRoundsGrowWithItsRanks) {
   Figures f = builtInFigures(64);
   f.libraryBusGBs = f.libraryCopyGBs = f.linkGBs = f.reduceGBs = 1e6;  // the latencies alone
   const double two = estimateAll(clusterFor(f, {{1, 2}, {1, 1}}, true), Collective::AllReduce, 1024, {})[0].seconds;
   const double three = estimateAll(clusterFor(f, {{1, 3}, {1, 1}}, true), Collective::AllReduce, 1024, {})[0].seconds;
-  EXPECT_NEAR(three - two, 2 * f.libraryLatencyUs * 1e-6, 1e-9);
+  EXPECT_NEAR(three - two, 2 * f.gapUs * 1e-6, 1e-9);  // a further hop into the leader and out of it
 }
 
 // The pipelined reduce-scatter and all-gather go by regions: a domain
@@ -414,6 +415,49 @@ TEST(ModelFigures, OneDomainRunsTheHostAlgorithms) {
   EXPECT_NEAR(time(4, Collective::Broadcast, 1024), gap, 1e-9);
   EXPECT_NEAR(estimateAll(clusterFor(f, {{1, 1}, {1, 1}}, true), Collective::Broadcast, 1024, {})[0].seconds, gap, 1e-9);
   EXPECT_NEAR(time(4, Collective::ReduceScatter, 1024), 3 * alpha, 1e-9);
+}
+
+// Figures of bytes alone: no latencies, every buffer in cache, a library
+// copy of 2 GB/s, sixty-four cores.
+Figures bytesOnly() {
+  Figures f = builtInFigures(64);
+  f.libraryLatencyUs = f.linkLatencyUs = f.gapUs = f.handoffUs = 0;
+  f.cacheMiB = 1 << 20;
+  f.libraryCopyGBs = 2;
+  return f;
+}
+
+// hetccl's host reduce chain receives each chunk and then adds it to its
+// own (a hop moves at the copy and the reduction bandwidths in series);
+// from the eager size on, a chain's sends wait for their receivers, so a
+// middle rank's call, back to back, ends once its successor has read its
+// last chunk too.
+TEST(ModelFigures, AHostChainsHopsCopyThenReduceAndWaitForTheirReader) {
+  Figures f = bytesOnly();
+  f.reduceGBs = 4;
+  auto time = [&](int ranks, Collective coll, double bytes) {
+    return estimateAll(clusterFor(f, {{1, ranks}}, true), coll, bytes, {})[0].seconds;
+  };
+  const double small = 16 << 10, large = 4 << 20, chunk = 512 << 10;  // HETCCL_CHUNK_BYTES
+  ASSERT_LT(small, f.eagerBytes);
+  EXPECT_NEAR(time(4, Collective::Broadcast, small), small / 2e9, 1e-12);
+  EXPECT_NEAR(time(4, Collective::Reduce, small), small / 2e9 + small / 4e9, 1e-12);
+  EXPECT_NEAR(time(4, Collective::Broadcast, large), (large + chunk) / 2e9, 1e-12);
+  EXPECT_NEAR(time(4, Collective::Reduce, large), (large + chunk) * (1 / 2e9 + 1 / 4e9), 1e-12);
+  EXPECT_NEAR(time(2, Collective::Broadcast, large), large / 2e9, 1e-12);  // nobody reads after the last rank
+}
+
+// The spread broadcast called back to back: the root domain's ranks go on
+// to the next call once their parts have left, so calls pass at the
+// busier side's pace (here the root domain's, its broadcast inside: the
+// links are free, the other domain's all-gather moves half as much), not
+// one call's whole path (its broadcast, then the others' all-gather).
+TEST(ModelFigures, ASpreadBroadcastBackToBackPassesAtItsBusierSide) {
+  Figures f = bytesOnly();
+  f.linkGBs = 1e6;
+  const double s = 4 << 20;
+  const double spread = estimateAll(clusterFor(f, {{1, 2}, {1, 2}}, true), Collective::Broadcast, s, {})[1].seconds;
+  EXPECT_NEAR(spread, s / 2e9, 1e-8);  // (and the links' 2 ns)
 }
 
 // hetccl's pipelined all-reduce, reduce and broadcast leave what does not
@@ -464,7 +508,7 @@ TEST(ModelFigures, AnUnevenTailGoesByTheLeaders) {
 TEST(ModelFigures, BeyondTheCoresARootedPlanIsBoundByItsWork) {
   Figures f = builtInFigures(2);
   f.libraryBusGBs = f.libraryCopyGBs = f.linkGBs = f.reduceGBs = 1;
-  f.libraryLatencyUs = f.linkLatencyUs = f.handoffUs = 0;
+  f.libraryLatencyUs = f.linkLatencyUs = f.handoffUs = f.gapUs = 0;
   f.cacheMiB = 0;
   const Cluster c = clusterFor(f, {{1, 2}, {1, 2}}, true);
   ModelSettings s;

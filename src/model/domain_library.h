@@ -1,0 +1,79 @@
+// One domain's collective library as the cost model (cost_model.cc)
+// meets it: a vendor library's figures, or hetccl's own host algorithms
+// among a CPU domain's ranks.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/cluster.h"
+
+namespace hetccl::model {
+
+constexpr double kHostDoublingBytes = 64 << 10;  // HETCCL_SMALL_ALLREDUCE_BYTES' default
+
+// One domain's vendor library (bus bandwidth as nccl-tests defines it):
+// the steps that reduce at the all-reduce's, those that only move bytes
+// (all-gather, broadcast, a gather to one rank) at the copy bandwidth.
+// A vendor library's latency covers its whole call (one node's figures,
+// across nodes as libraryAcrossNodes derives them); CPU domains run
+// hetccl's host algorithms, whose figures are one round's
+// (calibrated on two ranks): rings of n - 1 rounds, and broadcast and
+// reduce as chains through the n ranks in chunks.
+struct Library {
+  double n, bw, copyBw, alpha;
+  double chunk = 0;  // CPU domains: the host algorithms' chunk (0: a vendor library)
+  double gap = 0;    // CPU domains: a chunk's pace through a hop, calls back to back
+  double red = 0;    // CPU domains: a rank's reduction throughput
+  double eager = 0;  // CPU domains: the transport's messages from this size wait for their receiver
+  double latency() const { return n > 1 ? (chunk > 0 ? n - 1 : 1) * alpha : 0; }
+  double reduceScatter(double s) const { return n > 1 ? latency() + s * (n - 1) / n / bw : 0; }
+  double allGather(double s) const { return n > 1 ? latency() + s * (n - 1) / n / copyBw : 0; }
+  // A vendor library's latency covers its whole call. hetccl's host
+  // all-reduce (algorithms/all_reduce.cc): up to kHostDoublingBytes,
+  // recursive doubling (log2 of the largest power of two rounds, each
+  // exchanging and reducing the whole message, two more to fold the
+  // ranks beyond it in); above, a ring reduce-scatter and all-gather.
+  double allReduce(double s) const {
+    if (n <= 1) return 0;
+    if (chunk > 0 && s <= kHostDoublingBytes) {
+      const double pof2 = std::exp2(std::floor(std::log2(n)));
+      return (std::log2(pof2) + (n > pof2 ? 2 : 0)) * (alpha + s / bw);
+    }
+    return (chunk > 0 ? 2 : 1) * latency() + 2 * s * (n - 1) / n / bw;
+  }
+  double reduce(double s) const { return chain(s, reduceBw()); }
+  double broadcast(double s) const { return chain(s, copyBw); }
+  // A reduce's hop: a vendor library's at its bus bandwidth; hetccl's host
+  // chain receives each chunk and adds it to the rank's own, one after
+  // the other.
+  double reduceBw() const { return chunk > 0 && red > 0 ? 1 / (1 / copyBw + 1 / red) : bw; }
+  double chain(double s, double b) const {
+    if (n <= 1) return 0;
+    if (chunk <= 0) return alpha + s / b;
+    // The last chunk leaves the root after k - 1 others. The first hop
+    // pays a call's latency, each further one a message's gap: the
+    // receiver is already waiting for it.
+    const double k = chunks(s);
+    return alpha + (n - 3 + k) * std::min(gap, alpha) + (n - 2 + k) * s / k / b;
+  }
+  // Calls back to back: the next call's chunks follow this call's through
+  // the chain, a chunk's hop apart (its pace, not its latency: nobody
+  // waits for the chunk before sending the next).
+  // From the eager size on, a hop's send waits for its receiver to read
+  // it: a middle rank's call ends once its successor has read its last
+  // chunk too.
+  double chainPace(double s, double b) const {
+    if (n <= 1) return 0;
+    if (chunk <= 0) return alpha + s / b;
+    return chunks(s) * gap + s / b + (n > 2 && s >= eager ? std::min(s, chunk) / b : 0);
+  }
+  double chunks(double s) const { return std::max(1.0, std::ceil(s / chunk)); }
+};
+
+// A domain's library as a call of CPU ranks in chunks of `chunk` bytes (0:
+// a vendor library's call) meets it: their chunks' hops back to back are
+// the transport's messages, gap_us apart where given.
+Library library(const Cluster& c, const DomainSpec& d, double chunk);
+
+}  // namespace hetccl::model
