@@ -295,6 +295,26 @@ Step amongLeaders(const Cluster& c, double rounds, double bytes) {
   return s;
 }
 
+// The leaders' rooted call back to back, below the eager size: each rank
+// passes its messages a gap apart and copies each in or out (the links'
+// and the library's figures are a message's both copies: half of them),
+// so the calls' pace is the busiest rank's: the root with a message for
+// each other leader and one for its domain's chain, or another leader
+// with the root's and its chain's. (A reduce's reductions of such small
+// messages, in cache, are left out: far faster than reduce_gbs.)
+Step leadersMessages(const Cluster& c, double s) {
+  const double D = static_cast<double>(c.domains.size()), gap = gapOf(c);
+  double pace = 0;
+  for (const DomainSpec& d : c.domains) {
+    const double others = &d == &c.domains.front() ? D - 1 : 1;
+    const double inside = d.ranks() > 1 ? gap + s / 2 / (libraryAcrossNodes(c, d).copyGBs * kGB) : 0;
+    pace = std::max(pace, others * (gap + s / 2 / slowestLink(c, true)) + inside);
+  }
+  Step step = network(Step{0, 0});
+  step.pace = pace;
+  return step;
+}
+
 // A chain through every rank (broadcast, reduce), pipelined: a piece takes
 // a hop's latency and its bytes at each of the N - 1 hops, the last piece
 // leaves the root after k - 1 others. The best power-of-two piece.
@@ -352,8 +372,11 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
       // Rooted: no rank waits for the whole call (a broadcast's root once it
       // sent, a reduce's senders once theirs left; nccl-tests times calls
       // back to back).
-      case Collective::Broadcast: return backToBack(c, s, {amongLeaders(c, 1, s * (D - 1)), spreadOut});
-      default: return backToBack(c, s, {reduceIn, amongLeaders(c, 1, s * (D - 1)), compute(s * (D - 1) * gamma)});
+      case Collective::Broadcast:
+        return backToBack(c, s, {amongLeaders(c, 1, s * (D - 1)), spreadOut, leadersMessages(c, s)});
+      default:
+        return backToBack(c, s, {reduceIn, amongLeaders(c, 1, s * (D - 1)), compute(s * (D - 1) * gamma),
+                                 leadersMessages(c, s)});
     }
   }
   // Hierarchical (spread): the vendor library inside, every rank between.

@@ -447,6 +447,22 @@ TEST(ModelFigures, AHostChainsHopsCopyThenReduceAndWaitForTheirReader) {
   EXPECT_NEAR(time(2, Collective::Broadcast, large), large / 2e9, 1e-12);  // nobody reads after the last rank
 }
 
+// The leaders' broadcast and reduce back to back, below the eager size,
+// pass at the busiest rank's messages, a gap and half their copies each:
+// with four domains of two the root sends (or hears) one for each other
+// leader and one for its chain.
+TEST(ModelFigures, SmallRootedCallsPassAtTheBusiestRanksMessages) {
+  Figures f = bytesOnly();
+  f.gapUs = 1;
+  f.linkGBs = 2;
+  const double s = 1024, each = 1e-6 + s / 2 / 2e9;
+  ASSERT_LT(s, f.eagerBytes);
+  for (Collective coll : {Collective::Broadcast, Collective::Reduce})
+    EXPECT_NEAR(estimateAll(clusterFor(f, {{1, 2}, {1, 2}, {1, 2}, {1, 2}}, true), coll, s, {})[0].seconds, 4 * each,
+                1e-12)
+        << collectiveName(coll);
+}
+
 // The spread broadcast called back to back: the root domain's ranks go on
 // to the next call once their parts have left, so calls pass at the
 // busier side's pace (here the root domain's, its broadcast inside: the
