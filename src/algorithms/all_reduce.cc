@@ -1,4 +1,6 @@
-// All-reduce: recursive doubling for small messages (log2(n) round trips),
+// All-reduce: recursive doubling for small messages (log2(n) round trips,
+// each exchanging what was just reduced, copied through the transport's
+// buffers: a receiver's single copy of it waits for both sides' turn),
 // ring reduce-scatter + ring all-gather for large ones (bandwidth-optimal).
 // Both give every rank bit-identical results.
 #include <cstring>
@@ -9,6 +11,7 @@
 #include "algorithms/reduce_sink.h"
 #include "core/host_group.h"
 #include "kernels/host_reduce.h"
+#include "transport/transport.h"
 
 namespace hetccl {
 
@@ -29,7 +32,7 @@ ncclResult_t recursiveDoubling(HostGroup& c, const Op& op, uint64_t tag) {
   int virtualRank;
   if (r < 2 * extra) {
     if (r % 2 == 0) {
-      HETCCL_TRY(c.net->send(r + 1, data, bytes, tag));
+      HETCCL_TRY(c.net->send(r + 1, data, bytes, tag, Delivery::Buffered));
       return c.net->recv(r + 1, data, bytes, tag);  // the final (averaged) result
     }
     HETCCL_TRY(c.net->recv(r - 1, incoming, bytes, tag));
@@ -41,11 +44,11 @@ ncclResult_t recursiveDoubling(HostGroup& c, const Op& op, uint64_t tag) {
   for (int mask = 1; mask < pof2; mask <<= 1) {
     const int vPeer = virtualRank ^ mask;
     const int peer = vPeer < extra ? vPeer * 2 + 1 : vPeer + extra;
-    HETCCL_TRY(c.net->sendRecv(peer, data, bytes, peer, incoming, bytes, tag));
+    HETCCL_TRY(c.net->sendRecv(peer, data, bytes, peer, incoming, bytes, tag, nullptr, Delivery::Buffered));
     reduceInto(merge, data, incoming, data, op.count);
   }
   finishAverage(op.red, data, op.count, n);
-  if (r < 2 * extra) HETCCL_TRY(c.net->send(r - 1, data, bytes, tag));
+  if (r < 2 * extra) HETCCL_TRY(c.net->send(r - 1, data, bytes, tag, Delivery::Buffered));
   return ncclSuccess;
 }
 

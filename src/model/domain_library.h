@@ -25,7 +25,6 @@ struct Library {
   double chunk = 0;  // CPU domains: the host algorithms' chunk (0: a vendor library)
   double gap = 0;    // CPU domains: a chunk's pace through a hop, calls back to back
   double red = 0;    // CPU domains: a rank's reduction throughput
-  double eager = 0;  // CPU domains: the transport's messages from this size wait for their receiver
   double latency() const { return n > 1 ? (chunk > 0 ? n - 1 : 1) * alpha : 0; }
   double reduceScatter(double s) const { return n > 1 ? latency() + s * (n - 1) / n / bw : 0; }
   double allGather(double s) const { return n > 1 ? latency() + s * (n - 1) / n / copyBw : 0; }
@@ -44,10 +43,11 @@ struct Library {
   }
   double reduce(double s) const { return chain(s, reduceBw()); }
   double broadcast(double s) const { return chain(s, copyBw); }
-  // A reduce's hop: a vendor library's at its bus bandwidth; hetccl's host
-  // chain receives each chunk and adds it to the rank's own, one after
-  // the other.
-  double reduceBw() const { return chunk > 0 && red > 0 ? 1 / (1 / copyBw + 1 / red) : bw; }
+  // A reduce's hop: a vendor library's at its bus bandwidth; in hetccl's
+  // host chain the receiver adds each chunk straight out of the
+  // transport's buffers while its sender copies the next one in: the
+  // slower of the two.
+  double reduceBw() const { return chunk > 0 && red > 0 ? std::min(copyBw, red) : bw; }
   double chain(double s, double b) const {
     if (n <= 1) return 0;
     if (chunk <= 0) return alpha + s / b;
@@ -59,14 +59,12 @@ struct Library {
   }
   // Calls back to back: the next call's chunks follow this call's through
   // the chain, a chunk's hop apart (its pace, not its latency: nobody
-  // waits for the chunk before sending the next).
-  // From the eager size on, a hop's send waits for its receiver to read
-  // it: a middle rank's call ends once its successor has read its last
-  // chunk too.
+  // waits for the chunk before sending the next; the host chains copy
+  // every hop through the transport's buffers, so no sender waits for its
+  // reader either).
   double chainPace(double s, double b) const {
     if (n <= 1) return 0;
-    if (chunk <= 0) return alpha + s / b;
-    return chunks(s) * gap + s / b + (n > 2 && s >= eager ? std::min(s, chunk) / b : 0);
+    return chunk <= 0 ? alpha + s / b : chunks(s) * gap + s / b;
   }
   double chunks(double s) const { return std::max(1.0, std::ceil(s / chunk)); }
 };

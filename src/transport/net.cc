@@ -112,13 +112,14 @@ ncclResult_t Net::connectKeptReceives(bool* connected) {
   return ncclSuccess;
 }
 
-ncclResult_t Net::postSend(int peer, const void* data, size_t bytes, uint64_t tag, Request* r) {
+ncclResult_t Net::postSend(int peer, const void* data, size_t bytes, uint64_t tag, Request* r, Delivery delivery) {
   Connection* c;
   HETCCL_TRY(sendConnection(peer, &c));
   *r = Request{};
   r->sendData = data;
   r->size = bytes;
   r->tag = tag;
+  r->delivery = delivery;
   r->peer = peer;
   bytesSent += bytes;
   return c->isend(r);
@@ -247,9 +248,9 @@ ncclResult_t Net::checkPeer(int peer) {
   return reason ? Connection::peerGoneError(reason, peer) : ncclSuccess;
 }
 
-ncclResult_t Net::send(int peer, const void* data, size_t bytes, uint64_t tag) {
+ncclResult_t Net::send(int peer, const void* data, size_t bytes, uint64_t tag, Delivery delivery) {
   Request r;
-  HETCCL_TRY(postSend(peer, data, bytes, tag, &r));
+  HETCCL_TRY(postSend(peer, data, bytes, tag, &r, delivery));
   Request* list[] = {&r};
   return wait(list, 1);
 }
@@ -262,9 +263,9 @@ ncclResult_t Net::recv(int peer, void* data, size_t bytes, uint64_t tag, RecvSin
 }
 
 ncclResult_t Net::sendRecv(int sendPeer, const void* sendData, size_t sendBytes, int recvPeer, void* recvData,
-                           size_t recvBytes, uint64_t tag, RecvSink* sink) {
+                           size_t recvBytes, uint64_t tag, RecvSink* sink, Delivery delivery) {
   Request s, r;
-  HETCCL_TRY(postSend(sendPeer, sendData, sendBytes, tag, &s));
+  HETCCL_TRY(postSend(sendPeer, sendData, sendBytes, tag, &s, delivery));
   HETCCL_TRY(postRecv(recvPeer, recvData, recvBytes, tag, sink, &r));
   Request* list[] = {&s, &r};
   return wait(list, 2);

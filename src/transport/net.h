@@ -26,7 +26,8 @@ class Net {
   // receives posted from that peer are kept here (in order) and waits keep
   // driving everything else, so no rank ever waits for a peer to connect
   // while that peer waits for its data.
-  ncclResult_t postSend(int peer, const void* data, size_t bytes, uint64_t tag, Request* r);
+  ncclResult_t postSend(int peer, const void* data, size_t bytes, uint64_t tag, Request* r,
+                        Delivery delivery = Delivery::Any);
   ncclResult_t postRecv(int peer, void* data, size_t bytes, uint64_t tag, RecvSink* sink, Request* r);
   // Drives the requests' connections until the first `mustComplete` of
   // them are complete (all by default); fails when no progress is made for
@@ -41,10 +42,10 @@ class Net {
   // process on this host where it has not connected).
   ncclResult_t checkPeer(int peer);
 
-  ncclResult_t send(int peer, const void* data, size_t bytes, uint64_t tag);
+  ncclResult_t send(int peer, const void* data, size_t bytes, uint64_t tag, Delivery delivery = Delivery::Any);
   ncclResult_t recv(int peer, void* data, size_t bytes, uint64_t tag, RecvSink* sink = nullptr);
   ncclResult_t sendRecv(int sendPeer, const void* sendData, size_t sendBytes, int recvPeer, void* recvData,
-                        size_t recvBytes, uint64_t tag, RecvSink* sink = nullptr);
+                        size_t recvBytes, uint64_t tag, RecvSink* sink = nullptr, Delivery delivery = Delivery::Any);
 
   // Tells every connected peer we are gone (abort, fatal error).
   // Tells every connected peer that this rank has stopped, and whether it

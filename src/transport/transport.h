@@ -24,6 +24,15 @@ class RecvSink {
   virtual void consume(const void* src, size_t offset, size_t length) = 0;
 };
 
+// How a send may reach its receiver. `Any`: as the transport sees fit (on
+// one host, large messages are read by the receiver straight out of the
+// sender's memory, and the send completes once read). `Buffered`: copied
+// through the transport's buffers at every size, so the sender goes on at
+// once: for a chain's hops, each forwarding what it just received (a
+// rank would otherwise wait for its successor's read before taking the
+// next), and for rounds that exchange what was just reduced.
+enum class Delivery { Any, Buffered };
+
 class Connection;
 
 struct Request {
@@ -33,6 +42,7 @@ struct Request {
   RecvSink* sink = nullptr;
   size_t size = 0;
   uint64_t tag = 0;
+  Delivery delivery = Delivery::Any;  // a send's
   int peer = -1;         // set by Net
   bool receive = false;  // set by Net
   bool complete = false;

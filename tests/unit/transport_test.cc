@@ -6,6 +6,7 @@
 #include <chrono>
 #include <numeric>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
@@ -102,6 +103,44 @@ void exchange(Factory make, size_t bytes) {
 }
 
 }  // namespace
+
+// A Buffered send (a chain's hop) is copied through the shared slots at any
+// size: it completes before its receiver has posted anything, where a
+// large send of the default kind may wait for the receiver to read it out
+// of the sender's memory. Both arrive intact.
+TEST(ShmTransport, ABufferedSendGoesOnWithoutItsReader) {
+  Pair p(&makeShmTransport);
+  const size_t bytes = 512 << 10;  // past the single-copy threshold (64 KiB), within the slots (8 x 256 KiB)
+  std::vector<char> a(bytes), b(bytes), got(bytes);
+  std::iota(a.begin(), a.end(), 3);
+  std::iota(b.begin(), b.end(), 5);
+  std::unique_ptr<Connection> out, in;
+  ASSERT_EQ(p.transports[0]->connect(1, &out), ncclSuccess);
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!in) {
+    ASSERT_EQ(p.transports[1]->tryAccept(0, &in), ncclSuccess);
+    ASSERT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  }
+  Request buffered, any;
+  buffered.sendData = a.data(), buffered.size = bytes, buffered.tag = 1, buffered.delivery = Delivery::Buffered;
+  ASSERT_EQ(out->isend(&buffered), ncclSuccess);
+  ASSERT_EQ(waitFor(out.get(), &buffered), ncclSuccess);  // nobody has posted a receive yet
+  any.sendData = b.data(), any.size = bytes, any.tag = 2;
+  ASSERT_EQ(out->isend(&any), ncclSuccess);
+  for (auto [tag, want] : {std::pair{1, &a}, std::pair{2, &b}}) {
+    Request r;
+    r.recvData = got.data(), r.size = bytes, r.tag = static_cast<uint64_t>(tag);
+    ASSERT_EQ(in->irecv(&r), ncclSuccess);
+    while (!r.complete) {
+      bool done;
+      ASSERT_EQ(out->test(&any, &done), ncclSuccess);  // a read of our memory completes once we look
+      ASSERT_EQ(in->test(&r, &done), ncclSuccess);
+      ASSERT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+    }
+    EXPECT_EQ(got, *want) << "tag " << tag;
+  }
+  ASSERT_EQ(waitFor(out.get(), &any), ncclSuccess);
+}
 
 TEST(ShmTransport, SmallMessagesAndMismatch) { exchange(&makeShmTransport, 1000); }
 TEST(ShmTransport, LargeMessagesAndMismatch) { exchange(&makeShmTransport, 3 << 20); }

@@ -119,7 +119,8 @@ class ShmSender : public Connection {
     const uint64_t tail = h->tail.load(std::memory_order_acquire);
     for (Request* r : queue_) {
       if (r->phase != 0) continue;
-      const bool cma = h->cmaOk.load(std::memory_order_relaxed) && r->size >= cmaThreshold_ && r->size > 0;
+      const bool cma = h->cmaOk.load(std::memory_order_relaxed) && r->size >= cmaThreshold_ && r->size > 0 &&
+                       r->delivery == Delivery::Any;
       while (r->phase == 0 && head_ - tail < seg_->slots()) {
         SlotHeader* s = seg_->slot(head_);
         s->tag = r->tag;
