@@ -116,9 +116,7 @@ def measure_rounds(perf, series, runs):
 def save():
     """Writes every run measured or loaded so far to --save's file."""
     if SAVE:
-        runs = {k: RUNS.get(k, v) for k, v in MEASURED.items()}
-        runs.update(RUNS)
-        pathlib.Path(SAVE).write_text(json.dumps(runs, indent=0, sort_keys=True))
+        pathlib.Path(SAVE).write_text(json.dumps({**MEASURED, **RUNS}, indent=0, sort_keys=True))
 
 
 def measure(perf, coll, layout, sizes, runs, switch=SMALL_ALLREDUCE, gpu_staged=False):

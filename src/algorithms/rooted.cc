@@ -2,8 +2,8 @@
 // ending) at the root, in chunks of HETCCL_CHUNK_BYTES so every link is busy
 // at once; each hop's chunk is copied through the transport's buffers
 // (Delivery::Buffered): a rank that waited for its successor to read it
-// would pass on chunks, and calls back to back, at half the pace (a
-// 64 KiB - 1 MiB broadcast of four ranks was 2-3x slower so). Gather and scatter: the root talks to every rank directly.
+// would pass on chunks, and calls back to back, at half the pace.
+// Gather and scatter: the root talks to every rank directly.
 #include <cstring>
 #include <vector>
 

@@ -439,9 +439,9 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
 // domain (the leaders' link), each its sender's gap, its receiver's
 // wake-up and its bytes' copy (a reduce's reductions left out: of small
 // messages, in cache, they are far faster than reduce_gbs, fitted to
-// large ones, says; of large ones the receiver reduces as it reads, in
-// one pass: on the VM, four ranks' 1-16 MiB reduces then come out 12-98%
-// long, without them 29-63% short).
+// large ones, says; counting them made four ranks' 1-16 MiB reduces on
+// the VM 12-98% long, measured when the chains' hops were still read by
+// their receivers: not rechecked since).
 double sharedWork(const Cluster& c, double s) {
   const double each = gapOf(c) + c.network.handoffUs * kUs;
   double work = 0;
