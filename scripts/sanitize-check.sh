@@ -105,7 +105,13 @@ for t in "${runs[@]}"; do
   log=$dir/$name.log
   code=$(cat "$dir/$name.code")
   findings=$(grep -c -E "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|WARNING: ThreadSanitizer" "$log")
-  echo "$name: $(grep -c '^\[       OK' "$log") passed, $(grep -c '^\[  FAILED  \] [A-Z]' "$log") failed, $findings sanitizer findings, exit $code ($log)"
-  [ "$findings" -eq 0 ] && [ "$code" -eq 0 ] || status=1
+  echo "$name: $(grep -c '^\[       OK' "$log") passed, $(grep '^\[  FAILED  \] [A-Z]' "$log" | sort -u | wc -l) failed, $findings sanitizer findings, exit $code ($log)"
+  if [ "$findings" -ne 0 ] || [ "$code" -ne 0 ]; then
+    status=1
+    # CI keeps only this script's output: the failures and each report's
+    # head go there too.
+    grep -E '^\[  FAILED  \] [A-Z]|rank check failed' "$log" | sort -u | head -20
+    grep -A 30 -E "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|WARNING: ThreadSanitizer" "$log" | head -120
+  fi
 done
 exit $status

@@ -26,12 +26,19 @@ void storePair(uint64_t* at, const uint32_t w[2], uint32_t flag) {
   __atomic_store_n(at + 1, word(w[1], flag), __ATOMIC_RELEASE);
 }
 
-// The group at `at` once both words carry `flag` (false: aborted).
+bool flagged(const uint64_t* at, uint32_t flag, uint64_t* v) {
+  *v = __atomic_load_n(at, __ATOMIC_ACQUIRE);
+  return *v >> 32 == flag;
+}
+
+// The group at `at` once both words carry `flag` (false: aborted). An
+// abort seen after a look that missed the words gets one look more: a
+// peer that wrote them and then left (the watchdog's abort) delivered.
 bool awaitPair(const uint64_t* at, uint32_t flag, const uint32_t* abort, uint32_t out[2]) {
   for (int k = 0; k < 2; ++k) {
     uint64_t v;
-    while (((v = __atomic_load_n(at + k, __ATOMIC_ACQUIRE)) >> 32) != flag)
-      if (!keepWaiting(abort)) return false;
+    while (!flagged(at + k, flag, &v))
+      if (!keepWaiting(abort) && !flagged(at + k, flag, &v)) return false;
     out[k] = static_cast<uint32_t>(v);
   }
   return true;

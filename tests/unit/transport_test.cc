@@ -45,6 +45,16 @@ struct Pair {
   }
 };
 
+// Rank 0's send connection to rank 1 and rank 1's receive connection from 0.
+void connectPair(Pair& p, std::unique_ptr<Connection>* out, std::unique_ptr<Connection>* in) {
+  ASSERT_EQ(p.transports[0]->connect(1, out), ncclSuccess);
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!*in) {
+    ASSERT_EQ(p.transports[1]->tryAccept(0, in), ncclSuccess);
+    ASSERT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  }
+}
+
 ncclResult_t waitFor(Connection* c, Request* r) {
   for (int i = 0; i < 10000000; ++i) {
     bool done = false;
@@ -115,12 +125,8 @@ TEST(ShmTransport, ABufferedSendGoesOnWithoutItsReader) {
   std::iota(a.begin(), a.end(), 3);
   std::iota(b.begin(), b.end(), 5);
   std::unique_ptr<Connection> out, in;
-  ASSERT_EQ(p.transports[0]->connect(1, &out), ncclSuccess);
+  ASSERT_NO_FATAL_FAILURE(connectPair(p, &out, &in));
   const auto t0 = std::chrono::steady_clock::now();
-  while (!in) {
-    ASSERT_EQ(p.transports[1]->tryAccept(0, &in), ncclSuccess);
-    ASSERT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
-  }
   Request buffered, any;
   buffered.sendData = a.data(), buffered.size = bytes, buffered.tag = 1, buffered.delivery = Delivery::Buffered;
   ASSERT_EQ(out->isend(&buffered), ncclSuccess);
@@ -146,6 +152,30 @@ TEST(ShmTransport, SmallMessagesAndMismatch) { exchange(&makeShmTransport, 1000)
 TEST(ShmTransport, LargeMessagesAndMismatch) { exchange(&makeShmTransport, 3 << 20); }
 TEST(SocketTransport, SmallMessagesAndMismatch) { exchange(&makeSocketTransport, 1000); }
 TEST(SocketTransport, LargeMessagesAndMismatch) { exchange(&makeSocketTransport, 3 << 20); }
+
+// A wait that fails leaves its requests queued, and they die with the
+// failed call's frame; the communicator then stops (markGone). A sender
+// that moved none of its message still tells its peer why it stopped,
+// whatever the dead request's memory now holds (here: bytes that read as
+// a message part way).
+TEST(SocketTransport, AStoppingSenderReadsNoAbandonedRequest) {
+  Pair p(&makeSocketTransport);
+  std::unique_ptr<Connection> out, in;
+  ASSERT_NO_FATAL_FAILURE(connectPair(p, &out, &in));
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<char> data(1000, 1);
+  Request abandoned;
+  abandoned.sendData = data.data(), abandoned.size = data.size(), abandoned.tag = 4;
+  ASSERT_EQ(out->isend(&abandoned), ncclSuccess);  // queued, never driven
+  abandoned.phase = 1, abandoned.progress = 3;      // its frame reused
+  out->markGone(Connection::kGoneMismatch);
+  uint32_t reason = 0;
+  while (!reason && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10)) {
+    reason = in->peerGoneReason();
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(reason, Connection::kGoneMismatch) << "the receiver saw the sockets close without the reason";
+}
 
 // /dev/shm's names are listed to every local user: they carry a hash of
 // the communicator's secret, never the secret (before, its 16 hex digits).

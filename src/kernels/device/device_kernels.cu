@@ -276,15 +276,17 @@ __device__ __forceinline__ void storeFlagged(uint64_t* at, const uint32_t w[2], 
 
 // The group at `at` once both words carry `flag` (false: aborted). A look
 // that finds it not yet there pauses before the next (a spinning thread's
-// reads would crowd the bus that the data comes over).
+// reads would crowd the bus that the data comes over). An abort gets one
+// look more: a peer that wrote the words and then left delivered.
 __device__ bool awaitPair(const uint64_t* at, uint32_t flag, const uint32_t* abort, uint32_t out[2]) {
   uint64_t v0, v1;
   gpu::loadPair(at, &v0, &v1);
   uint32_t spins = 0;
   while ((v0 >> 32) != flag || (v1 >> 32) != flag) {
-    if (++spins % 256 == 0 && loadHost(abort)) return false;
-    gpu::pause();
+    const bool aborted = ++spins % 256 == 0 && loadHost(abort);
+    if (!aborted) gpu::pause();
     gpu::loadPair(at, &v0, &v1);
+    if (aborted && ((v0 >> 32) != flag || (v1 >> 32) != flag)) return false;
   }
   out[0] = static_cast<uint32_t>(v0);
   out[1] = static_cast<uint32_t>(v1);

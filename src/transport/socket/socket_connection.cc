@@ -35,7 +35,9 @@ class SocketConnection : public Connection {
     while (!queue_.empty()) {
       Request* r = queue_.front();
       bool moved = false;
-      HETCCL_TRY(sender_ ? progressSend(r, &moved) : progressRecv(r, &moved));
+      const ncclResult_t e = sender_ ? progressSend(r, &moved) : progressRecv(r, &moved);
+      partway_ = !r->complete && (r->phase != 0 || r->progress != 0);
+      HETCCL_TRY(e);
       if (moved) *progressed = true;
       if (!r->complete) return ncclSuccess;
       queue_.pop_front();
@@ -95,7 +97,9 @@ class SocketConnection : public Connection {
   }
 
   // No message is part way: the first socket's next bytes are a header.
-  bool atBoundary() const { return queue_.empty() || (queue_.front()->phase == 0 && queue_.front()->progress == 0); }
+  // Kept apart from the queue: after a failed wait its requests may be
+  // gone (they lived in the failed call's frame) when markGone asks.
+  bool atBoundary() const { return !partway_; }
 
   // A note on the first socket (under writeMutex_); false when it did not
   // go whole. Notes are best effort: on the reverse direction, one that
@@ -209,6 +213,7 @@ class SocketConnection : public Connection {
   std::vector<size_t> partDone_;
   std::vector<size_t> consumed_;
   std::vector<char> bounce_;
+  bool partway_ = false;        // the queue's first message has moved in part (under writeMutex_ for a sender)
   bool goneSent_ = false;       // under writeMutex_
   uint64_t queued_ = 0;         // a sender's messages so far
   uint64_t sent_ = 0;           // a sender's, complete
