@@ -54,7 +54,7 @@ case "$mode" in
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=67 ${UBSAN_OPTIONS:-}"
     # wire_tests: the parts that parse bytes and manage handles, not the
     # numerics (slow under the sanitizers, and pure arithmetic).
-    units='UniqueId.*:SocketAddress.*:Listener.*:Root.*:Interfaces.*:SocketTransport.*:Handles.*:RankTable.*'
+    units='UniqueId.*:SocketAddress.*:Listener.*:HelloGate.*:Root.*:Interfaces.*:SocketTransport.*:Handles.*:RankTable.*'
     if [ "${2:-}" = quick ]; then
       targets="wire_tests bad_input_test group_test lifecycle_test reliability_test one_sided_test"  # only what it runs
       runs=("wire_tests --gtest_filter=$units" reliability_test group_test

@@ -28,11 +28,11 @@ bool readSome(HelloGate::Waiting& w, size_t bytes) {
 }  // namespace
 
 ncclResult_t HelloGate::acceptArrivals(const Socket& listener) {
-  const auto patience = std::chrono::duration<double>(kPatienceSeconds);
   for (;;) {
     if (waiting_.size() >= kMaxWaiting) {
-      // Full: room only by dropping one that had its chance to say hello.
-      if (std::chrono::steady_clock::now() - waiting_.front().since < patience) return ncclSuccess;
+      // Full: room only by dropping one that had its chance to say hello
+      // (not one accepted a moment ago, or never read: a slow pass).
+      if (!waiting_.front().overdue) return ncclSuccess;
       if (dropped_++ % 1000 == 0)
         HETCCL_WARN("listener %d: %zu connections wait without a hello; dropping the oldest (%llu so far)",
                     listener.fd(), waiting_.size(), static_cast<unsigned long long>(dropped_));
@@ -65,6 +65,7 @@ ncclResult_t HelloGate::pass(const Socket& listener, int waitMs, const Take& tak
   HETCCL_TRY(acceptArrivals(listener));
   const auto now = std::chrono::steady_clock::now();
   const auto limit = std::chrono::duration<double>(kHelloSeconds);
+  const auto patience = std::chrono::duration<double>(kPatienceSeconds);
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     const bool readable = readSome(*it, helloBytes_);
     if (readable && it->got == helloBytes_) {
@@ -75,6 +76,7 @@ ncclResult_t HelloGate::pass(const Socket& listener, int waitMs, const Take& tak
     } else if (!readable || now - it->since > limit) {
       it = waiting_.erase(it);
     } else {
+      it->overdue = now - it->since >= patience;
       ++it;
     }
   }

@@ -4,8 +4,10 @@
 // byte at a time, delays no other: it waits in a bounded list and is
 // closed after kHelloSeconds. When the list is full, the rest wait in the
 // kernel's backlog until a hello is read or the oldest silent connection
-// has had kPatienceSeconds, which is then dropped for the next one (ranks
-// send their hello with the connection: thousands at once all get in).
+// has had kPatienceSeconds and a look after them, which is then dropped
+// for the next one (ranks send their hello with the connection: thousands
+// at once all get in; one held off the cores past its patience says hello
+// again: unique_id.cc).
 // The bootstrap root and every communicator's listener read hellos here.
 #pragma once
 
@@ -45,6 +47,7 @@ class HelloGate {
     std::vector<char> hello;
     size_t got = 0;
     std::chrono::steady_clock::time_point since;
+    bool overdue = false;  // looked at after its patience: still no whole hello
   };
 
  private:

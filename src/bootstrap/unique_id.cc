@@ -26,6 +26,9 @@ constexpr uint32_t kIdMagic = 0x4c435448;  // "HTCL"
 constexpr uint32_t kRootMagic = 0x544f4f52;
 constexpr uint16_t kIdVersion = 2;
 constexpr uint16_t kFlagRank0Root = 1;
+// Hellos a rank sends before it takes the root's closing as final.
+constexpr int kHelloAttempts = 5;
+constexpr double kRehelloConnectSeconds = 2.0;
 
 struct IdLayout {
   uint32_t magic;
@@ -271,28 +274,43 @@ ncclResult_t rendezvousWithRoot(const DecodedId& id, int rank, int nranks, const
                                 std::vector<RankInfo>* all, const AbortFlag* abort,
                                 const std::function<ncclResult_t()>& whileWaiting) {
   const Deadline deadline(params().timeoutSeconds);
-  Socket s;
-  HETCCL_TRY(Socket::connect(id.root, deadline, abort, &s, id.rootPid));
   RootHello h{};
   h.magic = kRootMagic;
   h.rank = rank;
   h.nranks = nranks;
   h.secret = id.secret;
   h.info = mine;
-  HETCCL_TRY(s.sendAll(&h, sizeof(h), deadline, abort));
-  // The reply comes once every rank has arrived: wait for it, watching.
+  Socket s;
   RootReply reply{};
   size_t got = 0;
   ncclResult_t r = ncclSuccess;
-  while ((r = s.recvSome(&reply, sizeof(reply), &got)) == ncclSuccess && got < sizeof(reply)) {
-    if (abort && abort->load()) return fail(ncclInvalidUsage, "rank %d: aborted while waiting for the rank table", rank);
-    if (deadline.expired()) {
-      r = timedOut("no answer for %.0f s (HETCCL_TIMEOUT)", params().timeoutSeconds);
-      break;
+  // The root's door drops a connection whose hello it has not read within
+  // its patience while hundreds wait (HelloGate): a rank held off the
+  // cores between its connect and its hello. Closed without a byte of
+  // reply, the rank says hello again; a few times only, as a root that
+  // refuses a stale id's secret closes the same way, and connecting for
+  // seconds only, as a root that died closes too (and then refuses).
+  for (int attempt = 1; attempt <= kHelloAttempts; ++attempt) {
+    s = Socket();
+    got = 0;
+    const Deadline again(kRehelloConnectSeconds);
+    HETCCL_TRY(Socket::connect(id.root, attempt == 1 ? deadline : again, abort, &s, id.rootPid));
+    HETCCL_TRY(s.sendAll(&h, sizeof(h), deadline, abort));
+    // The reply comes once every rank has arrived: wait for it, watching.
+    while ((r = s.recvSome(&reply, sizeof(reply), &got)) == ncclSuccess && got < sizeof(reply)) {
+      if (abort && abort->load())
+        return fail(ncclInvalidUsage, "rank %d: aborted while waiting for the rank table", rank);
+      if (deadline.expired()) {
+        r = timedOut("no answer for %.0f s (HETCCL_TIMEOUT)", params().timeoutSeconds);
+        break;
+      }
+      if (whileWaiting) HETCCL_TRY(whileWaiting());
+      pollfd p{s.fd(), POLLIN, 0};
+      poll(&p, 1, deadline.remainingMs(100));
     }
-    if (whileWaiting) HETCCL_TRY(whileWaiting());
-    pollfd p{s.fd(), POLLIN, 0};
-    poll(&p, 1, deadline.remainingMs(100));
+    if (r != ncclRemoteError || got > 0 || deadline.expired()) break;
+    HETCCL_INFO("rank %d: the bootstrap root closed the connection before its hello was read (attempt %d)", rank,
+                attempt);
   }
   if (r != ncclSuccess)
     return fail(r, "rank %d: no rank table from the bootstrap root at %s: %s", rank, id.root.toString().c_str(),

@@ -266,6 +266,38 @@ TEST(Listener, AFloodOfStrangersIsBounded) {
   EXPECT_LT(secondsSince(start), HelloGate::kPatienceSeconds + 0.5);
 }
 
+// A full gate drops only a connection it has looked at after its patience:
+// connections that were silent at the last look and whose hellos came
+// since (a rank held off the cores, a pass that took long) are read, not
+// dropped for a newcomer.
+TEST(HelloGate, DropsOnlyWhatItLookedAtAfterItsPatience) {
+  SocketAddress any, bound;
+  ASSERT_EQ(findInterfaceAddress(&any, nullptr), ncclSuccess);
+  any.setPort(0);
+  Socket listener;
+  ASSERT_EQ(Socket::listen(any, &listener, &bound), ncclSuccess);
+  listener.setNonBlocking();
+  constexpr size_t kHello = 8;
+  HelloGate gate(kHello);
+  size_t taken = 0;
+  const HelloGate::Take take = [&](const void*, Socket&&) { ++taken; };
+  std::vector<Socket> clients(HelloGate::kMaxWaiting + 1);
+  for (size_t i = 0; i < HelloGate::kMaxWaiting; ++i)
+    ASSERT_EQ(Socket::connect(bound, Deadline(5), nullptr, &clients[i]), ncclSuccess);
+  bool took = false;
+  while (gate.waiting() < HelloGate::kMaxWaiting) ASSERT_EQ(gate.pass(listener, 10, take, &took), ncclSuccess);
+  ASSERT_EQ(taken, 0u);  // full, every one silent (and younger than its patience) at the look
+  const char hello[kHello] = {};
+  for (size_t i = 0; i < HelloGate::kMaxWaiting; ++i)
+    ASSERT_EQ(clients[i].sendAll(hello, kHello, Deadline(5), nullptr), ncclSuccess);
+  ASSERT_EQ(Socket::connect(bound, Deadline(5), nullptr, &clients.back()), ncclSuccess);  // a newcomer
+  ASSERT_EQ(clients.back().sendAll(hello, kHello, Deadline(5), nullptr), ncclSuccess);
+  std::this_thread::sleep_for(std::chrono::duration<double>(HelloGate::kPatienceSeconds + 0.1));
+  for (int pass = 0; pass < 20 && taken < clients.size(); ++pass)
+    ASSERT_EQ(gate.pass(listener, 10, take, &took), ncclSuccess);
+  EXPECT_EQ(taken, clients.size()) << "a connection whose hello had come was dropped unread";
+}
+
 // More ranks than the gate keeps waiting, all at once: every one gets its
 // table (their hellos come with their connections; nobody is dropped).
 TEST(Root, HundredsOfRanksAtOnce) {
