@@ -453,12 +453,53 @@ double sharedWork(const Cluster& c, double s) {
   return work * cpuSlowdown(c) / c.ranks();
 }
 
+// The bytes the leaders' all-reduce moves through its chains (a reduce,
+// then a broadcast): each further rank of a domain and each further
+// domain receives the message once each way, the reduce's added straight
+// out of the transport's buffers at the slower of copy and reduction;
+// beyond the cores, the cores' share of them.
+double leadersChainBytes(const Cluster& c, double s) {
+  const double reduce = slowestReduce(c);
+  double work = 0;
+  for (const DomainSpec& d : c.domains) {
+    const double copy = libraryAcrossNodes(c, d).copyGBs * kGB;
+    work += (d.ranks() - 1) * (s / std::min(copy, reduce) + s / copy);
+  }
+  const double link = slowestLink(c, false);
+  work += (static_cast<double>(c.domains.size()) - 1) * (s / std::min(link, reduce) + s / link);
+  return work * cpuSlowdown(c) / c.ranks();
+}
+
+// Some domain holds more than one rank (the leaders' plans then chain
+// through it).
+bool hasChains(const Cluster& c) {
+  for (const DomainSpec& d : c.domains)
+    if (d.ranks() > 1) return true;
+  return false;
+}
+
 double estimate(const Cluster& c, Collective coll, Plan plan, double s, const ModelSettings& ms, double* piece) {
   const bool overlapping = (plan == Plan::Leaders || c.domains.size() == 1) &&
                            (coll == Collective::Broadcast || coll == Collective::Reduce);
   const Cluster run = asRun(c, coll, s, !overlapping);
   double steps = estimatePlan(run, coll, plan, s, ms, piece);
-  steps = overlapping && ranksBeyondCores(c) ? std::max(steps, sharedWork(run, s)) : steps * cpuSlowdown(c);
+  if (overlapping && ranksBeyondCores(c)) {
+    steps = std::max(steps, sharedWork(run, s));
+  } else if (plan == Plan::Leaders && hasChains(c) && ranksBeyondCores(c) &&
+             (coll == Collective::AllReduce || coll == Collective::ReduceScatter)) {
+    // Beyond the cores the leaders' chains leave most ranks idle: their
+    // rounds' latencies and wake-ups slow by ranks / cores, their bytes
+    // pass at their critical path (a message of one chunk hop by hop, its
+    // two ranks slowed as far as the active ones outnumber the cores;
+    // chunks pipelined, at full speed) or at the cores' share of what
+    // every rank moves, whichever is slower.
+    double unused;
+    const double latency = estimatePlan(run, coll, plan, 1, ms, &unused);
+    const double path = (steps - latency) * (s <= chunkOf(ms) ? cpuSlowdown(c) : 1);
+    steps = latency * cpuSlowdown(c) + std::max(path, leadersChainBytes(run, s));
+  } else {
+    steps *= cpuSlowdown(c);
+  }
   return steps +
          (c.domains.size() > 1 ? stagingSeconds(c, coll, s) : 0);
 }

@@ -537,4 +537,24 @@ TEST(ModelFigures, BeyondTheCoresARootedPlanIsBoundByItsWork) {
               (2 + 15) * perPiece, 1e-9);
 }
 
+// The leaders' all-reduce is a reduce and then a broadcast through the
+// same chains: beyond the cores their latencies slow by ranks / cores,
+// their bytes only to the cores' share of what every rank moves (a
+// reduce's reception added straight out of the buffers at the slower of
+// copy and reduction). Two domains of four on two cores, 1 MiB, no
+// latencies: seven receptions each way at 0.5 and 1 GB/s, shared by the
+// cores.
+TEST(ModelFigures, BeyondTheCoresTheLeadersAllReduceMovesItsBytesAtTheCoresShare) {
+  Figures f = builtInFigures(2);
+  f.libraryBusGBs = f.libraryCopyGBs = f.linkGBs = 1;
+  f.reduceGBs = 0.5;
+  f.libraryLatencyUs = f.linkLatencyUs = f.handoffUs = f.gapUs = 0;
+  f.cacheMiB = 0;
+  const double s = 1 << 20;
+  for (Collective coll : {Collective::AllReduce, Collective::ReduceScatter})
+    EXPECT_NEAR(estimateAll(clusterFor(f, {{1, 4}, {1, 4}}, true), coll, s, {})[0].seconds,
+                (7 * s / 0.5e9 + 7 * s / 1e9) / 2, 1e-7)  // (and the 1-byte latencies)
+        << collectiveName(coll);
+}
+
 }  // namespace
