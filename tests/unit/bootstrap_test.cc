@@ -1,7 +1,9 @@
 // Unique ids, addresses, the listener's secret check, the root, and init marks.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -318,6 +320,56 @@ TEST(Root, HundredsOfRanksAtOnce) {
     });
   for (auto& t : ranks) t.join();
   EXPECT_EQ(served.load(), kRanks);
+}
+
+// A root that closes a rank's connection before reading its hello (its
+// door full, the rank held off the cores between its connect and its
+// hello): the rank says hello again and gets its table. A stand-in door
+// in front of the root closes the first connection unread and relays the
+// second.
+TEST(Root, ARankDroppedBeforeItsHelloSaysItAgain) {
+  const auto [real, any] = startRoot();
+  SocketAddress at = any, doorAddress;
+  at.setPort(0);
+  Socket door;
+  ASSERT_EQ(Socket::listen(at, &door, &doorAddress), ncclSuccess);
+  int connections = 0;
+  std::thread relay([&] {
+    Socket first, second, root;
+    for (Socket* s : {&first, &second}) {
+      bool accepted = false;
+      for (int wait = 0; !accepted && wait < 100; ++wait) ASSERT_EQ(door.acceptWithin(100, s, &accepted), ncclSuccess);
+      ASSERT_TRUE(accepted) << "connection " << connections + 1 << " never came";
+      ++connections;
+      if (s == &first) first = Socket();  // closed unread
+    }
+    ASSERT_EQ(Socket::connect(real.root, Deadline(5), nullptr, &root), ncclSuccess);
+    char buf[4096];
+    for (bool closed = false; !closed;) {  // bytes both ways until a side closes
+      pollfd p[2] = {{second.fd(), POLLIN, 0}, {root.fd(), POLLIN, 0}};
+      ::poll(p, 2, 100);
+      for (int i = 0; i < 2; ++i) {
+        const Socket& from = i ? root : second;
+        const Socket& to = i ? second : root;
+        const ssize_t n = ::recv(from.fd(), buf, sizeof buf, MSG_DONTWAIT);
+        closed |= n == 0;
+        if (n > 0) ASSERT_EQ(to.sendAll(buf, static_cast<size_t>(n), Deadline(5), nullptr), ncclSuccess);
+      }
+    }
+  });
+  DecodedId viaDoor = real;
+  viaDoor.root = doorAddress;
+  viaDoor.rootPid = 0;
+  std::thread rank1([&] {
+    std::vector<RankInfo> t;
+    EXPECT_EQ(rendezvousWithRoot(real, 1, 2, RankInfo::local(any, -1), &t, nullptr), ncclSuccess) << lastError();
+  });
+  std::vector<RankInfo> table;
+  EXPECT_EQ(rendezvousWithRoot(viaDoor, 0, 2, RankInfo::local(any, -1), &table, nullptr), ncclSuccess) << lastError();
+  EXPECT_EQ(table.size(), 2u);
+  rank1.join();
+  relay.join();
+  EXPECT_EQ(connections, 2);
 }
 
 // A rank that marked itself in init on this host and died before its
