@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <mutex>
 
 #include "bootstrap/bootstrap.h"
 #include "common/error.h"
@@ -280,8 +281,11 @@ ncclResult_t StreamCollectives::checkBuffers(const Op& op) {
 }
 
 ncclResult_t StreamCollectives::checkUsable(OpKind kind) {
-  if (released_.load())
-    return fail(ncclRemoteError, "%s: the communicator's streams were released after an error", opKindName(kind));
+  if (released_.load()) {
+    std::lock_guard<std::mutex> lock(releaseMutex_);
+    return fail(ncclRemoteError, "%s: the communicator's streams were released after an error: %s", opKindName(kind),
+                releasedBecause_.c_str());
+  }
   if (uint32_t who = __atomic_load_n(segments_[static_cast<size_t>(rank_)]->broken(), __ATOMIC_ACQUIRE)) {
     ncclResult_t r = fail(ncclRemoteError, "%s: rank %u gave up after an error", opKindName(kind), who - 1);
     if (setup_.onError) setup_.onError(r);

@@ -118,7 +118,9 @@ class StreamCollectives {
   }
   ncclResult_t enqueue(const Op& op);
   struct Segment;  // stream_segment.h
-  // Raises every flag so that no stream waits any longer (abort, dead peer).
+  // Raises every flag so that no stream waits any longer (abort, dead peer);
+  // called right after the error that made it (this thread's last error:
+  // later calls are refused with it).
   void release();
   // ncclCommMemStats: the device memory held (the pieces' buffers, the
   // graph lane's), and the pinned host memory of the shared segments (mine
@@ -301,6 +303,8 @@ class StreamCollectives {
   std::condition_variable cv_;
   bool stop_ = false;
   std::atomic<bool> released_{false};
+  std::mutex releaseMutex_;
+  std::string releasedBecause_;  // the first release's error (under releaseMutex_)
   bool dataReleased_ = false;  // suspend gave the segments' data back (under the communicator's operation lock)
   std::thread watchdog_;
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -168,6 +169,10 @@ std::string StreamCollectives::describeProgress() const {
 }
 
 void StreamCollectives::release() {
+  {
+    std::lock_guard<std::mutex> lock(releaseMutex_);
+    if (releasedBecause_.empty()) releasedBecause_ = lastError();
+  }
   released_.store(true);
   if (relay_) relay_->abandon();
   for (auto& seg : segments_)  // the peers learn that this rank gave up
