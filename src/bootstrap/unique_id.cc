@@ -293,8 +293,8 @@ ncclResult_t rendezvousWithRoot(const DecodedId& id, int rank, int nranks, const
   for (int attempt = 1; attempt <= kHelloAttempts; ++attempt) {
     s = Socket();
     got = 0;
-    const Deadline again(kRehelloConnectSeconds);
-    HETCCL_TRY(Socket::connect(id.root, attempt == 1 ? deadline : again, abort, &s, id.rootPid));
+    HETCCL_TRY(Socket::connect(id.root, attempt == 1 ? deadline : Deadline(kRehelloConnectSeconds), abort, &s,
+                               id.rootPid));
     HETCCL_TRY(s.sendAll(&h, sizeof(h), deadline, abort));
     // The reply comes once every rank has arrived: wait for it, watching.
     while ((r = s.recvSome(&reply, sizeof(reply), &got)) == ncclSuccess && got < sizeof(reply)) {
