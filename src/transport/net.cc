@@ -204,7 +204,18 @@ ncclResult_t Net::waitDriving(Request* const* requests, size_t count, size_t mus
         forgetDeadPeers();
         return alive;
       }
-      HETCCL_TRY(checkPeersStopped(requests, count));
+      if (peersStopped(requests, count)) {
+        // A peer that sent its last messages and left at once: what it
+        // left in the transport's buffers counts before its leaving does
+        // (a look after seeing it gone).
+        bool moved = false;
+        for (Connection* c : active_) HETCCL_TRY(c->progress(&moved));
+        if (moved) {
+          idle = 0;
+          continue;
+        }
+        HETCCL_TRY(checkPeersStopped(requests, count));
+      }
       if (now - idleSince > std::chrono::milliseconds(300)) {
         if (board_) HETCCL_TRY(checkWaitBoards(requests, count));
         HETCCL_TRY(checkWaitNotes(requests, count));
@@ -269,6 +280,21 @@ ncclResult_t Net::sendRecv(int sendPeer, const void* sendData, size_t sendBytes,
   HETCCL_TRY(postRecv(recvPeer, recvData, recvBytes, tag, sink, &r));
   Request* list[] = {&s, &r};
   return wait(list, 2);
+}
+
+bool Net::peersStopped(Request* const* requests, size_t count) const {
+  auto stopped = [this](int peer) {
+    for (const auto* side : {&send_, &recv_}) {
+      const Connection* c = (*side)[static_cast<size_t>(peer)].get();
+      if (c && c->peerGoneReason()) return true;
+    }
+    return false;
+  };
+  for (size_t i = 0; i < count; ++i)
+    if (!requests[i]->complete && requests[i]->peer >= 0 && stopped(requests[i]->peer)) return true;
+  for (const KeptReceive& k : kept_)
+    if (stopped(k.peer)) return true;
+  return false;
 }
 
 ncclResult_t Net::checkPeersStopped(Request* const* requests, size_t count) {

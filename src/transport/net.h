@@ -85,8 +85,10 @@ class Net {
   // The same between any two ranks, through their connections' notes
   // where the transport has them (Connection::tellWaiting).
   ncclResult_t checkWaitNotes(Request* const* requests, size_t count);
-  // Fails when a peer this rank waits for has marked its end of any
-  // connection gone (it stopped: a mismatch it found, or it left).
+  // Whether a peer this rank waits for has marked its end of any
+  // connection gone (it stopped: a mismatch it found, or it left), and the
+  // error that names it.
+  bool peersStopped(Request* const* requests, size_t count) const;
   ncclResult_t checkPeersStopped(Request* const* requests, size_t count);
 
   TransportContext ctx_;

@@ -198,9 +198,12 @@ class ShmReceiver : public Connection {
     SegmentHeader* h = seg_->header();
     while (!queue_.empty()) {
       Request* r = queue_.front();
-      const uint64_t head = h->head.load(std::memory_order_acquire);
-      if (head == tail_) {
-        return peerGoneError(h->senderGone.load(std::memory_order_acquire), peer_);
+      if (h->head.load(std::memory_order_acquire) == tail_) {
+        const uint32_t gone = h->senderGone.load(std::memory_order_acquire);
+        // A sender marks its end gone after its last slot: a look at the
+        // head after seeing the mark finds whatever it sent before leaving.
+        if (gone == 0 || h->head.load(std::memory_order_acquire) == tail_) return peerGoneError(gone, peer_);
+        continue;
       }
       const SlotHeader s = *seg_->slot(tail_);  // read once: what is checked is what is used
       if (s.tag != r->tag || s.messageSize != r->size)
