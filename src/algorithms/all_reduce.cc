@@ -1,7 +1,8 @@
 // All-reduce: recursive doubling for small messages (log2(n) round trips,
 // each exchanging what was just reduced, copied through the transport's
 // buffers: a receiver's single copy of it waits for both sides' turn),
-// ring reduce-scatter + ring all-gather for large ones (bandwidth-optimal).
+// ring reduce-scatter + ring all-gather for large ones (bandwidth-optimal;
+// both phases copied through the transport's buffers: Delivery::Buffered).
 // Both give every rank bit-identical results.
 #include <cstring>
 
@@ -72,7 +73,7 @@ ncclResult_t ring(HostGroup& c, const Op& op, uint64_t tag) {
     }
     ReduceSink sink(op.red, out + begin(recvBlock) * es, in + begin(recvBlock) * es);
     HETCCL_TRY(c.net->sendRecv(next, sendData, elems(sendBlock) * es, prev, out + begin(recvBlock) * es,
-                               elems(recvBlock) * es, tag, &sink));
+                               elems(recvBlock) * es, tag, &sink, Delivery::Buffered));
   }
   finishAverage(op.red, out + begin(r) * es, elems(r), n);
   // All-gather the reduced blocks.
@@ -80,7 +81,7 @@ ncclResult_t ring(HostGroup& c, const Op& op, uint64_t tag) {
     const int sendBlock = (r - step + n) % n;
     const int recvBlock = (r - step - 1 + n) % n;
     HETCCL_TRY(c.net->sendRecv(next, out + begin(sendBlock) * es, elems(sendBlock) * es, prev,
-                               out + begin(recvBlock) * es, elems(recvBlock) * es, tag));
+                               out + begin(recvBlock) * es, elems(recvBlock) * es, tag, nullptr, Delivery::Buffered));
   }
   return ncclSuccess;
 }

@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "kernels/host_reduce.h"
 #include "plan/cross_domain/plan_steps.h"
+#include "transport/transport.h"
 
 namespace hetccl {
 
@@ -30,7 +31,8 @@ ncclResult_t combineAmongHolders(Ctx& x, const int* holders, char* data, size_t 
   // 1. Everyone's partial of my part comes to me; mine of theirs goes to them.
   for (int d = 0; d < D; ++d) {
     if (d == me) continue;
-    HETCCL_TRY(x.c.net->postSend(holders[d], data + begin(d) * es, (begin(d + 1) - begin(d)) * es, x.tag, &reqs[d]));
+    HETCCL_TRY(x.c.net->postSend(holders[d], data + begin(d) * es, (begin(d + 1) - begin(d)) * es, x.tag, &reqs[d],
+                                 Delivery::Buffered));
     list.push_back(&reqs[d]);
   }
   for (int d = 0; d < D; ++d) {
@@ -140,7 +142,7 @@ ncclResult_t reduceByLeaders(Ctx& x, const Reduction& red, const char* send, cha
   intra.average = false;
   HETCCL_TRY(x.backend.reduce(send, partial, count, intra, localRoot));
   if (x.index() != localRoot) return ncclSuccess;
-  if (x.c.rank != root) return x.c.net->send(root, partial, bytes, x.tag);
+  if (x.c.rank != root) return x.c.net->send(root, partial, bytes, x.tag, Delivery::Buffered);
   char* slots = x.c.staging(static_cast<size_t>(x.domains + 1) * bytes);
   Request* reqs = x.c.requestPool.take(static_cast<size_t>(x.domains));
   std::vector<Request*>& list = x.c.requestPool.pending;

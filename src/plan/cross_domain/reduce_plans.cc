@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "kernels/host_reduce.h"
 #include "plan/cross_domain/plan_steps.h"
+#include "transport/transport.h"
 
 namespace hetccl {
 
@@ -164,9 +165,10 @@ class ReduceToRootDomain {
     return slots + (k % 2) * mostPerRank * es;
   }
   static Span overlap(Span a, Span b) { return {std::max(a.begin, b.begin), std::max(std::max(a.begin, b.begin), std::min(a.end, b.end))}; }
-  ncclResult_t post(bool isSend, int peer, char* data, size_t bytes, RecvSink* sink, Request* reqs, size_t* n) {
+  ncclResult_t post(bool isSend, int peer, char* data, size_t bytes, RecvSink* sink, Request* reqs, size_t* n,
+                   Delivery delivery = Delivery::Any) {
     if (bytes == 0) return ncclSuccess;
-    HETCCL_TRY(isSend ? x.c.net->postSend(peer, data, bytes, x.tag, &reqs[*n])
+    HETCCL_TRY(isSend ? x.c.net->postSend(peer, data, bytes, x.tag, &reqs[*n], delivery)
                       : x.c.net->postRecv(peer, data, bytes, x.tag, sink, &reqs[*n]));
     x.c.requestPool.pending.push_back(&reqs[(*n)++]);
     return ncclSuccess;
@@ -181,7 +183,7 @@ class ReduceToRootDomain {
     for (int j = 0; j < x.size(rootDomain); ++j) {
       const Span part = overlap(m, chunk(k, rootDomain, j));
       HETCCL_TRY(post(true, x.p.member(rootDomain, j), myChunk(k) + (part.begin - m.begin) * es, (part.end - part.begin) * es,
-                      nullptr, reqs, &n));
+                      nullptr, reqs, &n, Delivery::Buffered));
     }
     return waitPosted();
   }

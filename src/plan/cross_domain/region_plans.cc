@@ -27,6 +27,7 @@
 #include "common/error.h"
 #include "kernels/host_reduce.h"
 #include "plan/cross_domain/plan_steps.h"
+#include "transport/transport.h"
 
 namespace hetccl {
 
@@ -84,7 +85,8 @@ ncclResult_t postToBlocks(Ctx& x, int e, Range have, const char* data, size_t es
     const int g = x.p.member(e, j);
     const Range part = intersect(have, blockOf(g, perRank));
     if (part.size() == 0) continue;
-    HETCCL_TRY(x.c.net->postSend(g, data + (part.begin - have.begin) * es, part.size() * es, x.tag, &reqs[*n]));
+    HETCCL_TRY(x.c.net->postSend(g, data + (part.begin - have.begin) * es, part.size() * es, x.tag, &reqs[*n],
+                                 Delivery::Buffered));
     x.c.requestPool.pending.push_back(&reqs[(*n)++]);
   }
   return ncclSuccess;
