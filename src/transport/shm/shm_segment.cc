@@ -144,6 +144,10 @@ ncclResult_t SharedSegment::discard(size_t offset, size_t bytes) {
   return ncclSuccess;
 }
 
+void SharedSegment::prefault() {
+  if (base_) (void)madvise(base_, bytes_, MADV_POPULATE_WRITE);
+}
+
 ncclResult_t SharedSegment::map(int fd) {
   base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ::close(fd);

@@ -52,6 +52,10 @@ class SharedSegment {
   // first touch makes them anew. Memory pinned by a runtime or a NIC must
   // be unregistered everywhere first (else its pages outlive the segment's).
   ncclResult_t discard(size_t offset, size_t bytes);
+  // Maps every page into this process now (a kernel without
+  // MADV_POPULATE_WRITE: at first touch, as before), so that the first
+  // calls through the segment do not each take their pages' faults.
+  void prefault();
 
   char* base() const { return static_cast<char*>(base_); }
   size_t bytes() const { return bytes_; }

@@ -59,11 +59,16 @@ class Segment {
   ncclResult_t create(const std::string& name, uint32_t slots, size_t slotBytes) {
     slots_ = slots;
     slotBytes_ = slotBytes;
-    return shared_.create(name, segmentBytes(slots, slotBytes));
+    HETCCL_TRY(shared_.create(name, segmentBytes(slots, slotBytes)));
+    shared_.prefault();
+    return ncclSuccess;
   }
   ncclResult_t tryOpen(const std::string& name, bool* opened) {
     HETCCL_TRY(shared_.tryOpen(name, sizeof(SegmentHeader), opened));
-    if (*opened) shared_.unlink();
+    if (*opened) {
+      shared_.unlink();
+      shared_.prefault();
+    }
     return ncclSuccess;
   }
   // The receiver takes the sender's layout once, if it fits the mapping;
