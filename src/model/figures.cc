@@ -9,17 +9,17 @@ Figures builtInFigures(uint32_t coresPerHost) {
   // machine CI runs on), shared memory between the ranks (how well their
   // choices hold on another host: docs/performance.md).
   Figures f;
-  f.libraryBusGBs = 6.8;
-  f.libraryCopyGBs = 10.5;
-  f.libraryLatencyUs = 1.8;
-  f.linkGBs = 10.6;
-  f.linkLatencyUs = 2.2;
-  f.reduceGBs = 5.6;
-  f.handoffUs = 1.8;
+  f.libraryBusGBs = 16.8;
+  f.libraryCopyGBs = 14.0;
+  f.libraryLatencyUs = 1.4;
+  f.linkGBs = 11.1;
+  f.linkLatencyUs = 1.5;
+  f.reduceGBs = 26.2;
+  f.handoffUs = 1.7;
   f.eagerBytes = 65536;  // HETCCL_CMA_THRESHOLD's default: larger messages are read by their receiver
-  f.gapUs = 0.5;
-  f.cacheMiB = 11.3;
-  f.beyondCache = 1.75;
+  f.gapUs = 0.11;
+  f.cacheMiB = 16;
+  f.beyondCache = 3.05;
   f.coresPerHost = coresPerHost;
   return f;
 }

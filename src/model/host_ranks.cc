@@ -12,6 +12,14 @@ double buffersPerRank(Collective coll, double s, double ranks) {
   }
 }
 
+double touchedPerRank(Collective coll, double s, double ranks) {
+  switch (coll) {
+    case Collective::Broadcast:
+    case Collective::Reduce: return s + s / ranks;
+    default: return buffersPerRank(coll, s, ranks);
+  }
+}
+
 double cpuSlowdown(const Cluster& c) {
   double worst = 1;
   for (const DomainSpec& d : c.domains)
@@ -42,7 +50,7 @@ Cluster asRun(const Cluster& c, Collective coll, double s, bool wakeEachRound) {
     d.libraryLatencyUs += wake;
     if (d.cacheMiB <= 0 || d.beyondCache <= 1) continue;
     const double ranksOnHost = c.network.oneHost ? c.ranks() : d.gpusPerNode;
-    const double buffers = ranksOnHost * buffersPerRank(coll, s, c.ranks());
+    const double buffers = ranksOnHost * touchedPerRank(coll, s, c.ranks());
     const double beyond = std::max(0.0, 1 - d.cacheMiB * 1024 * 1024 / buffers);
     const double factor = 1 + (d.beyondCache - 1) * beyond;
     d.libraryBusGBs /= factor;

@@ -12,6 +12,12 @@ namespace hetccl::model {
 // buffers: its input and its output).
 double buffersPerRank(Collective coll, double s, double ranks);
 
+// The bytes of those a call touches, a rank's share of the host's: a
+// rooted call reads or writes one buffer of each rank and the root's
+// other one (a broadcast: the root's input, every output; a reduce:
+// every input, the root's output).
+double touchedPerRank(Collective coll, double s, double ranks);
+
 // CPU ranks beyond their node's cores take turns: every step of theirs
 // slows by the ratio (one host: all the cluster's ranks share it).
 double cpuSlowdown(const Cluster& c);

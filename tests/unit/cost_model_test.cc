@@ -359,6 +359,11 @@ TEST(ModelFigures, BeyondTheCacheEveryByteCostsMore) {
   EXPECT_DOUBLE_EQ(allGather(cached, 64 << 10), allGather(plain, 64 << 10));
   const double bytes = 64.0 * (1 << 20), buffers = 3 * bytes;
   EXPECT_NEAR(allGather(cached, bytes) / allGather(plain, bytes), 1 + (1 - (1 << 20) / buffers), 1e-9);
+  // A broadcast touches the root's input and every rank's output, not
+  // every rank's two buffers: 3 x 2 MiB here.
+  auto broadcast = [](const Cluster& c, double b) { return estimateAll(c, Collective::Broadcast, b, {})[0].seconds; };
+  const double two = 2.0 * (1 << 20);
+  EXPECT_NEAR(broadcast(cached, two) / broadcast(plain, two), 1 + (1 - (1 << 20) / (3 * two)), 1e-9);
   Cluster bad;
   std::string error;
   EXPECT_FALSE(parseCluster("[domain a]\nvendor = cpu\nnodes = 1\ngpus_per_node = 2\nlibrary_busbw_gbs = 1\n"
