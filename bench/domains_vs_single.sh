@@ -15,8 +15,8 @@ scripts/build.sh >/dev/null
 out=build/bench/domains_vs_single
 rm -rf "$out" && mkdir -p "$out"
 for i in $(seq 1 "$repeats"); do
-  build/hetccl-perf "$coll" -N "$ranks" -b 1M -e 64M -f 2 -w 3 -n 10 -c 1 > "$out/single.$i"
-  build/hetccl-perf "$coll" -N "$ranks" --domains "$domains" -b 1M -e 64M -f 2 -w 3 -n 10 -c 1 > "$out/split.$i"
+  build/hetccl-perf "$coll" -N "$ranks" -b 1M -e 64M -f 2 -w 10 -n 10 -c 1 > "$out/single.$i"
+  build/hetccl-perf "$coll" -N "$ranks" --domains "$domains" -b 1M -e 64M -f 2 -w 10 -n 10 -c 1 > "$out/split.$i"
 done
 bench/median_table.py "$coll float sum busbw (GB/s), $ranks ranks: 1 domain vs $domains domains" "$out" "$repeats" \
   "1-domain" single 7 "$domains-domains" split 7
