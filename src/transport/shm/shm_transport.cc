@@ -2,7 +2,8 @@
 // and peer pair holds a ring of slots. Small messages are copied through
 // the slots; large ones are read by the receiver straight out of the
 // sender's memory with process_vm_readv (one copy instead of two) when the
-// kernel allows it, and copied through the slots otherwise.
+// kernel allows it and the send allows it (not Delivery::Buffered: chains,
+// rounds, rings, partials), and copied through the slots otherwise.
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
