@@ -204,7 +204,8 @@ ncclResult_t Net::waitDriving(Request* const* requests, size_t count, size_t mus
         forgetDeadPeers();
         return alive;
       }
-      if (peersStopped(requests, count)) {
+      uint32_t reason = 0;
+      if (const int peer = stoppedPeer(requests, count, &reason); peer >= 0) {
         // A peer that sent its last messages and left at once: what it
         // left in the transport's buffers counts before its leaving does
         // (a look after seeing it gone).
@@ -214,7 +215,8 @@ ncclResult_t Net::waitDriving(Request* const* requests, size_t count, size_t mus
           idle = 0;
           continue;
         }
-        HETCCL_TRY(checkPeersStopped(requests, count));
+        if (reason == Connection::kGoneMismatch) mismatchSeen_.store(true);
+        return Connection::peerGoneError(reason, peer);
       }
       if (now - idleSince > std::chrono::milliseconds(300)) {
         if (board_) HETCCL_TRY(checkWaitBoards(requests, count));
@@ -282,35 +284,20 @@ ncclResult_t Net::sendRecv(int sendPeer, const void* sendData, size_t sendBytes,
   return wait(list, 2);
 }
 
-bool Net::peersStopped(Request* const* requests, size_t count) const {
-  auto stopped = [this](int peer) {
+int Net::stoppedPeer(Request* const* requests, size_t count, uint32_t* reason) const {
+  auto goneReason = [this](int peer) -> uint32_t {
     for (const auto* side : {&send_, &recv_}) {
       const Connection* c = (*side)[static_cast<size_t>(peer)].get();
-      if (c && c->peerGoneReason()) return true;
+      if (const uint32_t r = c ? c->peerGoneReason() : 0) return r;
     }
-    return false;
+    return 0u;
   };
   for (size_t i = 0; i < count; ++i)
-    if (!requests[i]->complete && requests[i]->peer >= 0 && stopped(requests[i]->peer)) return true;
+    if (!requests[i]->complete && requests[i]->peer >= 0 && (*reason = goneReason(requests[i]->peer)))
+      return requests[i]->peer;
   for (const KeptReceive& k : kept_)
-    if (stopped(k.peer)) return true;
-  return false;
-}
-
-ncclResult_t Net::checkPeersStopped(Request* const* requests, size_t count) {
-  auto check = [this](int peer) -> ncclResult_t {
-    for (const auto* side : {&send_, &recv_}) {
-      const Connection* c = (*side)[static_cast<size_t>(peer)].get();
-      const uint32_t reason = c ? c->peerGoneReason() : 0;
-      if (reason == Connection::kGoneMismatch) mismatchSeen_.store(true);
-      HETCCL_TRY(Connection::peerGoneError(reason, peer));
-    }
-    return ncclSuccess;
-  };
-  for (size_t i = 0; i < count; ++i)
-    if (!requests[i]->complete && requests[i]->peer >= 0) HETCCL_TRY(check(requests[i]->peer));
-  for (const KeptReceive& k : kept_) HETCCL_TRY(check(k.peer));
-  return ncclSuccess;
+    if ((*reason = goneReason(k.peer))) return k.peer;
+  return -1;
 }
 
 ncclResult_t Net::checkWaitNotes(Request* const* requests, size_t count) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -85,11 +86,10 @@ class Net {
   // The same between any two ranks, through their connections' notes
   // where the transport has them (Connection::tellWaiting).
   ncclResult_t checkWaitNotes(Request* const* requests, size_t count);
-  // Whether a peer this rank waits for has marked its end of any
-  // connection gone (it stopped: a mismatch it found, or it left), and the
-  // error that names it.
-  bool peersStopped(Request* const* requests, size_t count) const;
-  ncclResult_t checkPeersStopped(Request* const* requests, size_t count);
+  // A peer this rank waits for that has marked its end of a connection
+  // gone (it stopped: a mismatch it found, or it left), and *reason the
+  // mark; -1 where none has.
+  int stoppedPeer(Request* const* requests, size_t count, uint32_t* reason) const;
 
   TransportContext ctx_;
   std::unique_ptr<Transport> shm_, socket_;

@@ -34,7 +34,7 @@ class RecvSink {
 // steps (each rank sends and receives at once: the sender's copy into the
 // next slot overlaps the receiver's reduction or copy of the slot before;
 // read from the sender, the receiver does both alone while the sender
-// waits, 1.3-3x slower on the dev VM) and for every message its receiver
+// waits, 1.2-3.4x slower on the dev VM) and for every message its receiver
 // reduces.
 enum class Delivery { Any, Buffered };
 
