@@ -48,6 +48,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIT_SIZES = [1 << 10, 1 << 14, 1 << 18, 1 << 20, 1 << 22, 1 << 24]  # fitted
@@ -66,6 +67,7 @@ MEASURED = {}  # every median measured (or --load-ed), by its key
 RUNS = {}      # and each run's time, by the same key: --save writes these
 LOADED_ONLY = False  # --load: predict only what the file holds
 SAVE = None          # --save's path: written after every round, so a run cut short keeps its rounds
+LAYOUT_DIR = tempfile.TemporaryDirectory(prefix="calibrate-model-")  # predict's cluster files
 
 
 def key_of(coll, layout, s, switch, gpu_staged):
@@ -266,7 +268,7 @@ def cluster_text(domains, p):
 
 def predict(sim, domains, p, coll, size, plan=None):
     """The model's time (us) for `plan`, else the one the fixed threshold runs."""
-    path = ROOT / "build" / "calibrate-layout.cluster"
+    path = pathlib.Path(LAYOUT_DIR.name) / "layout.cluster"  # (a build folder need not exist where this runs)
     path.write_text(cluster_text(domains, p))
     out = subprocess.run([sim, str(path), "-c", coll, "-b", str(size), "-e", str(size), "--csv",
                           "--piece-bytes", str(PIECE)], capture_output=True, text=True, check=True).stdout
@@ -370,6 +372,7 @@ def main():
             needed("all_gather", one_domain, FIT_SIZES))
     p["handoff_us"] = fit_handoff(a.perf, a.sim, p, a.runs)
     p["gap_us"] = gap(measure(a.perf, "broadcast", two_singles, FIT_SIZES[:1], a.runs), p)
+    pathlib.Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     pathlib.Path(a.out).write_text(cluster_text([2, 2], p))
     print(f"fitted: library {p['lib_gbs']:.2f} GB/s busbw ({p['copy_gbs']:.2f} moving bytes only), {p['lib_us']:.1f} us; links {p['link_gbs']:.2f} GB/s, "
           f"{p['link_us']:.1f} us, back to back {p['gap_us']:.2f} us apart; reductions {p['reduce_gbs']:.2f} GB/s; "

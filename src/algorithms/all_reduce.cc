@@ -2,7 +2,8 @@
 // each exchanging what was just reduced, copied through the transport's
 // buffers: a receiver's single copy of it waits for both sides' turn),
 // ring reduce-scatter + ring all-gather for large ones (bandwidth-optimal;
-// both phases copied through the transport's buffers: Delivery::Buffered).
+// both phases' steps through the transport's buffers while they fit one
+// slot: Delivery::SlotSized).
 // Both give every rank bit-identical results.
 #include <cstring>
 
@@ -73,7 +74,7 @@ ncclResult_t ring(HostGroup& c, const Op& op, uint64_t tag) {
     }
     ReduceSink sink(op.red, out + begin(recvBlock) * es, in + begin(recvBlock) * es);
     HETCCL_TRY(c.net->sendRecv(next, sendData, elems(sendBlock) * es, prev, out + begin(recvBlock) * es,
-                               elems(recvBlock) * es, tag, &sink, Delivery::Buffered));
+                               elems(recvBlock) * es, tag, &sink, Delivery::SlotSized));
   }
   finishAverage(op.red, out + begin(r) * es, elems(r), n);
   // All-gather the reduced blocks.
@@ -81,7 +82,7 @@ ncclResult_t ring(HostGroup& c, const Op& op, uint64_t tag) {
     const int sendBlock = (r - step + n) % n;
     const int recvBlock = (r - step - 1 + n) % n;
     HETCCL_TRY(c.net->sendRecv(next, out + begin(sendBlock) * es, elems(sendBlock) * es, prev,
-                               out + begin(recvBlock) * es, elems(recvBlock) * es, tag, nullptr, Delivery::Buffered));
+                               out + begin(recvBlock) * es, elems(recvBlock) * es, tag, nullptr, Delivery::SlotSized));
   }
   return ncclSuccess;
 }

@@ -1,5 +1,5 @@
 // Reduce-scatter and all-gather: rings, n-1 steps of one block each, each
-// copied through the transport's buffers (Delivery::Buffered).
+// through the transport's buffers while it fits one slot (Delivery::SlotSized).
 #include <cstring>
 
 #include "algorithms/algorithms.h"
@@ -40,7 +40,7 @@ ncclResult_t reduceScatter(HostGroup& c, const Op& op, uint64_t tag) {
     }
     char* dst = step == n - 2 ? static_cast<char*>(op.recvbuff) : partial[step % 2];
     ReduceSink sink(op.red, dst, in + recvBlock * blockBytes);
-    HETCCL_TRY(c.net->sendRecv(next, sendData, blockBytes, prev, dst, blockBytes, tag, &sink, Delivery::Buffered));
+    HETCCL_TRY(c.net->sendRecv(next, sendData, blockBytes, prev, dst, blockBytes, tag, &sink, Delivery::SlotSized));
   }
   finishAverage(op.red, op.recvbuff, op.count, n);
   return ncclSuccess;
@@ -60,7 +60,7 @@ ncclResult_t allGather(HostGroup& c, const Op& op, uint64_t tag) {
     const int sendBlock = (r - step + n) % n;
     const int recvBlock = (r - step - 1 + n) % n;
     const char* sendData = step == 0 ? own : out + sendBlock * blockBytes;
-    HETCCL_TRY(c.net->sendRecv(next, sendData, blockBytes, prev, out + recvBlock * blockBytes, blockBytes, tag, nullptr, Delivery::Buffered));
+    HETCCL_TRY(c.net->sendRecv(next, sendData, blockBytes, prev, out + recvBlock * blockBytes, blockBytes, tag, nullptr, Delivery::SlotSized));
   }
   return ncclSuccess;
 }

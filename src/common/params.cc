@@ -239,10 +239,10 @@ const Setting kSettings[] = {
   {"HETCCL_CMA", nullptr, "`1`", false,
    "shared memory: the receiver reads large messages straight from the sender's memory (`process_vm_readv`, one "
    "copy); `0` copies through the shared slots. Falls back to `0` where the kernel forbids it. The host broadcast "
-   "and reduce chains, the recursive doubling's rounds, the rings' steps and the cross-domain partials always "
-   "copy through the slots (no sender waits for its reader; a reduction or copy overlaps the copy of the slot "
-   "after it): what is read from the sender is send/receive, gather, scatter, all-to-all and the cross-domain "
-   "plans' copies",
+   "and reduce chains, the recursive doubling's rounds and the cross-domain partials always copy through the slots, "
+   "a ring's steps while they fit one slot (`HETCCL_SHM_SLOT_BYTES`; no sender waits for its reader, and a "
+   "reduction or copy overlaps the copy of the slot after it): what is read from the sender is larger ring steps, "
+   "send/receive, gather, scatter, all-to-all and the cross-domain plans' copies",
    [](Params& p, const Reading& r, const char* v) { p.cma = r.yesNo(v, true); }},
   {"HETCCL_CMA_THRESHOLD", nullptr, "`65536`", false, "bytes from which a message takes the single-copy path",
    [](Params& p, const Reading& r, const char* v) {

@@ -30,13 +30,14 @@ class RecvSink {
 // through the transport's buffers at every size, so the sender goes on at
 // once: for a chain's hops, each forwarding what it just received (a
 // rank would otherwise wait for its successor's read before taking the
-// next), for rounds that exchange what was just reduced, for a ring's
-// steps (each rank sends and receives at once: the sender's copy into the
-// next slot overlaps the receiver's reduction or copy of the slot before;
-// read from the sender, the receiver does both alone while the sender
-// waits, 1.2-3.4x slower on the dev VM) and for every message its receiver
-// reduces.
-enum class Delivery { Any, Buffered };
+// next), for rounds that exchange what was just reduced, and for every
+// message its receiver reduces across domains. `SlotSized`: a ring's
+// step: through the buffers while it fits one slot (each rank sends and
+// receives at once, the sender's copy into the next slot overlapping the
+// receiver's work on the one before: 1.2-1.5x faster than read by the
+// receiver at 64-256 KiB steps on a 16-core host), as `Any` beyond (one
+// copy instead of two: 1.3-1.6x faster at 1-16 MiB steps there).
+enum class Delivery { Any, Buffered, SlotSized };
 
 class Connection;
 

@@ -2,6 +2,7 @@
 // isend/irecv/test, in-order matching, and tag/size mismatch as an error.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <numeric>
@@ -146,6 +147,46 @@ TEST(ShmTransport, ABufferedSendGoesOnWithoutItsReader) {
     EXPECT_EQ(got, *want) << "tag " << tag;
   }
   ASSERT_EQ(waitFor(out.get(), &any), ncclSuccess);
+}
+
+// A ring's step (Delivery::SlotSized) goes through the slots while it
+// fits one (256 KiB: it completes before its receiver has posted
+// anything) and beyond is read by the receiver out of the sender's memory,
+// like a send of the default kind: it waits for that read. Both arrive
+// intact.
+TEST(ShmTransport, ARingStepGoesThroughTheSlotsWhileItFitsOne) {
+  Pair p(&makeShmTransport);
+  const size_t slot = 256 << 10;  // HETCCL_SHM_SLOT_BYTES' default
+  std::vector<char> a(slot), b(slot + 4096), got(slot + 4096);
+  std::iota(a.begin(), a.end(), 3);
+  std::iota(b.begin(), b.end(), 5);
+  std::unique_ptr<Connection> out, in;
+  ASSERT_NO_FATAL_FAILURE(connectPair(p, &out, &in));
+  const auto t0 = std::chrono::steady_clock::now();
+  Request fits, beyond;
+  fits.sendData = a.data(), fits.size = a.size(), fits.tag = 1, fits.delivery = Delivery::SlotSized;
+  ASSERT_EQ(out->isend(&fits), ncclSuccess);
+  ASSERT_EQ(waitFor(out.get(), &fits), ncclSuccess);  // nobody has posted a receive yet
+  beyond.sendData = b.data(), beyond.size = b.size(), beyond.tag = 2, beyond.delivery = Delivery::SlotSized;
+  ASSERT_EQ(out->isend(&beyond), ncclSuccess);
+  for (int i = 0; i < 1000; ++i) {
+    bool done = false;
+    ASSERT_EQ(out->test(&beyond, &done), ncclSuccess);
+    ASSERT_FALSE(done) << "a step beyond one slot completed before its receiver read it";
+  }
+  for (auto [tag, want] : {std::pair{1, &a}, std::pair{2, &b}}) {
+    Request r;
+    r.recvData = got.data(), r.size = want->size(), r.tag = static_cast<uint64_t>(tag);
+    ASSERT_EQ(in->irecv(&r), ncclSuccess);
+    while (!r.complete) {
+      bool done;
+      ASSERT_EQ(out->test(&beyond, &done), ncclSuccess);
+      ASSERT_EQ(in->test(&r, &done), ncclSuccess);
+      ASSERT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+    }
+    EXPECT_TRUE(std::equal(want->begin(), want->end(), got.begin())) << "tag " << tag;
+  }
+  ASSERT_EQ(waitFor(out.get(), &beyond), ncclSuccess);
 }
 
 TEST(ShmTransport, SmallMessagesAndMismatch) { exchange(&makeShmTransport, 1000); }

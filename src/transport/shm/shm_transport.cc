@@ -3,7 +3,8 @@
 // the slots; large ones are read by the receiver straight out of the
 // sender's memory with process_vm_readv (one copy instead of two) when the
 // kernel allows it and the send allows it (not Delivery::Buffered: chains,
-// rounds, rings, partials), and copied through the slots otherwise.
+// rounds, partials; a ring's step only beyond one slot), and copied
+// through the slots otherwise.
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -125,8 +126,9 @@ class ShmSender : public Connection {
     const uint64_t tail = h->tail.load(std::memory_order_acquire);
     for (Request* r : queue_) {
       if (r->phase != 0) continue;
-      const bool cma = h->cmaOk.load(std::memory_order_relaxed) && r->size >= cmaThreshold_ && r->size > 0 &&
-                       r->delivery == Delivery::Any;
+      const bool readable = r->delivery == Delivery::Any ||
+                            (r->delivery == Delivery::SlotSized && r->size > seg_->slotBytes());
+      const bool cma = h->cmaOk.load(std::memory_order_relaxed) && r->size >= cmaThreshold_ && r->size > 0 && readable;
       while (r->phase == 0 && head_ - tail < seg_->slots()) {
         SlotHeader* s = seg_->slot(head_);
         s->tag = r->tag;
