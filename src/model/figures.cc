@@ -9,17 +9,17 @@ Figures builtInFigures(uint32_t coresPerHost) {
   // machine CI runs on), shared memory between the ranks (how well their
   // choices hold on another host: docs/performance.md).
   Figures f;
-  f.libraryBusGBs = 16.8;
-  f.libraryCopyGBs = 14.0;
-  f.libraryLatencyUs = 1.4;
-  f.linkGBs = 11.1;
-  f.linkLatencyUs = 1.5;
-  f.reduceGBs = 26.2;
+  f.libraryBusGBs = 8.84;
+  f.libraryCopyGBs = 10.2;
+  f.libraryLatencyUs = 2.0;
+  f.linkGBs = 10.7;
+  f.linkLatencyUs = 1.9;
+  f.reduceGBs = 10.7;
   f.handoffUs = 1.7;
-  f.eagerBytes = 65536;  // HETCCL_CMA_THRESHOLD's default: larger messages are read by their receiver
-  f.gapUs = 0.11;
-  f.cacheMiB = 16;
-  f.beyondCache = 3.05;
+  f.eagerBytes = 65536;  // HETCCL_CMA_THRESHOLD's default: larger single messages are read by their receiver
+  f.gapUs = 0.40;
+  f.cacheMiB = 11.3;
+  f.beyondCache = 2.1;
   f.coresPerHost = coresPerHost;
   return f;
 }
