@@ -176,6 +176,13 @@ double backToBack(const Cluster& c, double bytes, const std::vector<Step>& steps
   }
   return bytes < c.network.eagerBytes ? slowest : alpha + beta;
 }
+// The slowest step's pace: calls back to back where every step overlaps
+// the next call's (each rank goes on once its own part has left).
+double slowestPace(const std::vector<Step>& steps) {
+  double slowest = 0;
+  for (const Step& s : steps) slowest = std::max(slowest, s.pace > 0 ? s.pace : s.alpha + s.beta);
+  return slowest;
+}
 
 // The root domain's broadcast of `s` bytes from the root.
 Step rootDomainBroadcast(const Cluster& c, const DomainSpec& root, double s, double chunk) {
@@ -258,20 +265,24 @@ Step amongLeaders(const Cluster& c, double rounds, double bytes) {
   return s;
 }
 
-// The leaders' rooted call back to back, below the eager size: each rank
-// passes its messages a gap apart and copies each in or out (the links'
-// and the library's figures are a message's both copies: half of them),
-// so the calls' pace is the busiest rank's: the root with a message for
-// each other leader and one for its domain's chain, or another leader
-// with the root's and its chain's. (A reduce's reductions of such small
-// messages, in cache, are left out: far faster than reduce_gbs.)
+// The leaders' rooted call back to back: each rank passes its messages a
+// gap apart and copies each in or out (the links' and the library's
+// figures are a message's both copies: half of them; from the eager size
+// on a message between leaders is one copy, its reader's, which its
+// sender waits for: all of it on both), so the calls' pace is the
+// busiest rank's: the root with a message for each other leader and one
+// for its domain's chain, or another leader with the root's and its
+// chain's (the chains' hops go through the transport's buffers at every
+// size). (A reduce's reductions of small messages, in cache, are left
+// out: far faster than reduce_gbs.)
 Step leadersMessages(const Cluster& c, double s) {
   const double D = static_cast<double>(c.domains.size()), gap = gapOf(c);
+  const double cross = s < c.network.eagerBytes ? s / 2 : s;
   double pace = 0;
   for (const DomainSpec& d : c.domains) {
     const double others = &d == &c.domains.front() ? D - 1 : 1;
     const double inside = d.ranks() > 1 ? gap + s / 2 / (libraryAcrossNodes(c, d).copyGBs * kGB) : 0;
-    pace = std::max(pace, others * (gap + s / 2 / slowestLink(c, true)) + inside);
+    pace = std::max(pace, others * (gap + cross / slowestLink(c, true)) + inside);
   }
   Step step = network(Step{0, 0});
   step.pace = pace;
@@ -336,7 +347,7 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
       // sent, a reduce's senders once theirs left; nccl-tests times calls
       // back to back).
       case Collective::Broadcast:
-        return backToBack(c, s, {amongLeaders(c, 1, s * (D - 1)), spreadOut, leadersMessages(c, s)});
+        return slowestPace({amongLeaders(c, 1, s * (D - 1)), spreadOut, leadersMessages(c, s)});
       default:
         return backToBack(c, s, {reduceIn, amongLeaders(c, 1, s * (D - 1)), compute(s * (D - 1) * gamma),
                                  leadersMessages(c, s)});
