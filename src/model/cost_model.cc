@@ -162,26 +162,26 @@ double sequential(const std::vector<Step>& steps) {
   for (const Step& s : steps) t += s.alpha + s.beta;
   return t;
 }
-// Back-to-back calls of a plan where no rank waits for the whole call: a
-// call's steps overlap the next call's. Messages below the transport's
-// eager size leave without waiting for their receiver: the slowest step
-// sets the pace. Larger ones wait for it (a rendezvous): their bytes pass
-// one step after another, only the latencies overlap.
-double backToBack(const Cluster& c, double bytes, const std::vector<Step>& steps) {
-  double alpha = 0, beta = 0, slowest = 0;
-  for (const Step& s : steps) {
-    alpha = std::max(alpha, s.alpha);
-    beta += s.beta;
-    slowest = std::max(slowest, s.pace > 0 ? s.pace : s.alpha + s.beta);
-  }
-  return bytes < c.network.eagerBytes ? slowest : alpha + beta;
-}
 // The slowest step's pace: calls back to back where every step overlaps
 // the next call's (each rank goes on once its own part has left).
 double slowestPace(const std::vector<Step>& steps) {
   double slowest = 0;
   for (const Step& s : steps) slowest = std::max(slowest, s.pace > 0 ? s.pace : s.alpha + s.beta);
   return slowest;
+}
+// Back-to-back calls of a plan where no rank waits for the whole call: a
+// call's steps overlap the next call's. Messages below the transport's
+// eager size leave without waiting for their receiver: the slowest step
+// sets the pace. Larger ones wait for it (a rendezvous): their bytes pass
+// one step after another, only the latencies overlap.
+double backToBack(const Cluster& c, double bytes, const std::vector<Step>& steps) {
+  if (bytes < c.network.eagerBytes) return slowestPace(steps);
+  double alpha = 0, beta = 0;
+  for (const Step& s : steps) {
+    alpha = std::max(alpha, s.alpha);
+    beta += s.beta;
+  }
+  return alpha + beta;
 }
 
 // The root domain's broadcast of `s` bytes from the root.
