@@ -34,9 +34,10 @@ class RecvSink {
 // message its receiver reduces across domains. `SlotSized`: a ring's
 // step: through the buffers while it fits one slot (each rank sends and
 // receives at once, the sender's copy into the next slot overlapping the
-// receiver's work on the one before: 1.2-1.5x faster than read by the
-// receiver at 64-256 KiB steps on a 16-core host), as `Any` beyond (one
-// copy instead of two: 1.3-1.6x faster at 1-16 MiB steps there).
+// receiver's work on the one before: up to 1.5x faster than read by the
+// receiver at 64 KiB steps on a 16-core host, about even at 256 KiB), as
+// `Any` beyond (one copy instead of two: 1.25-1.6x faster at 1-4 MiB
+// steps there).
 enum class Delivery { Any, Buffered, SlotSized };
 
 class Connection;
