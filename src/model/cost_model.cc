@@ -169,21 +169,6 @@ double slowestPace(const std::vector<Step>& steps) {
   for (const Step& s : steps) slowest = std::max(slowest, s.pace > 0 ? s.pace : s.alpha + s.beta);
   return slowest;
 }
-// Back-to-back calls of a plan where no rank waits for the whole call: a
-// call's steps overlap the next call's. Messages below the transport's
-// eager size leave without waiting for their receiver: the slowest step
-// sets the pace. Larger ones wait for it (a rendezvous): their bytes pass
-// one step after another, only the latencies overlap.
-double backToBack(const Cluster& c, double bytes, const std::vector<Step>& steps) {
-  if (bytes < c.network.eagerBytes) return slowestPace(steps);
-  double alpha = 0, beta = 0;
-  for (const Step& s : steps) {
-    alpha = std::max(alpha, s.alpha);
-    beta += s.beta;
-  }
-  return alpha + beta;
-}
-
 // The root domain's broadcast of `s` bytes from the root.
 Step rootDomainBroadcast(const Cluster& c, const DomainSpec& root, double s, double chunk) {
   const Library l = library(c, root, chunk);
@@ -268,8 +253,11 @@ Step amongLeaders(const Cluster& c, double rounds, double bytes) {
 // The leaders' rooted call back to back: each rank passes its messages a
 // gap apart and copies each in or out (the links' and the library's
 // figures are a message's both copies: half of them; from the eager size
-// on a message between leaders is one copy, its reader's, which its
-// sender waits for: all of it on both), so the calls' pace is the
+// on a message between leaders counts whole on both sides: a broadcast's
+// is one copy, its reader's, which its sender waits for; a reduce's
+// partial goes through the transport's buffers, its sender's copy in and
+// the root's out, each as long as a large message's one copy), so the
+// calls' pace is the
 // busiest rank's: the root with a message for each other leader and one
 // for its domain's chain, or another leader with the root's and its
 // chain's (the chains' hops go through the transport's buffers at every
@@ -349,8 +337,8 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
       case Collective::Broadcast:
         return slowestPace({amongLeaders(c, 1, s * (D - 1)), spreadOut, leadersMessages(c, s)});
       default:
-        return backToBack(c, s, {reduceIn, amongLeaders(c, 1, s * (D - 1)), compute(s * (D - 1) * gamma),
-                                 leadersMessages(c, s)});
+        return slowestPace({reduceIn, amongLeaders(c, 1, s * (D - 1)), compute(s * (D - 1) * gamma),
+                            leadersMessages(c, s)});
     }
   }
   // Hierarchical (spread): the vendor library inside, every rank between.

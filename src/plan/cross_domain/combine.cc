@@ -132,8 +132,9 @@ ncclResult_t allReduceByLeaders(Ctx& x, const Reduction& red, const char* send, 
 }
 
 // Each domain reduces to its leader (the root, in the root's domain); the
-// other leaders send their partials to the root, which combines them in
-// domain order.
+// other leaders send their partials to the root, which reduces them into
+// its own as they arrive (two domains) or staged, in domain order (more;
+// the same order on every run), as the pipelined reduce's root domain does.
 ncclResult_t reduceByLeaders(Ctx& x, const Reduction& red, const char* send, char* partial, size_t count, int root) {
   const size_t es = typeSize(red.type), bytes = count * es;
   const int rootDomain = x.p.domainOf[root];
@@ -143,22 +144,24 @@ ncclResult_t reduceByLeaders(Ctx& x, const Reduction& red, const char* send, cha
   HETCCL_TRY(x.backend.reduce(send, partial, count, intra, localRoot));
   if (x.index() != localRoot) return ncclSuccess;
   if (x.c.rank != root) return x.c.net->send(root, partial, bytes, x.tag, Delivery::Buffered);
-  char* slots = x.c.staging(static_cast<size_t>(x.domains + 1) * bytes);
+  const Reduction merge = red.merging();
+  const bool staged = x.domains > 2;
+  char* slots = staged ? x.c.staging(static_cast<size_t>(x.domains) * bytes) : nullptr;
   Request* reqs = x.c.requestPool.take(static_cast<size_t>(x.domains));
   std::vector<Request*>& list = x.c.requestPool.pending;
+  ReduceSink sink(merge, partial, partial);
   for (int d = 0; d < x.domains; ++d) {
     if (d == x.mine) continue;
-    HETCCL_TRY(x.c.net->postRecv(x.leader(d), slots + d * bytes, bytes, x.tag, nullptr, &reqs[d]));
+    HETCCL_TRY(x.c.net->postRecv(x.leader(d), staged ? slots + d * bytes : partial, bytes, x.tag,
+                                 staged ? nullptr : &sink, &reqs[d]));
     list.push_back(&reqs[d]);
   }
   HETCCL_TRY(x.c.net->wait(list.data(), list.size()));
-  x.c.bytesStaged += (x.domains - 1) * bytes;
-  const Reduction merge = red.merging();
-  char* acc = slots + x.domains * bytes;
-  auto part = [&](int d) -> const char* { return d == x.mine ? partial : slots + d * bytes; };
-  reduceInto(merge, acc, part(0), part(1), count);
-  for (int d = 2; d < x.domains; ++d) reduceInto(merge, acc, acc, part(d), count);
-  memcpy(partial, acc, bytes);
+  if (staged) {
+    for (int d = 0; d < x.domains; ++d)
+      if (d != x.mine) reduceInto(merge, partial, partial, slots + d * bytes, count);
+    x.c.bytesStaged += (x.domains - 1) * bytes;
+  }
   finishAverage(red, partial, count, x.c.nranks);
   return ncclSuccess;
 }
