@@ -455,17 +455,23 @@ double sharedWork(const Cluster& c, double s) {
 // The bytes the leaders' all-reduce moves through its chains (a reduce,
 // then a broadcast): each further rank of a domain and each further
 // domain receives the message once each way, the reduce's added straight
-// out of the transport's buffers at the slower of copy and reduction;
-// beyond the cores, the cores' share of them.
+// out of the transport's buffers at the slower of copy and reduction.
+// Beyond the cores every copy takes a core's time, its sender's too: a
+// chain's hops are copied into the buffers and out (the reduce's
+// receiver adds it), the leaders' partials into the buffers and reduced
+// out, their finished parts read once by their receivers. The cores'
+// share of all of it. (Counting the receivers' copies alone, the dev VM's
+// leaders' all-reduce of 1 MiB came out 1.4-2x faster than measured, and
+// the model chose it over the pipelined plan, 1.13-1.29x slower.)
 double leadersChainBytes(const Cluster& c, double s) {
   const double reduce = slowestReduce(c);
   double work = 0;
   for (const DomainSpec& d : c.domains) {
     const double copy = libraryAcrossNodes(c, d).copyGBs * kGB;
-    work += (d.ranks() - 1) * (s / std::min(copy, reduce) + s / copy);
+    work += (d.ranks() - 1) * (s / std::min(copy, reduce) + 3 * s / copy);
   }
   const double link = slowestLink(c, false);
-  work += (static_cast<double>(c.domains.size()) - 1) * (s / std::min(link, reduce) + s / link);
+  work += (static_cast<double>(c.domains.size()) - 1) * (s / std::min(link, reduce) + 2 * s / link);
   return work * cpuSlowdown(c) / c.ranks();
 }
 
@@ -484,7 +490,7 @@ double estimate(const Cluster& c, Collective coll, Plan plan, double s, const Mo
   double steps = estimatePlan(run, coll, plan, s, ms, piece);
   if (overlapping && ranksBeyondCores(c)) {
     steps = std::max(steps, sharedWork(run, s));
-  } else if (plan == Plan::Leaders && hasChains(c) && ranksBeyondCores(c) &&
+  } else if (plan == Plan::Leaders && c.domains.size() > 1 && hasChains(c) && ranksBeyondCores(c) &&
              (coll == Collective::AllReduce || coll == Collective::ReduceScatter)) {
     // Beyond the cores the leaders' chains leave most ranks idle: their
     // rounds' latencies and wake-ups slow by ranks / cores, their bytes

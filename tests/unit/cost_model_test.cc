@@ -572,9 +572,12 @@ TEST(ModelFigures, BeyondTheCoresARootedPlanIsBoundByItsWork) {
 // same chains: beyond the cores their latencies slow by ranks / cores,
 // their bytes only to the cores' share of what every rank moves (a
 // reduce's reception added straight out of the buffers at the slower of
-// copy and reduction). Two domains of four on two cores, 1 MiB, no
-// latencies: seven receptions each way at 0.5 and 1 GB/s, shared by the
-// cores.
+// copy and reduction, and every copy in and out of the buffers). Two
+// domains of four on two cores, 1 MiB, no latencies: seven receptions
+// reduced at 0.5 GB/s, and at 1 GB/s three copies of each chain hop (in
+// for the reduce, in and out for the broadcast) and two of the leaders'
+// (the partial in, the finished part read), shared by the cores. One
+// domain alone is its library's call, whatever the plan.
 TEST(ModelFigures, BeyondTheCoresTheLeadersAllReduceMovesItsBytesAtTheCoresShare) {
   Figures f = builtInFigures(2);
   f.libraryBusGBs = f.libraryCopyGBs = f.linkGBs = 1;
@@ -584,8 +587,12 @@ TEST(ModelFigures, BeyondTheCoresTheLeadersAllReduceMovesItsBytesAtTheCoresShare
   const double s = 1 << 20;
   for (Collective coll : {Collective::AllReduce, Collective::ReduceScatter})
     EXPECT_NEAR(estimateAll(clusterFor(f, {{1, 4}, {1, 4}}, true), coll, s, {})[0].seconds,
-                (7 * s / 0.5e9 + 7 * s / 1e9) / 2, 1e-7)  // (and the 1-byte latencies)
+                (7 * s / 0.5e9 + (6 * 3 + 2) * s / 1e9) / 2, 1e-7)  // (and the 1-byte latencies)
         << collectiveName(coll);
+  for (Collective coll : {Collective::AllReduce, Collective::ReduceScatter}) {
+    const auto one = estimateAll(clusterFor(f, {{1, 4}}, true), coll, s, {});
+    EXPECT_DOUBLE_EQ(one[0].seconds, one[1].seconds) << collectiveName(coll);
+  }
 }
 
 }  // namespace
