@@ -257,12 +257,11 @@ Step amongLeaders(const Cluster& c, double rounds, double bytes) {
 // is one copy, its reader's, which its sender waits for; a reduce's
 // partial goes through the transport's buffers, its sender's copy in and
 // the root's out, each as long as a large message's one copy), so the
-// calls' pace is the
-// busiest rank's: the root with a message for each other leader and one
-// for its domain's chain, or another leader with the root's and its
-// chain's (the chains' hops go through the transport's buffers at every
-// size). (A reduce's reductions of small messages, in cache, are left
-// out: far faster than reduce_gbs.)
+// calls' pace is the busiest rank's: the root with a message for each
+// other leader and one for its domain's chain, or another leader with
+// the root's and its chain's (the chains' hops go through the
+// transport's buffers at every size). (A reduce's reductions of small
+// messages, in cache, are left out: far faster than reduce_gbs.)
 Step leadersMessages(const Cluster& c, double s) {
   const double D = static_cast<double>(c.domains.size()), gap = gapOf(c);
   const double cross = s < c.network.eagerBytes ? s / 2 : s;
