@@ -16,7 +16,8 @@ namespace hetccl {
 // part k of the elements (so each element is computed once), then the
 // parts are swapped; ncclAvg's division is applied once, by the combiner.
 // With two domains the partner's part is reduced straight out of the
-// transport; with more, partials are combined in domain order.
+// transport; with more, the staged partials are reduced into the
+// holder's own in domain order (the same order on every run).
 ncclResult_t combineAmongHolders(Ctx& x, const int* holders, char* data, size_t count, const Reduction& red) {
   const size_t es = typeSize(red.type);
   const Reduction merge = red.merging();
@@ -24,7 +25,7 @@ ncclResult_t combineAmongHolders(Ctx& x, const int* holders, char* data, size_t 
   auto begin = [&](int k) { return blockBegin(count, D, k); };
   const size_t mineBegin = begin(me), mineCount = begin(me + 1) - mineBegin;
   char* myPart = data + mineBegin * es;
-  char* slots = D > 2 ? x.c.staging(static_cast<size_t>(D + 1) * mineCount * es) : nullptr;
+  char* slots = D > 2 ? x.c.staging(static_cast<size_t>(D) * mineCount * es) : nullptr;
   Request* reqs = x.c.requestPool.take(2 * static_cast<size_t>(D));
   std::vector<Request*>& list = x.c.requestPool.pending;
   ReduceSink sink(merge, myPart, myPart);
@@ -43,11 +44,8 @@ ncclResult_t combineAmongHolders(Ctx& x, const int* holders, char* data, size_t 
   }
   HETCCL_TRY(x.c.net->wait(list.data(), list.size()));
   if (D > 2 && mineCount) {  // (a part of no elements: the staging may be no memory at all)
-    auto partial = [&](int d) -> const char* { return d == me ? myPart : slots + d * mineCount * es; };
-    char* acc = slots + D * mineCount * es;
-    reduceInto(merge, acc, partial(0), partial(1), mineCount);
-    for (int d = 2; d < D; ++d) reduceInto(merge, acc, acc, partial(d), mineCount);
-    memcpy(myPart, acc, mineCount * es);
+    for (int d = 0; d < D; ++d)
+      if (d != me) reduceInto(merge, myPart, myPart, slots + d * mineCount * es, mineCount);
     x.c.bytesStaged += (D - 1) * mineCount * es;
   }
   finishAverage(red, myPart, mineCount, x.c.nranks);
