@@ -12,6 +12,12 @@
 
 namespace hetccl {
 
+void reduceStagedPartials(const Reduction& merge, char* dst, const char* staged, size_t count, int domains, int mine) {
+  const size_t bytes = count * typeSize(merge.type);
+  for (int d = 0; d < domains; ++d)
+    if (d != mine) reduceInto(merge, dst, dst, staged + static_cast<size_t>(d) * bytes, count);
+}
+
 // Like a reduce-scatter + all-gather among the holders: holder k combines
 // part k of the elements (so each element is computed once), then the
 // parts are swapped; ncclAvg's division is applied once, by the combiner.
@@ -44,8 +50,7 @@ ncclResult_t combineAmongHolders(Ctx& x, const int* holders, char* data, size_t 
   }
   HETCCL_TRY(x.c.net->wait(list.data(), list.size()));
   if (D > 2 && mineCount) {  // (a part of no elements: the staging may be no memory at all)
-    for (int d = 0; d < D; ++d)
-      if (d != me) reduceInto(merge, myPart, myPart, slots + d * mineCount * es, mineCount);
+    reduceStagedPartials(merge, myPart, slots, mineCount, D, me);
     x.c.bytesStaged += (D - 1) * mineCount * es;
   }
   finishAverage(red, myPart, mineCount, x.c.nranks);
@@ -156,8 +161,7 @@ ncclResult_t reduceByLeaders(Ctx& x, const Reduction& red, const char* send, cha
   }
   HETCCL_TRY(x.c.net->wait(list.data(), list.size()));
   if (staged) {
-    for (int d = 0; d < x.domains; ++d)
-      if (d != x.mine) reduceInto(merge, partial, partial, slots + d * bytes, count);
+    reduceStagedPartials(merge, partial, slots, count, x.domains, x.mine);
     x.c.bytesStaged += (x.domains - 1) * bytes;
   }
   finishAverage(red, partial, count, x.c.nranks);

@@ -39,6 +39,10 @@ struct Ctx {
 // Reduces the partials that `holders` (one rank per domain, me among them)
 // hold for the same `count` elements; all holders end with the result.
 ncclResult_t combineAmongHolders(Ctx& x, const int* holders, char* data, size_t count, const Reduction& red);
+// More than two domains: reduces the other domains' partials, staged
+// `count` elements apart in domain order (`mine`'s place unused), into
+// `dst`, in domain order: the same result on every run.
+void reduceStagedPartials(const Reduction& merge, char* dst, const char* staged, size_t count, int domains, int mine);
 // Combines this rank's block of the even part [0, evenCount), already
 // reduced over its domain, with the other domains (in segments, each with
 // one holder per domain, so every rank's links carry a share).

@@ -212,9 +212,7 @@ class ReduceToRootDomain {
       }
     }
     HETCCL_TRY(waitPosted());
-    if (staged != nullptr)  // in domain order, the same on every run
-      for (int f = 0; f < x.domains; ++f)
-        if (f != x.mine) reduceInto(merge, data, data, staged + static_cast<size_t>(f) * (m.end - m.begin) * es, m.end - m.begin);
+    if (staged != nullptr) reduceStagedPartials(merge, data, staged, m.end - m.begin, x.domains, x.mine);
     reqs = x.c.requestPool.take(static_cast<size_t>(x.c.nranks));
     n = 0;
     if (!isRoot) {
