@@ -22,6 +22,10 @@ alike). The fit, from the medians:
   gap:      the smallest broadcast between two one-rank domains: how far
             apart back-to-back messages follow each other (its time less
             its bytes at the links' bandwidth);
+  one way:  its sizes above the eager size: the links' bandwidth for a
+            message going one way at a time (the rooted calls'; a lone
+            message outruns the both-ways all-gather's per-direction rate
+            where the two directions' copies share the host's memory);
   hand-off: where four ranks outnumber the cores, the small all-reduces of
             two domains of two, pipelined and by leaders: the wake-up (each
             round of messages, each hand-off to the progress thread) that
@@ -199,6 +203,8 @@ def self_test():
     want["handoff_us"] = 7.0
     modelled = {"a": (20.0, 4.0), "b": (30.0, 6.0), "c": (5.0, 2.0)}
     got["handoff_us"] = handoff({k: t0 + want["handoff_us"] * per_us for k, (t0, per_us) in modelled.items()}, modelled)
+    want["one_way_gbs"] = 12.0
+    got["one_way_gbs"] = one_way({s: want["link_us"] + s * m(s, 1.5) / (want["one_way_gbs"] * 1e3) for s in FIT_SIZES}, got)
     want["gap_us"] = 0.5
     got["gap_us"] = gap({1024: 0.5 + 1024 / (want["link_gbs"] * 1e3), 1 << 20: 999.0}, got)
     bad = {k: (got[k], v) for k, v in want.items() if abs(got[k] - v) > 1e-6 * v}
@@ -225,6 +231,19 @@ def gap(broadcasts, p):
         return 0.0
     s, t = min(broadcasts.items())
     return max(0.05, t - s / (p["link_gbs"] * 1e3))
+
+
+def one_way(broadcasts, p):
+    """one_way_gbs: the links' bandwidth for a message going one way at a
+    time (a rooted call's), from the broadcasts between two one-rank
+    domains above the eager size (one message each, read whole by its
+    receiver): the slope of their line fit (each rank's buffers 1.5 x S
+    for the cache). 0 (the links' bandwidth) where fewer than two sizes."""
+    points = [(s * beyond_factor(3 * s, p["cache_mib"], p["beyond"]), t) for s, t in broadcasts.items() if s > EAGER]
+    if len(points) < 2:
+        return 0.0
+    slope = line_fit(points)[1]
+    return 1e-3 / slope if slope > 0 else 0.0
 
 
 def staging_fit(points):
@@ -255,7 +274,7 @@ def cluster_text(domains, p):
     """A cluster file of CPU domains of the given sizes on this host."""
     lines = ["name = this host's CPU ranks (calibrated)", "[network]", "one_host = yes",
              f"nic_gbps = {p['link_gbs'] * 8:.6g}", f"latency_us = {p['link_us']:.6g}",
-             f"handoff_us = {p.get('handoff_us', 0):.6g}", f"gap_us = {p.get('gap_us', 0):.6g}", f"eager_bytes = {EAGER}"]
+             f"one_way_gbps = {p.get('one_way_gbs', 0) * 8:.6g}", f"handoff_us = {p.get('handoff_us', 0):.6g}", f"gap_us = {p.get('gap_us', 0):.6g}", f"eager_bytes = {EAGER}"]
     for i, n in enumerate(domains):
         lines += [f"[domain d{i}]", "vendor = cpu", "nodes = 1", f"gpus_per_node = {n}", f"nics_per_node = {n}",
                   f"cores_per_node = {CORES}",
@@ -349,10 +368,8 @@ def main():
     staged_sizes = sorted(FIT_SIZES + HELD_SIZES)
     per_rank = {"all_reduce": 2, "reduce_scatter": 1.5, "all_gather": 1.5, "broadcast": 2, "reduce": 2}
     # Every series, fitted and checked, measured in the same rounds. The
-    # broadcast of two one-rank domains gives the gap (its smallest size);
-    # its other sizes are saved (--save) for a message that goes one way at
-    # a time, which the 16-core host ran 1.4-1.8x faster from 64 KiB than
-    # the both-ways all-gather the links' figure is fitted to.
+    # broadcast of two one-rank domains gives the gap (its smallest size)
+    # and the one-way links (its sizes above the eager size).
     fitted = [("all_reduce", one_domain, FIT_SIZES), ("all_gather", two_singles, FIT_SIZES),
               ("all_reduce", two_singles, [s for s in FIT_SIZES if s > SMALL_ALLREDUCE]),
               ("all_gather", one_domain, FIT_SIZES), ("broadcast", two_singles, FIT_SIZES)]
@@ -376,10 +393,11 @@ def main():
             needed("all_gather", one_domain, FIT_SIZES))
     p["handoff_us"] = fit_handoff(a.perf, a.sim, p, a.runs)
     p["gap_us"] = gap(measure(a.perf, "broadcast", two_singles, FIT_SIZES[:1], a.runs), p)
+    p["one_way_gbs"] = one_way(measure(a.perf, "broadcast", two_singles, [s for s in FIT_SIZES if s > EAGER], a.runs) or {}, p)
     pathlib.Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     pathlib.Path(a.out).write_text(cluster_text([2, 2], p))
     print(f"fitted: library {p['lib_gbs']:.2f} GB/s busbw ({p['copy_gbs']:.2f} moving bytes only), {p['lib_us']:.1f} us; links {p['link_gbs']:.2f} GB/s, "
-          f"{p['link_us']:.1f} us, back to back {p['gap_us']:.2f} us apart; reductions {p['reduce_gbs']:.2f} GB/s; "
+          f"{p['link_us']:.1f} us, back to back {p['gap_us']:.2f} us apart, one way {p['one_way_gbs']:.2f} GB/s; reductions {p['reduce_gbs']:.2f} GB/s; "
           f"hand-off {p['handoff_us']:.1f} us; "
           f"beyond {p['cache_mib']:.3g} MiB of buffers a byte costs {p['beyond']:.2f} times -> {a.out}")
 

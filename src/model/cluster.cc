@@ -88,6 +88,7 @@ const std::vector<Field>& fields() {
   static const std::vector<Field> table = {
       {Section::Top, "name", [](Cluster& c, const std::string& v, std::string*) { c.name = v; return true; }},
       {Section::Network, "nic_gbps", numberInto([](Cluster& c) -> double& { return c.network.nicGbps; })},
+      {Section::Network, "one_way_gbps", numberInto([](Cluster& c) -> double& { return c.network.oneWayGbps; })},
       {Section::Network, "latency_us", numberInto([](Cluster& c) -> double& { return c.network.latencyUs; })},
       {Section::Network, "oversubscription", numberInto([](Cluster& c) -> double& { return c.network.oversubscription; })},
       {Section::Network, "nodes_per_leaf", wholeInto([](Cluster& c) -> int& { return c.network.nodesPerLeaf; })},
@@ -167,6 +168,7 @@ bool check(const Cluster& c, const std::string& source, std::string* error) {
   const int net = c.network.line, train = c.training.line;
   if ((crosses || c.nodes() > 1) && c.network.nicGbps <= 0)
     return bad(net, "[network] nic_gbps must be above 0 (the nodes talk through their NICs)");
+  if (c.network.oneWayGbps < 0) return bad(net, "[network] one_way_gbps must not be negative (0: nic_gbps)");
   if (c.network.latencyUs < 0) return bad(net, "[network] latency_us must not be negative");
   if (c.network.handoffUs < 0) return bad(net, "[network] handoff_us must not be negative");
   if (c.network.gapUs < 0) return bad(net, "[network] gap_us must not be negative");

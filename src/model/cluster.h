@@ -40,6 +40,7 @@ struct DomainSpec {
 
 struct NetworkSpec {
   double nicGbps = 0;          // per NIC, each way
+  double oneWayGbps = 0;       // a rooted call's messages between domains, one way at a time (0: nic_gbps)
   double latencyUs = 0;        // one message between two nodes, end to end
   double oversubscription = 1; // above the leaf switches (1: full bisection)
   int nodesPerLeaf = 0;        // two-level fat tree: nodes under one leaf switch (0: one switch)

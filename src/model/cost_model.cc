@@ -97,7 +97,9 @@ Step withWork(Step s, double rankSeconds) {
 }
 Step compute(double seconds) { return Step{0, seconds, Resource::Compute}; }
 
-double pipelinedIn(const Cluster& c, const std::vector<Step>& steps, double k) {
+// `inTurn`: the share of the steps that pass one after the other all the
+// same (reducingStepsInTurn).
+double pipelinedIn(const Cluster& c, const std::vector<Step>& steps, double k, double inTurn) {
   bool nicsShared = false, cpuOnly = true;
   for (const DomainSpec& d : c.domains) {
     nicsShared |= d.nodes > 1;
@@ -127,7 +129,7 @@ double pipelinedIn(const Cluster& c, const std::vector<Step>& steps, double k) {
     if (r == Resource::Network || (r == Resource::Compute && cpuOnly)) net += t;
     if (r == Resource::Compute) cpu += t;
   }
-  double busiest = std::max({root, others, net, cpu});
+  double busiest = std::max({root, others, net, cpu, inTurn * sum});
   // Beyond the cores a rooted plan's steps leave most ranks idle: a step
   // is slowed only as far as its own busy ranks outnumber the cores, and
   // the pieces pass at the pace of the busiest resource alone or of the
@@ -154,8 +156,9 @@ double inPieces(double bytes, double pieceBytes, double* chosen, F time) {
   return best;
 }
 
-double pipelined(const Cluster& c, const std::vector<Step>& steps, double bytes, double pieceBytes, double* chosen) {
-  return inPieces(bytes, pieceBytes, chosen, [&](double k) { return pipelinedIn(c, steps, k); });
+double pipelined(const Cluster& c, const std::vector<Step>& steps, double bytes, double pieceBytes, double* chosen,
+                 double inTurn = 0) {
+  return inPieces(bytes, pieceBytes, chosen, [&](double k) { return pipelinedIn(c, steps, k, inTurn); });
 }
 double sequential(const std::vector<Step>& steps) {
   double t = 0;
@@ -341,13 +344,14 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
     }
   }
   // Hierarchical (spread): the vendor library inside, every rank between.
+  const double inTurn = reducingStepsInTurn(c, coll, s);
   switch (coll) {
     case Collective::AllReduce:
       return pipelined(c, {inDomains(c, chunk, [&](const Library& l, const DomainSpec&) { return l.reduceScatter(s); }),
                         acrossDomains(c, 2, [&](const DomainSpec& d) { return s * others(d) / d.ranks(); }),
                         compute(s / N * (D - 1) * gamma),
                         inDomains(c, chunk, [&](const Library& l, const DomainSpec&) { return l.allGather(s); })},
-                       s, ms.pieceBytes, piece);
+                       s, ms.pieceBytes, piece, inTurn);
     // Reduce-scatter and all-gather by regions (region_plans.cc): a domain's
     // own region in one library call, each other domain's region in a call
     // of its own per piece. The reduce-scatter's own region goes first.
@@ -359,7 +363,7 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
       return own.alpha + own.beta +
              pipelined(c, {theirs, acrossDomains(c, 1, [&](const DomainSpec& d) { return s * others(d) / d.ranks(); }),
                            compute(s / N * (D - 1) * gamma)},
-                       s, ms.pieceBytes, piece);
+                       s, ms.pieceBytes, piece, inTurn);
     }
     case Collective::AllGather: {
       const Step own =

@@ -38,6 +38,7 @@ bool figuresOf(const Cluster& c, Figures* out, std::string* error) {
   f.libraryCopyGBs = d.libraryCopyGBs;
   f.libraryLatencyUs = d.libraryLatencyUs;
   f.linkGBs = c.network.nicGbps / 8;
+  f.oneWayGBs = c.network.oneWayGbps / 8;
   f.linkLatencyUs = c.network.latencyUs;
   f.reduceGBs = d.reduceGBs;
   f.handoffUs = c.network.handoffUs;
@@ -55,7 +56,8 @@ bool figuresOf(const Cluster& c, Figures* out, std::string* error) {
 bool plausible(const Figures& f) {
   auto positive = [](double x) { return std::isfinite(x) && x > 0 && x < 1e9; };
   auto nonNegative = [](double x) { return std::isfinite(x) && x >= 0 && x < 1e9; };
-  return positive(f.libraryBusGBs) && nonNegative(f.libraryCopyGBs) && positive(f.linkGBs) && positive(f.reduceGBs) &&
+  return positive(f.libraryBusGBs) && nonNegative(f.libraryCopyGBs) && positive(f.linkGBs) && nonNegative(f.oneWayGBs) &&
+         positive(f.reduceGBs) &&
          nonNegative(f.libraryLatencyUs) && nonNegative(f.linkLatencyUs) && nonNegative(f.handoffUs) && nonNegative(f.gapUs) &&
          std::isfinite(f.eagerBytes) && f.eagerBytes >= 0 && f.eagerBytes < 1e15 && nonNegative(f.cacheMiB) &&
          std::isfinite(f.beyondCache) && f.beyondCache >= 1 && f.beyondCache < 1e6 &&
@@ -67,6 +69,7 @@ Cluster clusterFor(const Figures& f, const std::vector<DomainLayout>& domains, b
   Cluster c;
   c.name = "this communicator";
   c.network.nicGbps = f.linkGBs * 8;
+  c.network.oneWayGbps = f.oneWayGBs * 8;
   c.network.latencyUs = f.linkLatencyUs;
   c.network.handoffUs = f.handoffUs;
   c.network.eagerBytes = f.eagerBytes;

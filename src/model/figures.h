@@ -20,6 +20,7 @@ struct Figures {
   double libraryLatencyUs = 0;  // and its smallest message's time
   double libraryCopyGBs = 0;    // its all-gather and broadcast (0: libraryBusGBs)
   double linkGBs = 0;           // one rank to another across domains
+  double oneWayGBs = 0;         // the same, a rooted call's messages going one way at a time (0: linkGBs)
   double linkLatencyUs = 0;
   double reduceGBs = 0;         // a rank's reduction throughput
   double handoffUs = 0;         // a wake-up of a rank's progress thread once a host's ranks outnumber its cores

@@ -41,6 +41,22 @@ double coresShare(const Cluster& c, double rankSeconds) {
   return ranksBeyondCores(c) && c.network.oneHost ? rankSeconds / c.ranks() : 0;
 }
 
+double beyondCacheShare(const Cluster& c, const DomainSpec& d, Collective coll, double s) {
+  if (d.vendor != Vendor::Cpu || d.cacheMiB <= 0) return 0;
+  const double ranksOnHost = c.network.oneHost ? c.ranks() : d.gpusPerNode;
+  const double buffers = ranksOnHost * touchedPerRank(coll, s, c.ranks());
+  return std::max(0.0, 1 - d.cacheMiB * 1024 * 1024 / buffers);
+}
+
+double reducingStepsInTurn(const Cluster& c, Collective coll, double s) {
+  if (!c.network.oneHost || (coll != Collective::AllReduce && coll != Collective::ReduceScatter)) return 0;
+  for (const DomainSpec& d : c.domains)
+    if (d.vendor != Vendor::Cpu) return 0;
+  const DomainSpec& d = c.domains.front();
+  const double cores = d.coresPerNode > 0 ? d.coresPerNode : c.ranks();
+  return std::min(1.0, 2 * c.ranks() / cores) * beyondCacheShare(c, d, coll, s);
+}
+
 Cluster asRun(const Cluster& c, Collective coll, double s, bool wakeEachRound) {
   Cluster m = c;
   double linkFactor = 1;
@@ -49,15 +65,15 @@ Cluster asRun(const Cluster& c, Collective coll, double s, bool wakeEachRound) {
     if (d.vendor != Vendor::Cpu) continue;
     d.libraryLatencyUs += wake;
     if (d.cacheMiB <= 0 || d.beyondCache <= 1) continue;
-    const double ranksOnHost = c.network.oneHost ? c.ranks() : d.gpusPerNode;
-    const double buffers = ranksOnHost * touchedPerRank(coll, s, c.ranks());
-    const double beyond = std::max(0.0, 1 - d.cacheMiB * 1024 * 1024 / buffers);
-    const double factor = 1 + (d.beyondCache - 1) * beyond;
+    const double factor = 1 + (d.beyondCache - 1) * beyondCacheShare(c, d, coll, s);
     d.libraryBusGBs /= factor;
     d.libraryCopyGBs /= factor;
     d.reduceGBs /= factor;
     if (c.network.oneHost) linkFactor = std::max(linkFactor, factor);
   }
+  // A rooted call's messages between domains go one way at a time.
+  if (c.network.oneWayGbps > 0 && (coll == Collective::Broadcast || coll == Collective::Reduce))
+    m.network.nicGbps = c.network.oneWayGbps;
   m.network.nicGbps /= linkFactor;
   m.network.latencyUs += wake;
   return m;

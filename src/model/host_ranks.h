@@ -40,6 +40,20 @@ double activeShare(const Cluster& c, double active);
 // all alike by ranks / cores afterwards); 0 elsewhere.
 double coresShare(const Cluster& c, double rankSeconds);
 
+// The share of one host's CPU buffers of a call of `s` bytes beyond
+// their cache (cache_mib): 0 where they fit, towards 1 far beyond.
+double beyondCacheShare(const Cluster& c, const DomainSpec& d, Collective coll, double s);
+
+// One host's CPU ranks in a pipelined plan that reduces (all-reduce,
+// reduce-scatter): each rank's domain step and its progress thread's step
+// between domains overlap only while the cores leave each rank a second
+// one and its buffers fit the cache. The share of the plan's steps that
+// pass one after the other instead: min(1, 2 ranks / cores) beyond the
+// cache (the 16-core host: eight ranks' all-reduce and reduce-scatter
+// from 1 MiB took their steps' sum, four ranks' and every all-gather's
+// the busiest step's); 0 elsewhere.
+double reducingStepsInTurn(const Cluster& c, Collective coll, double s);
+
 // The cluster as one call of `s` bytes meets it. CPU ranks move and
 // reduce bytes at the fitted bandwidths while a host's buffers fit its
 // cache (cache_mib); beyond it the share that does not fit costs

@@ -1,0 +1,92 @@
+// The cost model of CPU ranks on one host (src/model/host_ranks.h): what
+// the host's cores and memory do to a plan's overlap, and the links of a
+// message that goes one way at a time.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "model/cluster.h"
+#include "model/cost_model.h"
+#include "model/figures.h"
+
+namespace {
+
+using namespace hetccl::model;
+
+// No latencies, no cost beyond the cache (its size still says which
+// buffers fit), `cores` cores on the host.
+Figures bytesOnly(uint32_t cores, double cacheMiB) {
+  Figures f = builtInFigures(cores);
+  f.libraryLatencyUs = f.linkLatencyUs = f.gapUs = f.handoffUs = 0;
+  f.cacheMiB = cacheMiB;
+  f.beyondCache = 1;
+  return f;
+}
+
+double pipelinedTime(const Figures& f, Collective coll, double s, double piece) {
+  ModelSettings ms;
+  ms.pieceBytes = piece;
+  return estimateAll(clusterFor(f, {{1, 2}, {1, 2}, {1, 2}, {1, 2}}, true), coll, s, ms)[1].seconds;
+}
+
+// Eight ranks in four domains: an all-reduce's and a reduce-scatter's
+// pieces beyond the cache pass one step after another where the cores
+// leave no rank a second one (sixteen cores), each piece after the first
+// at min(1, 2 ranks / cores) x the share beyond the cache of its steps'
+// sum; with 64 cores, within the cache, and for the all-gather (no
+// reductions) at the busiest step's pace, as before.
+TEST(HostRanks, ReducingPipelinesTakeTheirStepsInTurnWhereTheCoresRunOut) {
+  const double s = 64.0 * (1 << 20), piece = s / 16;
+  for (Collective coll : {Collective::AllReduce, Collective::ReduceScatter}) {
+    const Figures tight = bytesOnly(16, 1), roomy = bytesOnly(64, 1);
+    // One piece: every step once, one after another.
+    const double steps = pipelinedTime(tight, coll, s, s) / 16;
+    const double buffers = 8 * (coll == Collective::AllReduce ? 2 * s : s + s / 8);
+    const double inTurn = 1 - double(1 << 20) / buffers;
+    if (coll == Collective::AllReduce)  // (the reduce-scatter's own region goes first, outside the pipeline)
+      EXPECT_NEAR(pipelinedTime(tight, coll, s, piece), steps * (1 + 15 * inTurn), 1e-9);
+    EXPECT_LT(pipelinedTime(roomy, coll, s, piece), 0.9 * pipelinedTime(tight, coll, s, piece)) << collectiveName(coll);
+    EXPECT_DOUBLE_EQ(pipelinedTime(bytesOnly(16, 1 << 20), coll, s, piece),
+                     pipelinedTime(bytesOnly(64, 1 << 20), coll, s, piece))
+        << collectiveName(coll);
+  }
+  EXPECT_DOUBLE_EQ(pipelinedTime(bytesOnly(16, 1), Collective::AllGather, s, piece),
+                   pipelinedTime(bytesOnly(64, 1), Collective::AllGather, s, piece));
+}
+
+// A rooted call's messages between domains go one way at a time: at
+// one_way_gbps where the file gives it (shared memory: a lone message ran
+// 1.2-1.7x a both-ways all-gather's rate on a 16-core host), else at the
+// links' nic_gbps. Two one-rank domains' broadcast of 16 MiB is that one
+// message; their all-gather is untouched.
+TEST(HostRanks, RootedCallsMessagesGoOneWayAtTheirOwnRate) {
+  Figures f = bytesOnly(64, 1 << 20);
+  f.reduceGBs = 1e3;  // the reduce's link alone
+  auto time = [&](Collective coll) {
+    return estimateAll(clusterFor(f, {{1, 1}, {1, 1}}, true), coll, 16.0 * (1 << 20), {})[1].seconds;
+  };
+  const double broadcast = time(Collective::Broadcast), reduce = time(Collective::Reduce);
+  const double allGather = time(Collective::AllGather);
+  EXPECT_NEAR(broadcast, 16.0 * (1 << 20) / (f.linkGBs * 1e9), 1e-9);
+  f.oneWayGBs = 2 * f.linkGBs;
+  EXPECT_NEAR(time(Collective::Broadcast), broadcast / 2, 1e-9);
+  EXPECT_NEAR(time(Collective::Reduce), reduce / 2, reduce * 0.01);
+  EXPECT_DOUBLE_EQ(time(Collective::AllGather), allGather);
+
+  Cluster c;
+  std::string error;
+  ASSERT_TRUE(parseCluster("[network]\nnic_gbps = 80\none_way_gbps = 120\n[domain a]\nvendor = cpu\nnodes = 1\n"
+                           "gpus_per_node = 2\nlibrary_busbw_gbs = 5\nreduce_gbs = 10\n",
+                           "f", &c, &error))
+      << error;
+  Figures read;
+  ASSERT_TRUE(figuresOf(c, &read, &error)) << error;
+  EXPECT_DOUBLE_EQ(read.oneWayGBs, 15);
+  EXPECT_DOUBLE_EQ(clusterFor(read, {{1, 1}, {1, 1}}, true).network.oneWayGbps, 120);
+  EXPECT_FALSE(parseCluster("[network]\nnic_gbps = 80\none_way_gbps = -1\n[domain a]\nnodes = 1\ngpus_per_node = 1\n"
+                            "reduce_gbs = 1\n",
+                            "f", &c, &error));
+  EXPECT_NE(error.find("one_way_gbps"), std::string::npos) << error;
+}
+
+}  // namespace
