@@ -22,6 +22,9 @@ alike). The fit, from the medians:
   gap:      the smallest broadcast between two one-rank domains: how far
             apart back-to-back messages follow each other (its time less
             its bytes at the links' bandwidth);
+  reduce-scatter: on hosts of four cores or more, one domain of four's
+            reduce-scatter: its bus bandwidth (a ring step that reduces
+            costs more than the all-reduce's figure gives it);
   one way:  its sizes above the eager size: the links' bandwidth for a
             message going one way at a time (the rooted calls'; a lone
             message outruns the both-ways all-gather's per-direction rate
@@ -33,7 +36,8 @@ alike). The fit, from the medians:
 The measurements fix the switch between the plans (the threshold's), so
 the plan that ran is known. HETCCL_MODEL_FILE=<the written file> makes the
 library choose its plans by these figures.
-Every other row (sizes between the fitted ones; one domain of four, two
+Every other row (sizes between the fitted ones; one domain of four (its
+reduce-scatter at the sizes between only, where fitted), two
 domains of two ranks, one and three, three domains of one; on hosts of
 eight cores or more also one domain of eight, four and four, two and six,
 four domains of two) is a prediction checked against a measurement: the
@@ -63,6 +67,7 @@ CACHE_MIB = [2 ** (k / 2) for k in range(0, 19)]  # 1 MiB to 512 MiB, the candid
 BEYOND = [1 + k / 20 for k in range(0, 61)]         # 1 to 4
 CORES = os.cpu_count() or 1  # the measured host's (--cores with --load)
 EAGER = int(os.environ.get("HETCCL_CMA_THRESHOLD", 65536))  # shared memory: larger messages wait for their receiver
+RS_LAYOUT = ["-N", "4", "--domains", "1"]  # rs_fit's
 HANDOFF_LAYOUT, HANDOFF_SIZES = ["-N", "4", "--domains", "2"], [1 << 10, 1 << 12]  # fit_handoff's
 STAGING_US = 10              # the model's staging_us: a GPU's copy to or from host memory
 
@@ -205,6 +210,9 @@ def self_test():
     got["handoff_us"] = handoff({k: t0 + want["handoff_us"] * per_us for k, (t0, per_us) in modelled.items()}, modelled)
     want["one_way_gbs"] = 12.0
     got["one_way_gbs"] = one_way({s: want["link_us"] + s * m(s, 1.5) / (want["one_way_gbs"] * 1e3) for s in FIT_SIZES}, got)
+    want["rs_gbs"] = 4.0
+    rs = {s: 3.0 + s * 3 / 4 * beyond_factor(5 * s, want["cache_mib"], want["beyond"]) / (want["rs_gbs"] * 1e3) for s in FIT_SIZES}
+    got["rs_gbs"] = rs_fit(rs, got, 4)
     want["gap_us"] = 0.5
     got["gap_us"] = gap({1024: 0.5 + 1024 / (want["link_gbs"] * 1e3), 1 << 20: 999.0}, got)
     bad = {k: (got[k], v) for k, v in want.items() if abs(got[k] - v) > 1e-6 * v}
@@ -246,6 +254,21 @@ def one_way(broadcasts, p):
     return 1e-3 / slope if slope > 0 else 0.0
 
 
+def rs_fit(scatters, p, ranks):
+    """rs_gbs: the library's reduce-scatter bus bandwidth, from one domain
+    of `ranks`' reduce-scatters (a ring step that reduces costs more than
+    the all-reduce's figure gives it, one that copies less): the slope of
+    their line fit against S (ranks - 1) / ranks (the ranks' buffers
+    ranks x (S + S / ranks) for the cache). 0 (the all-reduce's) where
+    fewer than two sizes."""
+    points = [(s * (ranks - 1) / ranks * beyond_factor(ranks * (s + s / ranks), p["cache_mib"], p["beyond"]), t)
+              for s, t in scatters.items()]
+    if len(points) < 2:
+        return 0.0
+    slope = line_fit(points)[1]
+    return 1e-3 / slope if slope > 0 else 0.0
+
+
 def staging_fit(points):
     """us per byte of the staging copies: (bytes, model without them, measured)
     points, least squares of the relative residuals."""
@@ -279,6 +302,7 @@ def cluster_text(domains, p):
         lines += [f"[domain d{i}]", "vendor = cpu", "nodes = 1", f"gpus_per_node = {n}", f"nics_per_node = {n}",
                   f"cores_per_node = {CORES}",
                   f"library_busbw_gbs = {p['lib_gbs']:.6g}", f"library_copy_gbs = {p['copy_gbs']:.6g}",
+                  f"library_rs_gbs = {p.get('rs_gbs', 0):.6g}",
                   f"library_latency_us = {p['lib_us']:.6g}",
                   f"reduce_gbs = {p['reduce_gbs']:.6g}", f"cache_mib = {p.get('cache_mib', 0):.6g}",
                   f"beyond_cache = {p.get('beyond', 1):.6g}"]
@@ -393,11 +417,14 @@ def main():
             needed("all_gather", one_domain, FIT_SIZES))
     p["handoff_us"] = fit_handoff(a.perf, a.sim, p, a.runs)
     p["gap_us"] = gap(measure(a.perf, "broadcast", two_singles, FIT_SIZES[:1], a.runs), p)
+    # Where four ranks have a core each: the reduce-scatter of one domain of four.
+    p["rs_gbs"] = rs_fit(measure(a.perf, "reduce_scatter", RS_LAYOUT, FIT_SIZES, a.runs) or {}, p, 4) if CORES >= 4 else 0.0
     p["one_way_gbs"] = one_way(measure(a.perf, "broadcast", two_singles, [s for s in FIT_SIZES if s > EAGER], a.runs) or {}, p)
     pathlib.Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     pathlib.Path(a.out).write_text(cluster_text([2, 2], p))
     print(f"fitted: library {p['lib_gbs']:.2f} GB/s busbw ({p['copy_gbs']:.2f} moving bytes only), {p['lib_us']:.1f} us; links {p['link_gbs']:.2f} GB/s, "
-          f"{p['link_us']:.1f} us, back to back {p['gap_us']:.2f} us apart, one way {p['one_way_gbs']:.2f} GB/s; reductions {p['reduce_gbs']:.2f} GB/s; "
+          f"{p['link_us']:.1f} us, back to back {p['gap_us']:.2f} us apart, one way {p['one_way_gbs']:.2f} GB/s; "
+          f"reduce-scatter {p['rs_gbs']:.2f} GB/s; reductions {p['reduce_gbs']:.2f} GB/s; "
           f"hand-off {p['handoff_us']:.1f} us; "
           f"beyond {p['cache_mib']:.3g} MiB of buffers a byte costs {p['beyond']:.2f} times -> {a.out}")
 
@@ -421,8 +448,13 @@ def main():
         summary.append(summary_row(f"{name} | {coll}", mine))
         return mine
 
+    def held(coll, layout, sizes):
+        """The sizes a row predicts: all but those a fit used."""
+        fitted_here = coll == "reduce_scatter" and layout == RS_LAYOUT and p["rs_gbs"] > 0
+        return sorted(s for s in sizes if not (fitted_here and s in FIT_SIZES))
+
     errors = [e for name, domains, layout, colls, sizes in checks for coll in colls
-              for e in check(name, domains, layout, coll, sorted(sizes))]
+              for e in check(name, domains, layout, coll, held(coll, layout, sizes))]
     gpu = []  # (not in the CPU ranks' totals)
     if a.gpu_staged:
         two, sizes = two_singles, staged_sizes

@@ -112,6 +112,7 @@ const std::vector<Field>& fields() {
       {Section::Domain, "nics_per_node", wholeInto([](Cluster& c) -> int& { return last(c).nicsPerNode; })},
       {Section::Domain, "library_busbw_gbs", numberInto([](Cluster& c) -> double& { return last(c).libraryBusGBs; })},
       {Section::Domain, "library_copy_gbs", numberInto([](Cluster& c) -> double& { return last(c).libraryCopyGBs; })},
+      {Section::Domain, "library_rs_gbs", numberInto([](Cluster& c) -> double& { return last(c).libraryRsGBs; })},
       {Section::Domain, "library_latency_us", numberInto([](Cluster& c) -> double& { return last(c).libraryLatencyUs; })},
       {Section::Domain, "pcie_gbs", numberInto([](Cluster& c) -> double& { return last(c).pcieGBs; })},
       {Section::Domain, "staging_us", numberInto([](Cluster& c) -> double& { return last(c).stagingUs; })},
@@ -153,6 +154,7 @@ bool check(const Cluster& c, const std::string& source, std::string* error) {
     if (d.libraryLatencyUs < 0) return bad(d.line, in + "library_latency_us must not be negative");
     if (d.stagingUs < 0) return bad(d.line, in + "staging_us must not be negative");
     if (d.libraryCopyGBs < 0) return bad(d.line, in + "library_copy_gbs must not be negative (0: library_busbw_gbs)");
+    if (d.libraryRsGBs < 0) return bad(d.line, in + "library_rs_gbs must not be negative (0: library_busbw_gbs)");
     if (d.reduceGBs <= 0) return bad(d.line, in + "reduce_gbs must be above 0");
     if (d.cacheMiB < 0) return bad(d.line, in + "cache_mib must not be negative (0: no cache in the model)");
     if (d.beyondCache < 1) return bad(d.line, in + "beyond_cache must be at least 1 (a byte beyond the cache costs more)");

@@ -560,11 +560,13 @@ double pipelinedWithTail(const Cluster& c, Collective coll, double s, const Mode
 // hops of the network's latency more. CPU domains: hetccl's host
 // algorithms on one host, as given.
 LibraryFigures libraryAcrossNodes(const Cluster& c, const DomainSpec& d) {
-  LibraryFigures f{d.libraryBusGBs, d.libraryCopyGBs > 0 ? d.libraryCopyGBs : d.libraryBusGBs, d.libraryLatencyUs};
+  LibraryFigures f{d.libraryBusGBs, d.libraryCopyGBs > 0 ? d.libraryCopyGBs : d.libraryBusGBs, d.libraryLatencyUs,
+                   d.libraryRsGBs > 0 ? d.libraryRsGBs : d.libraryBusGBs};
   if (d.vendor == Vendor::Cpu || d.nodes <= 1) return f;
   const double nics = nodeNics(c, d) / kGB;
   f.busGBs = std::min(f.busGBs, nics);
   f.copyGBs = std::min(f.copyGBs, nics);
+  f.rsGBs = std::min(f.rsGBs, nics);
   f.latencyUs += 2 * std::ceil(std::log2(static_cast<double>(d.nodes))) * c.network.latencyUs;
   return f;
 }

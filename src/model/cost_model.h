@@ -77,6 +77,7 @@ double busFactor(Collective coll, int ranks);
 // by the node's NICs and the latency grows with a tree of the nodes.
 struct LibraryFigures {
   double busGBs = 0, copyGBs = 0, latencyUs = 0;
+  double rsGBs = 0;  // the reduce-scatter's
 };
 LibraryFigures libraryAcrossNodes(const Cluster& c, const DomainSpec& d);
 

@@ -25,8 +25,9 @@ struct Library {
   double chunk = 0;  // CPU domains: the host algorithms' chunk (0: a vendor library)
   double gap = 0;    // CPU domains: a chunk's pace through a hop, calls back to back
   double red = 0;    // CPU domains: a rank's reduction throughput
+  double rsBw = 0;   // the reduce-scatter's bus bandwidth (0: bw)
   double latency() const { return n > 1 ? (chunk > 0 ? n - 1 : 1) * alpha : 0; }
-  double reduceScatter(double s) const { return n > 1 ? latency() + s * (n - 1) / n / bw : 0; }
+  double reduceScatter(double s) const { return n > 1 ? latency() + s * (n - 1) / n / (rsBw > 0 ? rsBw : bw) : 0; }
   double allGather(double s) const { return n > 1 ? latency() + s * (n - 1) / n / copyBw : 0; }
   // A vendor library's latency covers its whole call. hetccl's host
   // all-reduce (algorithms/all_reduce.cc): up to kHostDoublingBytes,

@@ -36,6 +36,7 @@ bool figuresOf(const Cluster& c, Figures* out, std::string* error) {
   Figures f;
   f.libraryBusGBs = d.libraryBusGBs;
   f.libraryCopyGBs = d.libraryCopyGBs;
+  f.libraryRsGBs = d.libraryRsGBs;
   f.libraryLatencyUs = d.libraryLatencyUs;
   f.linkGBs = c.network.nicGbps / 8;
   f.oneWayGBs = c.network.oneWayGbps / 8;
@@ -56,7 +57,7 @@ bool figuresOf(const Cluster& c, Figures* out, std::string* error) {
 bool plausible(const Figures& f) {
   auto positive = [](double x) { return std::isfinite(x) && x > 0 && x < 1e9; };
   auto nonNegative = [](double x) { return std::isfinite(x) && x >= 0 && x < 1e9; };
-  return positive(f.libraryBusGBs) && nonNegative(f.libraryCopyGBs) && positive(f.linkGBs) && nonNegative(f.oneWayGBs) &&
+  return positive(f.libraryBusGBs) && nonNegative(f.libraryCopyGBs) && nonNegative(f.libraryRsGBs) && positive(f.linkGBs) && nonNegative(f.oneWayGBs) &&
          positive(f.reduceGBs) &&
          nonNegative(f.libraryLatencyUs) && nonNegative(f.linkLatencyUs) && nonNegative(f.handoffUs) && nonNegative(f.gapUs) &&
          std::isfinite(f.eagerBytes) && f.eagerBytes >= 0 && f.eagerBytes < 1e15 && nonNegative(f.cacheMiB) &&
@@ -86,6 +87,7 @@ Cluster clusterFor(const Figures& f, const std::vector<DomainLayout>& domains, b
     d.nicsPerNode = l.ranksPerHost;  // every rank its own link (one per pair of ranks)
     d.libraryBusGBs = f.libraryBusGBs;
     d.libraryCopyGBs = f.libraryCopyGBs;
+    d.libraryRsGBs = f.libraryRsGBs;
     d.libraryLatencyUs = f.libraryLatencyUs;
     d.reduceGBs = f.reduceGBs;
     d.coresPerNode = static_cast<int>(f.coresPerHost);

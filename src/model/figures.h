@@ -19,6 +19,7 @@ struct Figures {
   double libraryBusGBs = 0;     // hetccl's host all-reduce inside a domain: bus bandwidth
   double libraryLatencyUs = 0;  // and its smallest message's time
   double libraryCopyGBs = 0;    // its all-gather and broadcast (0: libraryBusGBs)
+  double libraryRsGBs = 0;      // its reduce-scatter (0: libraryBusGBs)
   double linkGBs = 0;           // one rank to another across domains
   double oneWayGBs = 0;         // the same, a rooted call's messages going one way at a time (0: linkGBs)
   double linkLatencyUs = 0;

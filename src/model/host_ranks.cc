@@ -68,6 +68,7 @@ Cluster asRun(const Cluster& c, Collective coll, double s, bool wakeEachRound) {
     const double factor = 1 + (d.beyondCache - 1) * beyondCacheShare(c, d, coll, s);
     d.libraryBusGBs /= factor;
     d.libraryCopyGBs /= factor;
+    d.libraryRsGBs /= factor;
     d.reduceGBs /= factor;
     if (c.network.oneHost) linkFactor = std::max(linkFactor, factor);
   }

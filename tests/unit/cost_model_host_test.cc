@@ -89,4 +89,25 @@ TEST(HostRanks, RootedCallsMessagesGoOneWayAtTheirOwnRate) {
   EXPECT_NE(error.find("one_way_gbps"), std::string::npos) << error;
 }
 
+// hetccl's host reduce-scatter: a ring step that reduces costs more than
+// the all-reduce's figure gives it; library_rs_gbs (fitted to one domain
+// of four's) is its bus bandwidth, the all-reduce's where 0. One domain of
+// four, 4 MiB: three rounds' bytes at it.
+TEST(HostRanks, TheReduceScatterGoesAtItsOwnFigure) {
+  Figures f = bytesOnly(64, 1 << 20);
+  const double s = 4.0 * (1 << 20);
+  auto time = [&](Collective coll) { return estimateAll(clusterFor(f, {{1, 4}}, true), coll, s, {})[1].seconds; };
+  EXPECT_NEAR(time(Collective::ReduceScatter), s * 3 / 4 / (f.libraryBusGBs * 1e9), 1e-12);
+  const double allReduce = time(Collective::AllReduce);
+  f.libraryRsGBs = f.libraryBusGBs / 2;
+  EXPECT_NEAR(time(Collective::ReduceScatter), s * 3 / 4 / (f.libraryRsGBs * 1e9), 1e-12);
+  EXPECT_DOUBLE_EQ(time(Collective::AllReduce), allReduce);
+  Cluster c;
+  std::string error;
+  EXPECT_FALSE(parseCluster("[domain a]\nvendor = cpu\nnodes = 1\ngpus_per_node = 2\nlibrary_busbw_gbs = 1\n"
+                            "library_rs_gbs = -1\nreduce_gbs = 1\n",
+                            "f", &c, &error));
+  EXPECT_NE(error.find("library_rs_gbs"), std::string::npos) << error;
+}
+
 }  // namespace
