@@ -23,6 +23,14 @@ Figures bytesOnly(uint32_t cores, double cacheMiB) {
   return f;
 }
 
+// The error of a cluster file that must not parse.
+std::string refused(const std::string& text) {
+  Cluster c;
+  std::string error;
+  EXPECT_FALSE(parseCluster(text, "f", &c, &error)) << text;
+  return error;
+}
+
 double pipelinedTime(const Figures& f, Collective coll, double s, double piece) {
   ModelSettings ms;
   ms.pieceBytes = piece;
@@ -83,10 +91,10 @@ TEST(HostRanks, RootedCallsMessagesGoOneWayAtTheirOwnRate) {
   ASSERT_TRUE(figuresOf(c, &read, &error)) << error;
   EXPECT_DOUBLE_EQ(read.oneWayGBs, 15);
   EXPECT_DOUBLE_EQ(clusterFor(read, {{1, 1}, {1, 1}}, true).network.oneWayGbps, 120);
-  EXPECT_FALSE(parseCluster("[network]\nnic_gbps = 80\none_way_gbps = -1\n[domain a]\nnodes = 1\ngpus_per_node = 1\n"
-                            "reduce_gbs = 1\n",
-                            "f", &c, &error));
-  EXPECT_NE(error.find("one_way_gbps"), std::string::npos) << error;
+  EXPECT_NE(refused("[network]\nnic_gbps = 80\none_way_gbps = -1\n[domain a]\nnodes = 1\ngpus_per_node = 1\n"
+                    "reduce_gbs = 1\n")
+                .find("one_way_gbps"),
+            std::string::npos);
 }
 
 // hetccl's host reduce-scatter: a ring step that reduces costs more than
@@ -102,12 +110,10 @@ TEST(HostRanks, TheReduceScatterGoesAtItsOwnFigure) {
   f.libraryRsGBs = f.libraryBusGBs / 2;
   EXPECT_NEAR(time(Collective::ReduceScatter), s * 3 / 4 / (f.libraryRsGBs * 1e9), 1e-12);
   EXPECT_DOUBLE_EQ(time(Collective::AllReduce), allReduce);
-  Cluster c;
-  std::string error;
-  EXPECT_FALSE(parseCluster("[domain a]\nvendor = cpu\nnodes = 1\ngpus_per_node = 2\nlibrary_busbw_gbs = 1\n"
-                            "library_rs_gbs = -1\nreduce_gbs = 1\n",
-                            "f", &c, &error));
-  EXPECT_NE(error.find("library_rs_gbs"), std::string::npos) << error;
+  EXPECT_NE(refused("[domain a]\nvendor = cpu\nnodes = 1\ngpus_per_node = 2\nlibrary_busbw_gbs = 1\n"
+                    "library_rs_gbs = -1\nreduce_gbs = 1\n")
+                .find("library_rs_gbs"),
+            std::string::npos);
 }
 
 }  // namespace
