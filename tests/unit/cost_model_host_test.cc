@@ -97,6 +97,23 @@ TEST(HostRanks, RootedCallsMessagesGoOneWayAtTheirOwnRate) {
             std::string::npos);
 }
 
+// The pipelined reduce called back to back: the other domains' ranks go
+// on once their partials have left (through the transport's buffers), so
+// calls pass at the busier side's pace, not one call's whole path. One
+// and three, one piece, links and the library at 1 GB/s, the rest free:
+// the three's reduce-scatter (2/3 of s) then their partials (1/3 each),
+// or the root's receipt of all three (s); the path is both in turn.
+TEST(HostRanks, APipelinedReduceBackToBackPassesAtItsBusierSide) {
+  Figures f = bytesOnly(64, 1 << 20);
+  f.libraryBusGBs = f.linkGBs = f.oneWayGBs = 1;
+  f.libraryCopyGBs = f.reduceGBs = 1e6;
+  const double s = 4.0 * (1 << 20);
+  ModelSettings whole;
+  whole.pieceBytes = 1 << 30;
+  EXPECT_NEAR(estimateAll(clusterFor(f, {{1, 1}, {1, 3}}, true), Collective::Reduce, s, whole)[1].seconds, s / 1e9,
+              s / 1e9 * 1e-3);
+}
+
 // hetccl's host reduce-scatter: a ring step that reduces costs more than
 // the all-reduce's figure gives it; library_rs_gbs (fitted to one domain
 // of four's) is its bus bandwidth, the all-reduce's where 0. One domain of
