@@ -7,6 +7,8 @@
 //
 //   hetccl-sim examples/clusters/paper_testbed.cluster
 //   hetccl-sim FILE -c all_reduce,all_gather -b 1K -e 1G -f 4 --csv
+//   hetccl-sim --built-in-figures 16   (the library's own figures as a file)
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +17,7 @@
 
 #include "model/cluster.h"
 #include "model/cost_model.h"
+#include "model/figures.h"
 
 namespace {
 
@@ -23,6 +26,8 @@ using namespace hetccl::model;
 void usage() {
   fprintf(stderr,
           "usage: hetccl-sim <cluster file> [options]\n"
+          "       hetccl-sim --built-in-figures <cores>: the figures the library plans with, unless\n"
+          "                         HETCCL_MODEL_FILE names others, as a cluster file (CPU ranks on a host of <cores>)\n"
           "  -c <collective>[,...]  all_reduce reduce_scatter all_gather broadcast reduce (default: all)\n"
           "  -b <bytes> -e <bytes> -f <factor>   sizes, as nccl-tests (default 8 to 1G, x4; K, M, G suffixes)\n"
           "  --piece-bytes <bytes>  a pipelined plan's piece (hetccl's: HETCCL_CHUNK_BYTES);\n"
@@ -91,6 +96,15 @@ int main(int argc, char** argv) {
   if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
     usage();
     return argc < 2 ? 2 : 0;
+  }
+  if (!strcmp(argv[1], "--built-in-figures")) {
+    const long cores = argc == 3 ? strtol(argv[2], nullptr, 10) : 0;
+    if (cores <= 0) {
+      usage();
+      return 2;
+    }
+    fputs(clusterFileOf(builtInFigures(static_cast<uint32_t>(cores))).c_str(), stdout);
+    return 0;
   }
   std::vector<Collective> colls;
   double minBytes = 8, maxBytes = 1024.0 * 1024 * 1024, factor = 4;

@@ -1,6 +1,9 @@
 #include "model/figures.h"
 
 #include <cmath>
+#include <cstdio>
+#include <string>
+#include <utility>
 
 namespace hetccl::model {
 
@@ -52,6 +55,28 @@ bool figuresOf(const Cluster& c, Figures* out, std::string* error) {
   f.coresPerHost = static_cast<uint32_t>(d.coresPerNode);
   *out = f;
   return true;
+}
+
+std::string clusterFileOf(const Figures& f) {
+  using Field = std::pair<const char*, double>;
+  const Field network[] = {{"nic_gbps", f.linkGBs * 8},        {"one_way_gbps", f.oneWayGBs * 8},
+                           {"latency_us", f.linkLatencyUs},    {"handoff_us", f.handoffUs},
+                           {"eager_bytes", f.eagerBytes},      {"gap_us", f.gapUs},
+                           {"oversubscription", f.oversubscription}, {"nodes_per_leaf", double(f.nodesPerLeaf)}};
+  const Field domain[] = {{"cores_per_node", double(f.coresPerHost)}, {"library_busbw_gbs", f.libraryBusGBs},
+                          {"library_copy_gbs", f.libraryCopyGBs},     {"library_rs_gbs", f.libraryRsGBs},
+                          {"library_latency_us", f.libraryLatencyUs}, {"reduce_gbs", f.reduceGBs},
+                          {"cache_mib", f.cacheMiB},                  {"beyond_cache", f.beyondCache}};
+  std::string text = "name = hetccl's host path figures\n[network]\none_host = yes\n";
+  char line[96];
+  auto write = [&](const Field& field) {
+    snprintf(line, sizeof line, "%s = %.9g\n", field.first, field.second);
+    text += line;
+  };
+  for (const Field& field : network) write(field);
+  text += "[domain d0]\nvendor = cpu\nnodes = 1\ngpus_per_node = 2\nnics_per_node = 2\n";
+  for (const Field& field : domain) write(field);
+  return text;
 }
 
 bool plausible(const Figures& f) {

@@ -40,6 +40,10 @@ Figures builtInFigures(uint32_t coresPerHost);
 // The figures of a cluster file's first domain and network; false with
 // *error naming the field when one is missing or zero.
 bool figuresOf(const Cluster& c, Figures* out, std::string* error);
+// The cluster file (docs/simulator.md) of figures `f`: one CPU domain of
+// two ranks on one host, as scripts/calibrate-model.py writes them
+// (figuresOf reads them back).
+std::string clusterFileOf(const Figures& f);
 // Finite and in range (a table from another rank is checked before use).
 bool plausible(const Figures& f);
 

@@ -43,7 +43,7 @@ double pipelinedTime(const Figures& f, Collective coll, double s, double piece) 
 // at min(1, 2 ranks / cores) x the share beyond the cache of its steps'
 // sum; with 64 cores, within the cache, and for the all-gather (no
 // reductions) at the busiest step's pace, as before.
-TEST(HostRanks, ReducingPipelinesTakeTheirStepsInTurnWhereTheCoresRunOut) {
+TEST(HostModel, ReducingPipelinesTakeTheirStepsInTurnWhereTheCoresRunOut) {
   const double s = 64.0 * (1 << 20), piece = s / 16;
   for (Collective coll : {Collective::AllReduce, Collective::ReduceScatter}) {
     const Figures tight = bytesOnly(16, 1), roomy = bytesOnly(64, 1);
@@ -67,7 +67,7 @@ TEST(HostRanks, ReducingPipelinesTakeTheirStepsInTurnWhereTheCoresRunOut) {
 // 1.2-1.7x a both-ways all-gather's rate on a 16-core host), else at the
 // links' nic_gbps. Two one-rank domains' broadcast of 16 MiB is that one
 // message; their all-gather is untouched.
-TEST(HostRanks, RootedCallsMessagesGoOneWayAtTheirOwnRate) {
+TEST(HostModel, RootedCallsMessagesGoOneWayAtTheirOwnRate) {
   Figures f = bytesOnly(64, 1 << 20);
   f.reduceGBs = 1e3;  // the reduce's link alone
   auto time = [&](Collective coll) {
@@ -103,7 +103,7 @@ TEST(HostRanks, RootedCallsMessagesGoOneWayAtTheirOwnRate) {
 // and three, one piece, links and the library at 1 GB/s, the rest free:
 // the three's reduce-scatter (2/3 of s) then their partials (1/3 each),
 // or the root's receipt of all three (s); the path is both in turn.
-TEST(HostRanks, APipelinedReduceBackToBackPassesAtItsBusierSide) {
+TEST(HostModel, APipelinedReduceBackToBackPassesAtItsBusierSide) {
   Figures f = bytesOnly(64, 1 << 20);
   f.libraryBusGBs = f.linkGBs = f.oneWayGBs = 1;
   f.libraryCopyGBs = f.reduceGBs = 1e6;
@@ -118,7 +118,7 @@ TEST(HostRanks, APipelinedReduceBackToBackPassesAtItsBusierSide) {
 // the all-reduce's figure gives it; library_rs_gbs (fitted to one domain
 // of four's) is its bus bandwidth, the all-reduce's where 0. One domain of
 // four, 4 MiB: three rounds' bytes at it.
-TEST(HostRanks, TheReduceScatterGoesAtItsOwnFigure) {
+TEST(HostModel, TheReduceScatterGoesAtItsOwnFigure) {
   Figures f = bytesOnly(64, 1 << 20);
   const double s = 4.0 * (1 << 20);
   auto time = [&](Collective coll) { return estimateAll(clusterFor(f, {{1, 4}}, true), coll, s, {})[1].seconds; };
@@ -131,6 +131,27 @@ TEST(HostRanks, TheReduceScatterGoesAtItsOwnFigure) {
                     "library_rs_gbs = -1\nreduce_gbs = 1\n")
                 .find("library_rs_gbs"),
             std::string::npos);
+}
+
+// The figures as a cluster file (hetccl-sim --built-in-figures) read back
+// as the same figures.
+TEST(HostModel, TheFiguresWriteAndReadBack) {
+  Figures f = builtInFigures(12);
+  f.oneWayGBs = 13.5;
+  f.libraryRsGBs = 4.25;
+  f.nodesPerLeaf = 3;
+  Cluster c;
+  std::string error;
+  ASSERT_TRUE(parseCluster(clusterFileOf(f), "f", &c, &error)) << error;
+  Figures back;
+  ASSERT_TRUE(figuresOf(c, &back, &error)) << error;
+  for (auto field : {&Figures::libraryBusGBs, &Figures::libraryLatencyUs, &Figures::libraryCopyGBs,
+                     &Figures::libraryRsGBs, &Figures::linkGBs, &Figures::oneWayGBs, &Figures::linkLatencyUs,
+                     &Figures::reduceGBs, &Figures::handoffUs, &Figures::eagerBytes, &Figures::gapUs,
+                     &Figures::cacheMiB, &Figures::beyondCache, &Figures::oversubscription})
+    EXPECT_NEAR(back.*field, f.*field, 1e-6 * f.*field);
+  EXPECT_EQ(back.nodesPerLeaf, f.nodesPerLeaf);
+  EXPECT_EQ(back.coresPerHost, f.coresPerHost);
 }
 
 }  // namespace
