@@ -607,12 +607,17 @@ std::vector<Estimate> estimateAll(const Cluster& c, Collective coll, double byte
 // Within 1% the plan of fewer steps (leaders) stands: a tie in the model
 // (two domains, messages of a few bytes: the same latencies either way)
 // is decided by what it leaves out, the hierarchical plan's extra hand-offs.
+bool leadersChosen(double leadersSeconds, double pipelinedSeconds, double bytes) {
+  return bytes <= kSwitchBytes ? !(pipelinedSeconds < leadersSeconds * (1 - kSwitchMargin))
+                               : leadersSeconds < pipelinedSeconds * (1 - kSwitchMargin);
+}
+
 Estimate choose(const Cluster& c, Collective coll, double bytes, const ModelSettings& s) {
-  Estimate best;
-  best.seconds = std::numeric_limits<double>::max();
-  for (const Estimate& e : estimateAll(c, coll, bytes, s))
-    if (e.hetcclRunsIt && clearlyFaster(e.seconds, best.seconds)) best = e;
-  return best;
+  const std::vector<Estimate> all = estimateAll(c, coll, bytes, s);
+  const Estimate& leaders = all[static_cast<size_t>(Plan::Leaders)];
+  const Estimate& pipelined = all[static_cast<size_t>(Plan::Hierarchical)];
+  if (!leaders.hetcclRunsIt) return pipelined;
+  return leadersChosen(leaders.seconds, pipelined.seconds, bytes) ? leaders : pipelined;
 }
 
 }  // namespace hetccl::model

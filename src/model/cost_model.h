@@ -64,11 +64,22 @@ struct Estimate {
 
 // Every plan's estimate for one call, indexed by Plan (the flat reference last).
 std::vector<Estimate> estimateAll(const Cluster& c, Collective coll, double bytes, const ModelSettings& s = {});
-// The fastest of the plans hetccl runs (within 1%: leaders, of fewer steps).
+// The plan hetccl runs: the fixed switch's (the leaders up to
+// kSwitchBytes, the pipelined plan above) unless the model estimates the
+// other at least kSwitchMargin faster (leadersChosen).
 Estimate choose(const Cluster& c, Collective coll, double bytes, const ModelSettings& s = {});
-// Whether a plan's time beats another's beyond the model's ties (1%): a
-// tie goes to the plan of fewer steps.
-inline bool clearlyFaster(double seconds, double than) { return seconds < than * 0.99; }
+// HETCCL_SMALL_ALLREDUCE_BYTES' default: the switch between the plans
+// before the model, and where it leaves the choice to nobody else.
+constexpr double kSwitchBytes = 64 << 10;
+// The model's estimates are off by 12-17% at the median on the machines
+// calibrated (docs/performance.md): replayed on their forced plans'
+// times (bench/plan_choice_replay.py), leaving the switch's plan for any
+// plan estimated 1% faster ran 0-5 of 168 calls per machine more than 10%
+// slower than the switch's plan; for one estimated 10% faster, 0-3 (and
+// 21-42 calls more than 10% faster, against 24-46).
+constexpr double kSwitchMargin = 0.10;
+// Whether a call of `bytes` goes by the leaders, given both plans' estimates.
+bool leadersChosen(double leadersSeconds, double pipelinedSeconds, double bytes);
 // nccl-tests' bus bandwidth factor for `ranks` ranks.
 double busFactor(Collective coll, int ranks);
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -168,7 +169,12 @@ void planIsTheModelsChoice(int cores, bool smallByLeaders, bool largeAllReduceBy
                                                       &leaders, &pipelined) == 2,
                     "%s %zu: %s", coll, count, plan.c_str());
         const bool byLeaders = plan.find("cross-domain: leaders") == 0;
-        RANK_EXPECT(byLeaders == !(pipelined < 0.99 * leaders), "%s %zu: %s", coll, count, plan.c_str());
+        // The switch's plan (the leaders for 16 elements, the pipelined plan
+        // for 2^24) unless the other is estimated 10% faster.
+        // (The description rounds to 0.1 us: a call at the margin goes either way.)
+        const double edge = count == 16 ? pipelined - 0.9 * leaders : 0.9 * pipelined - leaders;
+        const bool expected = count == 16 ? edge >= 0 : edge > 0;
+        RANK_EXPECT(byLeaders == expected || std::fabs(edge) < 0.1, "%s %zu: %s", coll, count, plan.c_str());
         if (smallByLeaders && count == 16 && strcmp(coll, "reduce_scatter") != 0)
           RANK_EXPECT(byLeaders && pipelined > leaders + 150, "%s small: %s", coll, plan.c_str());
         if (largeAllReduceByPipeline && count > 16 && strcmp(coll, "all_reduce") == 0)
