@@ -73,10 +73,11 @@ Estimate choose(const Cluster& c, Collective coll, double bytes, const ModelSett
 constexpr double kSwitchBytes = 64 << 10;
 // The model's estimates are off by 12-17% at the median on the machines
 // calibrated (docs/performance.md): replayed on their forced plans'
-// times (bench/plan_choice_replay.py), leaving the switch's plan for any
-// plan estimated 1% faster ran 0-5 of 168 calls per machine more than 10%
-// slower than the switch's plan; for one estimated 10% faster, 0-3 (and
-// 21-42 calls more than 10% faster, against 24-46).
+// times (bench/plan_choice_replay.py, four machines), leaving the
+// switch's plan for any plan estimated 1% faster ran 2, 5, 0 and 7 of 168
+// calls more than 10% slower than the switch's plan; for one estimated
+// 10% faster, 0, 2, 0 and 5 (and 37, 42, 34, 20 calls more than 10%
+// faster, against 45, 46, 41, 22).
 constexpr double kSwitchMargin = 0.10;
 // Whether a call of `bytes` goes by the leaders, given both plans' estimates.
 bool leadersChosen(double leadersSeconds, double pipelinedSeconds, double bytes);
