@@ -247,11 +247,7 @@ def one_way(broadcasts, p):
     domains above the eager size (one message each, read whole by its
     receiver): the slope of their line fit (each rank's buffers 1.5 x S
     for the cache). 0 (the links' bandwidth) where fewer than two sizes."""
-    points = [(s * beyond_factor(3 * s, p["cache_mib"], p["beyond"]), t) for s, t in broadcasts.items() if s > EAGER]
-    if len(points) < 2:
-        return 0.0
-    slope = line_fit(points)[1]
-    return 1e-3 / slope if slope > 0 else 0.0
+    return slope_gbs([(s * beyond_factor(3 * s, p["cache_mib"], p["beyond"]), t) for s, t in broadcasts.items() if s > EAGER])
 
 
 def rs_fit(scatters, p, ranks):
@@ -261,8 +257,13 @@ def rs_fit(scatters, p, ranks):
     their line fit against S (ranks - 1) / ranks (the ranks' buffers
     ranks x (S + S / ranks) for the cache). 0 (the all-reduce's) where
     fewer than two sizes."""
-    points = [(s * (ranks - 1) / ranks * beyond_factor(ranks * (s + s / ranks), p["cache_mib"], p["beyond"]), t)
-              for s, t in scatters.items()]
+    return slope_gbs([(s * (ranks - 1) / ranks * beyond_factor(ranks * (s + s / ranks), p["cache_mib"], p["beyond"]), t)
+                      for s, t in scatters.items()])
+
+
+def slope_gbs(points):
+    """GB/s from the slope of the line fit of (bytes, us) points; 0 where
+    fewer than two points or no positive slope."""
     if len(points) < 2:
         return 0.0
     slope = line_fit(points)[1]
@@ -289,7 +290,8 @@ def cluster_text(domains, p):
     """A cluster file of CPU domains of the given sizes on this host."""
     lines = ["name = this host's CPU ranks (calibrated)", "[network]", "one_host = yes",
              f"nic_gbps = {p['link_gbs'] * 8:.6g}", f"latency_us = {p['link_us']:.6g}",
-             f"one_way_gbps = {p.get('one_way_gbs', 0) * 8:.6g}", f"handoff_us = {p.get('handoff_us', 0):.6g}", f"gap_us = {p.get('gap_us', 0):.6g}", f"eager_bytes = {EAGER}"]
+             f"one_way_gbps = {p.get('one_way_gbs', 0) * 8:.6g}", f"handoff_us = {p.get('handoff_us', 0):.6g}",
+             f"gap_us = {p.get('gap_us', 0):.6g}", f"eager_bytes = {EAGER}"]
     for i, n in enumerate(domains):
         lines += [f"[domain d{i}]", "vendor = cpu", "nodes = 1", f"gpus_per_node = {n}", f"nics_per_node = {n}",
                   f"cores_per_node = {CORES}",

@@ -412,9 +412,9 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
       bool buffered = true;
       for (const DomainSpec& d : c.domains)
         if (&d != &root) {
-          side = std::max(side, crossAlpha(c) + s / d.ranks() / crossBandwidth(c, d, false) +
-                                    library(c, d, chunk).allGather(s));
-          gathers = std::max(gathers, library(c, d, chunk).allGather(s));
+          const double gather = library(c, d, chunk).allGather(s);
+          side = std::max(side, crossAlpha(c) + s / d.ranks() / crossBandwidth(c, d, false) + gather);
+          gathers = std::max(gathers, gather);
           buffered &= s / d.ranks() < c.network.eagerBytes;
         }
       if (!buffered) side = rootSide + gathers;
@@ -602,22 +602,6 @@ std::vector<Estimate> estimateAll(const Cluster& c, Collective coll, double byte
     out.push_back(e);
   }
   return out;
-}
-
-// Within 1% the plan of fewer steps (leaders) stands: a tie in the model
-// (two domains, messages of a few bytes: the same latencies either way)
-// is decided by what it leaves out, the hierarchical plan's extra hand-offs.
-bool leadersChosen(double leadersSeconds, double pipelinedSeconds, double bytes) {
-  return bytes <= kSwitchBytes ? !(pipelinedSeconds < leadersSeconds * (1 - kSwitchMargin))
-                               : leadersSeconds < pipelinedSeconds * (1 - kSwitchMargin);
-}
-
-Estimate choose(const Cluster& c, Collective coll, double bytes, const ModelSettings& s) {
-  const std::vector<Estimate> all = estimateAll(c, coll, bytes, s);
-  const Estimate& leaders = all[static_cast<size_t>(Plan::Leaders)];
-  const Estimate& pipelined = all[static_cast<size_t>(Plan::Hierarchical)];
-  if (!leaders.hetcclRunsIt) return pipelined;
-  return leadersChosen(leaders.seconds, pipelined.seconds, bytes) ? leaders : pipelined;
 }
 
 }  // namespace hetccl::model

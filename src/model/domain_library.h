@@ -7,10 +7,13 @@
 #include <cmath>
 
 #include "model/cluster.h"
+#include "model/cost_model.h"
 
 namespace hetccl::model {
 
-constexpr double kHostDoublingBytes = 64 << 10;  // HETCCL_SMALL_ALLREDUCE_BYTES' default
+// The host all-reduce's switch from recursive doubling to the ring is the
+// same setting as the plans' switch (HETCCL_SMALL_ALLREDUCE_BYTES).
+constexpr double kHostDoublingBytes = kSwitchBytes;
 
 // One domain's vendor library (bus bandwidth as nccl-tests defines it):
 // the steps that reduce at the all-reduce's, those that only move bytes

@@ -1,8 +1,10 @@
-// The cost model of CPU ranks on one host (src/model/host_ranks.h): what
-// the host's cores and memory do to a plan's overlap, and the links of a
-// message that goes one way at a time.
+// The cost model of CPU ranks on one host (src/model/host_ranks.h and the
+// host paths' rules in cost_model.cc): the cache, what the host's cores
+// do to a plan's overlap, the links of a message that goes one way at a
+// time, the host reduce-scatter's figure, and the figures as a file.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 
 #include "model/cluster.h"
@@ -35,6 +37,33 @@ double pipelinedTime(const Figures& f, Collective coll, double s, double piece) 
   ModelSettings ms;
   ms.pieceBytes = piece;
   return estimateAll(clusterFor(f, {{1, 2}, {1, 2}, {1, 2}, {1, 2}}, true), coll, s, ms)[1].seconds;
+}
+
+// CPU ranks' buffers beyond the host's cache: within it the fitted
+// bandwidths hold; far beyond it every byte costs beyond_cache times as
+// much, in proportion to the share that does not fit.
+TEST(HostModel, BeyondTheCacheEveryByteCostsMore) {
+  Figures f = builtInFigures(64);
+  f.linkLatencyUs = f.gapUs = 0;  // bytes only
+  f.cacheMiB = 0;
+  const Cluster plain = clusterFor(f, {{1, 1}, {1, 1}}, true);
+  f.cacheMiB = 1;
+  f.beyondCache = 2;
+  const Cluster cached = clusterFor(f, {{1, 1}, {1, 1}}, true);
+  auto allGather = [](const Cluster& c, double bytes) { return estimateAll(c, Collective::AllGather, bytes, {})[1].seconds; };
+  // Two ranks' buffers: each its half of the input and the whole output, 3 x 64 KiB.
+  EXPECT_DOUBLE_EQ(allGather(cached, 64 << 10), allGather(plain, 64 << 10));
+  const double bytes = 64.0 * (1 << 20), buffers = 3 * bytes;
+  EXPECT_NEAR(allGather(cached, bytes) / allGather(plain, bytes), 1 + (1 - (1 << 20) / buffers), 1e-9);
+  // A broadcast touches the root's input and every rank's output, not
+  // every rank's two buffers: 3 x 2 MiB here.
+  auto broadcast = [](const Cluster& c, double b) { return estimateAll(c, Collective::Broadcast, b, {})[0].seconds; };
+  const double two = 2.0 * (1 << 20);
+  EXPECT_NEAR(broadcast(cached, two) / broadcast(plain, two), 1 + (1 - (1 << 20) / (3 * two)), 1e-9);
+  EXPECT_NE(refused("[domain a]\nvendor = cpu\nnodes = 1\ngpus_per_node = 2\nlibrary_busbw_gbs = 1\n"
+                    "reduce_gbs = 1\nbeyond_cache = 0.5\n")
+                .find("beyond_cache must be at least 1"),
+            std::string::npos);
 }
 
 // Eight ranks in four domains: an all-reduce's and a reduce-scatter's

@@ -343,35 +343,6 @@ TEST(ModelFigures, TheHandOffCostsOnlyBeyondTheCores) {
                      estimateAll(roomyWithout, Collective::Reduce, 1024, s)[plan].seconds);
 }
 
-// CPU ranks' buffers beyond the host's cache: within it the fitted
-// bandwidths hold; far beyond it every byte costs beyond_cache times as
-// much, in proportion to the share that does not fit.
-TEST(ModelFigures, BeyondTheCacheEveryByteCostsMore) {
-  Figures f = builtInFigures(64);
-  f.linkLatencyUs = f.gapUs = 0;  // bytes only
-  f.cacheMiB = 0;
-  const Cluster plain = clusterFor(f, {{1, 1}, {1, 1}}, true);
-  f.cacheMiB = 1;
-  f.beyondCache = 2;
-  const Cluster cached = clusterFor(f, {{1, 1}, {1, 1}}, true);
-  auto allGather = [](const Cluster& c, double bytes) { return estimateAll(c, Collective::AllGather, bytes, {})[1].seconds; };
-  // Two ranks' buffers: each its half of the input and the whole output, 3 x 64 KiB.
-  EXPECT_DOUBLE_EQ(allGather(cached, 64 << 10), allGather(plain, 64 << 10));
-  const double bytes = 64.0 * (1 << 20), buffers = 3 * bytes;
-  EXPECT_NEAR(allGather(cached, bytes) / allGather(plain, bytes), 1 + (1 - (1 << 20) / buffers), 1e-9);
-  // A broadcast touches the root's input and every rank's output, not
-  // every rank's two buffers: 3 x 2 MiB here.
-  auto broadcast = [](const Cluster& c, double b) { return estimateAll(c, Collective::Broadcast, b, {})[0].seconds; };
-  const double two = 2.0 * (1 << 20);
-  EXPECT_NEAR(broadcast(cached, two) / broadcast(plain, two), 1 + (1 - (1 << 20) / (3 * two)), 1e-9);
-  Cluster bad;
-  std::string error;
-  EXPECT_FALSE(parseCluster("[domain a]\nvendor = cpu\nnodes = 1\ngpus_per_node = 2\nlibrary_busbw_gbs = 1\n"
-                            "reduce_gbs = 1\nbeyond_cache = 0.5\n",
-                            "f", &bad, &error));
-  EXPECT_NE(error.find("beyond_cache must be at least 1"), std::string::npos) << error;
-}
-
 // hetccl's host algorithms inside a CPU domain: a figure is one round's,
 // a domain of n ranks takes n - 1 (the leaders' reduce and broadcast are
 // chains through the domain): one more rank, two more hops, a message's

@@ -1,0 +1,23 @@
+// The plan hetccl runs for a call where both cross-domain plans are
+// correct: the fixed switch's unless the model clearly favours the other
+// (cost_model.h: kSwitchBytes, kSwitchMargin).
+#include <vector>
+
+#include "model/cost_model.h"
+
+namespace hetccl::model {
+
+bool leadersChosen(double leadersSeconds, double pipelinedSeconds, double bytes) {
+  return bytes <= kSwitchBytes ? !(pipelinedSeconds < leadersSeconds * (1 - kSwitchMargin))
+                               : leadersSeconds < pipelinedSeconds * (1 - kSwitchMargin);
+}
+
+Estimate choose(const Cluster& c, Collective coll, double bytes, const ModelSettings& s) {
+  const std::vector<Estimate> all = estimateAll(c, coll, bytes, s);
+  const Estimate& leaders = all[static_cast<size_t>(Plan::Leaders)];
+  const Estimate& pipelined = all[static_cast<size_t>(Plan::Hierarchical)];
+  if (!leaders.hetcclRunsIt) return pipelined;
+  return leadersChosen(leaders.seconds, pipelined.seconds, bytes) ? leaders : pipelined;
+}
+
+}  // namespace hetccl::model
