@@ -437,7 +437,7 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
                        })),
               withWork(network(Step{partials.alpha, std::max(partials.beta, reduction)}), received),
               withWork(rootDomainGather(c, root, s, chunk), r.n > 1 ? s * (r.n - 1) / r.n / r.copyBw : 0)},
-          s, ms.pieceBytes, piece);
+          s, ms.pieceBytes, piece, inTurn);
       if (ranksBeyondCores(c)) return path;  // (the ranks' work bounds it: pipelinedIn)
       // Calls back to back (nccl-tests): the other domains' ranks go on to
       // the next call once their partials have left (through the

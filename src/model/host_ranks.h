@@ -45,13 +45,14 @@ double coresShare(const Cluster& c, double rankSeconds);
 double beyondCacheShare(const Cluster& c, const DomainSpec& d, Collective coll, double s);
 
 // One host's CPU ranks in a pipelined plan that reduces (all-reduce,
-// reduce-scatter): each rank's domain step and its progress thread's step
-// between domains overlap only while the cores leave each rank a second
-// one and its buffers fit the cache. The share of the plan's steps that
-// pass one after the other instead: min(1, 2 ranks / cores) beyond the
-// cache (the 16-core host: eight ranks' all-reduce and reduce-scatter
-// from 1 MiB took their steps' sum, four ranks' and every all-gather's
-// the busiest step's); 0 elsewhere.
+// reduce-scatter, reduce): each rank's domain step and its progress
+// thread's step between domains overlap only while the cores leave each
+// rank a second one and its buffers fit the cache. The share of the
+// plan's steps that pass one after the other instead: min(1, 2 ranks /
+// cores) beyond the cache (the 16-core hosts: eight ranks' all-reduce and
+// reduce-scatter from 1 MiB took their steps' sum, four domains of two's
+// reduce of 2-16 MiB 1.5-2x their busiest step's, four ranks' calls and
+// every all-gather the busiest step's); 0 elsewhere.
 double reducingStepsInTurn(const Cluster& c, Collective coll, double s);
 
 // The cluster as one call of `s` bytes meets it. CPU ranks move and

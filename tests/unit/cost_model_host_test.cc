@@ -66,15 +66,15 @@ TEST(HostModel, BeyondTheCacheEveryByteCostsMore) {
             std::string::npos);
 }
 
-// Eight ranks in four domains: an all-reduce's and a reduce-scatter's
-// pieces beyond the cache pass one step after another where the cores
-// leave no rank a second one (sixteen cores), each piece after the first
-// at min(1, 2 ranks / cores) x the share beyond the cache of its steps'
-// sum; with 64 cores, within the cache, and for the all-gather (no
+// Eight ranks in four domains: an all-reduce's, a reduce-scatter's and a
+// reduce's pieces beyond the cache pass one step after another where the
+// cores leave no rank a second one (sixteen cores), each piece after the
+// first at min(1, 2 ranks / cores) x the share beyond the cache of its
+// steps' sum; with 64 cores, within the cache, and for the all-gather (no
 // reductions) at the busiest step's pace, as before.
 TEST(HostModel, ReducingPipelinesTakeTheirStepsInTurnWhereTheCoresRunOut) {
   const double s = 64.0 * (1 << 20), piece = s / 16;
-  for (Collective coll : {Collective::AllReduce, Collective::ReduceScatter}) {
+  for (Collective coll : {Collective::AllReduce, Collective::ReduceScatter, Collective::Reduce}) {
     const Figures tight = bytesOnly(16, 1), roomy = bytesOnly(64, 1);
     // One piece: every step once, one after another.
     const double steps = pipelinedTime(tight, coll, s, s) / 16;
