@@ -49,7 +49,9 @@ double beyondCacheShare(const Cluster& c, const DomainSpec& d, Collective coll, 
 }
 
 double reducingStepsInTurn(const Cluster& c, Collective coll, double s) {
-  if (!c.network.oneHost || (coll != Collective::AllReduce && coll != Collective::ReduceScatter && coll != Collective::Reduce)) return 0;
+  const bool reducing =
+      coll == Collective::AllReduce || coll == Collective::ReduceScatter || coll == Collective::Reduce;
+  if (!c.network.oneHost || !reducing) return 0;
   for (const DomainSpec& d : c.domains)
     if (d.vendor != Vendor::Cpu) return 0;
   const DomainSpec& d = c.domains.front();
