@@ -227,11 +227,15 @@ Step chainInDomains(const Cluster& c, double chunk, double s, bool reducing) {
   return worst;
 }
 
-// Beyond the cores, a round in which a rank hears from each of the D - 1
-// other domains wakes it once per message: the first wake-up is in the
-// round's latency (asRun), each further one costs handoff_us.
-double furtherWakes(const Cluster& c) {
-  return ranksBeyondCores(c) ? (static_cast<double>(c.domains.size()) - 2) * c.network.handoffUs * kUs : 0;
+// A round in which a rank sends to and hears from each of the D - 1
+// other domains: the first message is in the round's latency, each
+// further one costs its sender a message's gap (gap_us: three one-rank
+// domains' all-gather of 4-16 KiB took 1-2 us more than two's) and,
+// beyond the cores, its receiver a wake-up (handoff_us; the first is in
+// the latency too, asRun).
+double furtherMessages(const Cluster& c) {
+  const double wake = ranksBeyondCores(c) ? c.network.handoffUs * kUs : 0;
+  return (static_cast<double>(c.domains.size()) - 2) * (gapOf(c) + wake);
 }
 
 // Between domains, spread over every rank: each rank of domain d moves
@@ -240,7 +244,7 @@ template <typename F>
 Step acrossDomains(const Cluster& c, int phases, F perRank) {
   double beta = 0;
   for (const DomainSpec& d : c.domains) beta = std::max(beta, perRank(d) / crossBandwidth(c, d, false));
-  return network(Step{phases * (crossAlpha(c) + furtherWakes(c)), phases * beta});
+  return network(Step{phases * (crossAlpha(c) + furtherMessages(c)), phases * beta});
 }
 
 // Between the domains' leaders: `rounds` rounds (each leader posts all of
@@ -248,7 +252,7 @@ Step acrossDomains(const Cluster& c, int phases, F perRank) {
 Step amongLeaders(const Cluster& c, double rounds, double bytes) {
   const double share = activeShare(c, static_cast<double>(c.domains.size()));
   const double beta = bytes / slowestLink(c, true) * share;
-  Step s = network(Step{rounds * (crossAlpha(c) + furtherWakes(c)) * share, beta});
+  Step s = network(Step{rounds * (crossAlpha(c) + furtherMessages(c)) * share, beta});
   s.pace = rounds * gapOf(c) * share + beta;
   return s;
 }

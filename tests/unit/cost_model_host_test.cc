@@ -1,7 +1,8 @@
 // The cost model of CPU ranks on one host (src/model/host_ranks.h and the
 // host paths' rules in cost_model.cc): the cache, what the host's cores
-// do to a plan's overlap, the links of a message that goes one way at a
-// time, the host reduce-scatter's figure, and the figures as a file.
+// do to a plan's overlap, a round's further messages, the links of a
+// message that goes one way at a time, the host reduce-scatter's figure,
+// and the figures as a file.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -89,6 +90,20 @@ TEST(HostModel, ReducingPipelinesTakeTheirStepsInTurnWhereTheCoresRunOut) {
   }
   EXPECT_DOUBLE_EQ(pipelinedTime(bytesOnly(16, 1), Collective::AllGather, s, piece),
                    pipelinedTime(bytesOnly(64, 1), Collective::AllGather, s, piece));
+}
+
+// A round among D domains' leaders: each leader posts a message to each
+// of the other D - 1, the first in the round's latency, each further one
+// a gap (gap_us) of its sender's time: two one-rank domains' all-gather
+// takes no longer for it, three's one gap longer, four's two.
+TEST(HostModel, EachFurtherMessageOfARoundCostsItsSenderAGap) {
+  auto leaders = [](int domains, double gapUs) {
+    Figures f = bytesOnly(16, 0);
+    f.gapUs = gapUs;
+    const std::vector<DomainLayout> layout(static_cast<size_t>(domains), DomainLayout{1, 1});
+    return estimateAll(clusterFor(f, layout, true), Collective::AllGather, 1024, {})[0].seconds;
+  };
+  for (int d : {2, 3, 4}) EXPECT_NEAR(leaders(d, 0.75) - leaders(d, 0), (d - 2) * 0.75e-6, 1e-12) << d;
 }
 
 // A rooted call's messages between domains go one way at a time: at
