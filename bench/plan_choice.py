@@ -38,7 +38,9 @@ LAYOUTS = {
     "2+2+2+2": ["-N", "8", "--domains", "4"],
 }
 COLLECTIVES = ["all_reduce", "reduce_scatter", "broadcast", "reduce"]
-VARIANTS = {"leaders": str(1 << 40), "spread": "0", "threshold": "65536", "model": None}
+THRESHOLD = 64 << 10  # today's fixed threshold: the leaders up to it, the pipelined plan above
+PIECE = 512 << 10     # every run's HETCCL_CHUNK_BYTES (the pipelined plans' piece), set, not assumed
+VARIANTS = {"leaders": str(1 << 40), "spread": "0", "threshold": str(THRESHOLD), "model": None}
 ROW = re.compile(r"^\s+(\d+)\s+\d+\s+\S+\s+\S+\s+-?\d+\s+([\d.]+)")
 
 
@@ -47,6 +49,7 @@ def run(perf, coll, layout, sizes, iters, value, plan=False, model_file=None, gp
     if not gpu:
         env["HETCCL_DEVICE"] = "host"
     env.pop("HETCCL_SMALL_ALLREDUCE_BYTES", None)
+    env["HETCCL_CHUNK_BYTES"] = str(PIECE)
     if value is not None:
         env["HETCCL_SMALL_ALLREDUCE_BYTES"] = value
     if model_file:

@@ -20,11 +20,9 @@ import subprocess
 import sys
 import tempfile
 
+from plan_choice import LAYOUTS, PIECE, THRESHOLD  # the tables' layouts, their runs' switch and piece
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-LAYOUTS = {"1+1": [1, 1], "2+2": [2, 2], "1+3": [1, 3], "1+1+1": [1, 1, 1], "4+4": [4, 4], "2+6": [2, 6],
-           "2+2+2+2": [2, 2, 2, 2]}
-THRESHOLD = 64 << 10  # HETCCL_SMALL_ALLREDUCE_BYTES's default
-PIECE = 512 << 10     # HETCCL_CHUNK_BYTES's default: the library's piece
 
 
 def cluster_of(figures, domains, cores):
@@ -65,7 +63,7 @@ def main():
                 if len(r) < 9 or r[1] not in LAYOUTS or not r[3].isdigit():
                     continue
                 layout, coll, size, leaders, spread = r[1], r[2], int(r[3]), float(r[4]), float(r[5])
-                path.write_text(cluster_of(figures, LAYOUTS[layout], a.cores))
+                path.write_text(cluster_of(figures, [int(n) for n in layout.split("+")], a.cores))
                 model = leaders if chosen(a.sim, path, coll, size) == "leaders" else spread
                 threshold = leaders if size <= THRESHOLD else spread
                 calls += 1

@@ -67,7 +67,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIT_SIZES = [1 << 10, 1 << 14, 1 << 18, 1 << 20, 1 << 22, 1 << 24]  # fitted
 HELD_SIZES = [1 << 12, 1 << 16, 1 << 21, 1 << 23]                    # held back
 SMALL_ALLREDUCE = 64 << 10   # HETCCL_SMALL_ALLREDUCE_BYTES: leaders up to it (the rooted collectives too)
-PIECE = 512 << 10            # HETCCL_CHUNK_BYTES: the pipelined plans' steps overlap chunk by chunk
+PIECE = 512 << 10            # every run's HETCCL_CHUNK_BYTES (set): the pipelined plans overlap chunk by chunk
 CACHE_MIB = [2 ** (k / 2) for k in range(0, 19)]  # 1 MiB to 512 MiB, the candidates of the cache fit
 BEYOND = [1 + k / 20 for k in range(0, 61)]         # 1 to 4
 CORES = os.cpu_count() or 1  # the measured host's (--cores with --load)
@@ -92,7 +92,7 @@ def run_once(perf, coll, layout, s, switch, gpu_staged):
     `switch` bytes (a fixed threshold: the plan that ran is known, whatever
     the library's own model would pick). CPU ranks, or (`gpu_staged`) GPU
     ranks on the host path."""
-    env = dict(os.environ, HETCCL_SMALL_ALLREDUCE_BYTES=str(switch))
+    env = dict(os.environ, HETCCL_SMALL_ALLREDUCE_BYTES=str(switch), HETCCL_CHUNK_BYTES=str(PIECE))
     if gpu_staged:
         env.pop("HETCCL_DEVICE", None)
         env.update(HETCCL_STREAM_COLLECTIVES="0", HETCCL_STREAM_HIERARCHY="0")
