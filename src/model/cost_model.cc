@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "model/domain_library.h"
+#include "model/fabric.h"
 #include "model/host_ranks.h"
 
 namespace hetccl::model {
@@ -20,33 +21,6 @@ constexpr double kGB = 1e9, kUs = 1e-6;
 constexpr double kDefaultChunk = 512 << 10;
 double chunkOf(const ModelSettings& ms) { return ms.pieceBytes > 0 ? ms.pieceBytes : kDefaultChunk; }
 
-// What the fabric above the leaves divides bandwidth by, once the nodes
-// span several leaves.
-double aboveTheLeaves(const Cluster& c) {
-  return c.network.nodesPerLeaf > 0 && c.nodes() > c.network.nodesPerLeaf ? c.network.oversubscription : 1;
-}
-
-// What one rank of a domain moves to or from other nodes per second: its
-// share of the node's NICs (`leader`: a rank alone on its node's NIC), the
-// fabric above the leaves.
-double crossBandwidth(const Cluster& c, const DomainSpec& d, bool leader) {
-  const double nic = c.network.nicGbps / 8 * kGB;
-  return (leader ? nic : nic * std::min(d.nicsPerNode, d.gpusPerNode) / d.gpusPerNode) / aboveTheLeaves(c);
-}
-
-// One hop between nodes: the network's latency.
-double crossAlpha(const Cluster& c) { return c.network.latencyUs * kUs; }
-
-// What a node's NICs carry per second, each way (above the leaves: shared
-// by the oversubscription).
-double nodeNics(const Cluster& c, const DomainSpec& d) {
-  return c.network.nicGbps / 8 * kGB * d.nicsPerNode / aboveTheLeaves(c);
-}
-
-// Messages below the eager size, back to back: how far apart they follow
-// each other (gap_us; where the file gives none, a latency apart).
-double gapOf(const Cluster& c) { return (c.network.gapUs > 0 ? c.network.gapUs : c.network.latencyUs) * kUs; }
-
 // Where a GPU's data is staged through host memory (hetccl's host-staging
 // path), a call copies its input there before its steps and its output
 // back after them: two copies per call, at pcie_gbs.
@@ -56,13 +30,6 @@ double stagingSeconds(const Cluster& c, Collective coll, double s) {
     if (d.vendor != Vendor::Cpu && !d.gpuDirect)
       worst = std::max(worst, 2 * d.stagingUs * kUs + buffersPerRank(coll, s, c.ranks()) / (d.pcieGBs * kGB));
   return worst;
-}
-
-// The narrowest of the domains' cross bandwidths (a ring, a chain, the leaders).
-double slowestLink(const Cluster& c, bool leader) {
-  double bw = std::numeric_limits<double>::max();
-  for (const DomainSpec& d : c.domains) bw = std::min(bw, crossBandwidth(c, d, leader));
-  return bw;
 }
 
 double slowestReduce(const Cluster& c) {
@@ -573,25 +540,6 @@ double pipelinedWithTail(const Cluster& c, Collective coll, double s, const Mode
 }
 
 }  // namespace
-
-// A vendor library's figures are one node's (nccl-tests on the node's
-// GPUs). Across nodes NCCL's and RCCL's rings each leave a node through
-// one of its NICs, so their bus bandwidth is at most what the node's NICs
-// carry (NVIDIA measures 192 GB/s on DGX A100 nodes of 8 x 200 Gb/s), and
-// their small messages go up and down a tree of the nodes: 2 log2(nodes)
-// hops of the network's latency more. CPU domains: hetccl's host
-// algorithms on one host, as given.
-LibraryFigures libraryAcrossNodes(const Cluster& c, const DomainSpec& d) {
-  LibraryFigures f{d.libraryBusGBs, d.libraryCopyGBs > 0 ? d.libraryCopyGBs : d.libraryBusGBs, d.libraryLatencyUs,
-                   d.libraryRsGBs > 0 ? d.libraryRsGBs : d.libraryBusGBs};
-  if (d.vendor == Vendor::Cpu || d.nodes <= 1) return f;
-  const double nics = nodeNics(c, d) / kGB;
-  f.busGBs = std::min(f.busGBs, nics);
-  f.copyGBs = std::min(f.copyGBs, nics);
-  f.rsGBs = std::min(f.rsGBs, nics);
-  f.latencyUs += 2 * std::ceil(std::log2(static_cast<double>(d.nodes))) * c.network.latencyUs;
-  return f;
-}
 
 std::vector<Estimate> estimateAll(const Cluster& c, Collective coll, double bytes, const ModelSettings& s) {
   std::vector<Estimate> out;

@@ -84,15 +84,6 @@ bool leadersChosen(double leadersSeconds, double pipelinedSeconds, double bytes)
 // nccl-tests' bus bandwidth factor for `ranks` ranks.
 double busFactor(Collective coll, int ranks);
 
-// A domain's vendor library across its nodes, as the model runs it: the
-// file's figures are one node's; across nodes the bus bandwidth is capped
-// by the node's NICs and the latency grows with a tree of the nodes.
-struct LibraryFigures {
-  double busGBs = 0, copyGBs = 0, latencyUs = 0;
-  double rsGBs = 0;  // the reduce-scatter's
-};
-LibraryFigures libraryAcrossNodes(const Cluster& c, const DomainSpec& d);
-
 // Data-parallel training ([training] in the cluster file): one step's
 // compute with batches proportional to each GPU's speed (or equal), the
 // gradients' all-reduce (the chosen plan) of which `overlap` of the

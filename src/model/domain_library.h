@@ -15,6 +15,19 @@ namespace hetccl::model {
 // same setting as the plans' switch (HETCCL_SMALL_ALLREDUCE_BYTES).
 constexpr double kHostDoublingBytes = kSwitchBytes;
 
+// A domain's vendor library across its nodes, as the model runs it: the
+// file's figures are one node's. Across nodes NCCL's and RCCL's rings
+// each leave a node through one of its NICs, so their bus bandwidth is at
+// most what the node's NICs carry (NVIDIA measures 192 GB/s on DGX A100
+// nodes of 8 x 200 Gb/s), and their small messages go up and down a tree
+// of the nodes: 2 log2(nodes) hops of the network's latency more. CPU
+// domains: hetccl's host algorithms on one host, as given.
+struct LibraryFigures {
+  double busGBs = 0, copyGBs = 0, latencyUs = 0;
+  double rsGBs = 0;  // the reduce-scatter's
+};
+LibraryFigures libraryAcrossNodes(const Cluster& c, const DomainSpec& d);
+
 // One domain's vendor library (bus bandwidth as nccl-tests defines it):
 // the steps that reduce at the all-reduce's, those that only move bytes
 // (all-gather, broadcast, a gather to one rank) at the copy bandwidth.

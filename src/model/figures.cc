@@ -82,8 +82,8 @@ std::string clusterFileOf(const Figures& f) {
 bool plausible(const Figures& f) {
   auto positive = [](double x) { return std::isfinite(x) && x > 0 && x < 1e9; };
   auto nonNegative = [](double x) { return std::isfinite(x) && x >= 0 && x < 1e9; };
-  return positive(f.libraryBusGBs) && nonNegative(f.libraryCopyGBs) && nonNegative(f.libraryRsGBs) && positive(f.linkGBs) && nonNegative(f.oneWayGBs) &&
-         positive(f.reduceGBs) &&
+  return positive(f.libraryBusGBs) && nonNegative(f.libraryCopyGBs) && nonNegative(f.libraryRsGBs) &&
+         positive(f.linkGBs) && nonNegative(f.oneWayGBs) && positive(f.reduceGBs) &&
          nonNegative(f.libraryLatencyUs) && nonNegative(f.linkLatencyUs) && nonNegative(f.handoffUs) && nonNegative(f.gapUs) &&
          std::isfinite(f.eagerBytes) && f.eagerBytes >= 0 && f.eagerBytes < 1e15 && nonNegative(f.cacheMiB) &&
          std::isfinite(f.beyondCache) && f.beyondCache >= 1 && f.beyondCache < 1e6 &&

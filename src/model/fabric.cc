@@ -1,0 +1,35 @@
+#include "model/fabric.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace hetccl::model {
+
+namespace {
+constexpr double kGB = 1e9, kUs = 1e-6;
+}  // namespace
+
+double aboveTheLeaves(const Cluster& c) {
+  return c.network.nodesPerLeaf > 0 && c.nodes() > c.network.nodesPerLeaf ? c.network.oversubscription : 1;
+}
+
+double crossBandwidth(const Cluster& c, const DomainSpec& d, bool leader) {
+  const double nic = c.network.nicGbps / 8 * kGB;
+  return (leader ? nic : nic * std::min(d.nicsPerNode, d.gpusPerNode) / d.gpusPerNode) / aboveTheLeaves(c);
+}
+
+double slowestLink(const Cluster& c, bool leader) {
+  double bw = std::numeric_limits<double>::max();
+  for (const DomainSpec& d : c.domains) bw = std::min(bw, crossBandwidth(c, d, leader));
+  return bw;
+}
+
+double nodeNics(const Cluster& c, const DomainSpec& d) {
+  return c.network.nicGbps / 8 * kGB * d.nicsPerNode / aboveTheLeaves(c);
+}
+
+double crossAlpha(const Cluster& c) { return c.network.latencyUs * kUs; }
+
+double gapOf(const Cluster& c) { return (c.network.gapUs > 0 ? c.network.gapUs : c.network.latencyUs) * kUs; }
+
+}  // namespace hetccl::model

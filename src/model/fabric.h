@@ -1,0 +1,29 @@
+// What the network between nodes (or, CPU ranks on one host, the
+// transport between them) gives the cost model's steps: a rank's and a
+// node's bandwidth across the fabric, a hop's latency, the gap between
+// messages back to back (docs/simulator.md, [network]).
+#pragma once
+
+#include "model/cluster.h"
+
+namespace hetccl::model {
+
+// What the fabric above the leaves divides bandwidth by, once the nodes
+// span several leaves.
+double aboveTheLeaves(const Cluster& c);
+// What one rank of a domain moves to or from other nodes per second
+// (bytes): its share of the node's NICs (`leader`: a rank alone on its
+// node's NIC), the fabric above the leaves.
+double crossBandwidth(const Cluster& c, const DomainSpec& d, bool leader);
+// The narrowest of the domains' cross bandwidths (a ring, a chain, the leaders).
+double slowestLink(const Cluster& c, bool leader);
+// What a node's NICs carry per second (bytes), each way (above the
+// leaves: shared by the oversubscription).
+double nodeNics(const Cluster& c, const DomainSpec& d);
+// One hop between nodes: the network's latency (seconds).
+double crossAlpha(const Cluster& c);
+// Messages below the eager size, back to back: how far apart they follow
+// each other (seconds; gap_us, where the file gives none a latency apart).
+double gapOf(const Cluster& c);
+
+}  // namespace hetccl::model
