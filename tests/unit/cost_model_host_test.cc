@@ -1,8 +1,8 @@
 // The cost model of CPU ranks on one host (src/model/host_ranks.h and the
 // host paths' rules in cost_model.cc): the cache, what the host's cores
-// do to a plan's overlap, a round's further messages, the links of a
-// message that goes one way at a time, the host reduce-scatter's figure,
-// and the figures as a file.
+// do to a plan's overlap, a one-rank domain's own copy, a round's further
+// messages, the links of a message that goes one way at a time, the host
+// reduce-scatter's figure, and the figures as a file.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -90,6 +90,25 @@ TEST(HostModel, ReducingPipelinesTakeTheirStepsInTurnWhereTheCoresRunOut) {
   }
   EXPECT_DOUBLE_EQ(pipelinedTime(bytesOnly(16, 1), Collective::AllGather, s, piece),
                    pipelinedTime(bytesOnly(64, 1), Collective::AllGather, s, piece));
+}
+
+// A one-rank domain's own part of a piece goes from its input to its
+// output by a local copy, at twice the library's copy rate (one of the two
+// copies a byte between two of its ranks takes): two one-rank domains'
+// all-gather of one piece is that copy of its half and the half's link;
+// their all-reduce copies its whole input first. A broadcast's root sends
+// from its input: no copy counted.
+TEST(HostModel, AOneRankDomainsOwnPartIsALocalCopy) {
+  const Figures f = bytesOnly(64, 0);
+  const double s = 64 << 10, copy = 2 * f.libraryCopyGBs * 1e9, link = f.linkGBs * 1e9;
+  auto time = [&](const Figures& g, Collective coll) {
+    return estimateAll(clusterFor(g, {{1, 1}, {1, 1}}, true), coll, s, {})[1].seconds;
+  };
+  EXPECT_NEAR(time(f, Collective::AllGather), s / 2 / copy + s / 2 / link, 1e-12);
+  EXPECT_NEAR(time(f, Collective::AllReduce), s / copy + 2 * (s / 2) / link + s / 2 / (f.reduceGBs * 1e9), 1e-12);
+  Figures slowCopy = f;
+  slowCopy.libraryCopyGBs /= 2;
+  EXPECT_DOUBLE_EQ(time(slowCopy, Collective::Broadcast), time(f, Collective::Broadcast));
 }
 
 // A round among D domains' leaders: each leader posts a message to each
