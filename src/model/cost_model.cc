@@ -189,15 +189,28 @@ double busyInDomains(const Cluster& c, double chunk, F busy) {
   return sum;
 }
 
+// A host chain's reduce hop: its receiver adds each chunk straight out of
+// the transport's buffers while its sender copies the next one in, the
+// slower of the two (Library::reduceBw); beyond the cache the reduction's
+// extra read no longer hides behind the copy: the share of the bytes
+// beyond it adds their reduction at reduce_gbs. (One domain of four's and
+// of eight's reduces of 1-16 MiB took 1.2-1.6x their broadcasts on every
+// 16-core host; the model had them alike.)
+double chainReduceBw(const Library& l, double beyondShare) {
+  if (l.chunk <= 0 || l.red <= 0) return l.reduceBw();
+  return 1 / (1 / l.reduceBw() + beyondShare / l.red);
+}
+
 // A broadcast (or, `reducing`, a reduce) of `s` bytes inside every domain:
 // the slowest domain's, with its pace for calls back to back. A message
 // of one chunk passes the chain hop by hop: two ranks of each domain work
 // at a time.
-Step chainInDomains(const Cluster& c, double chunk, double s, bool reducing) {
+Step chainInDomains(const Cluster& c, double chunk, double s, Collective coll, bool reducing) {
   Step worst{0, 0};
   for (const DomainSpec& d : c.domains) {
     const Library lib = library(c, d, chunk);
-    const double b = reducing ? lib.reduceBw() : lib.copyBw, full = lib.chain(s, b);
+    const double b = reducing ? chainReduceBw(lib, beyondCacheShare(c, d, coll, s)) : lib.copyBw;
+    const double full = lib.chain(s, b);
     if (full > worst.alpha + worst.beta)
       worst = Step{lib.latency(), full - lib.latency(), Resource::Library, lib.chainPace(s, b)};
   }
@@ -305,11 +318,11 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
       case Collective::AllGather: return l.allGather(s);
       // Rooted, back to back (nccl-tests): each call follows the last through the chain.
       case Collective::Broadcast: return l.chainPace(s, l.copyBw);
-      default: return l.chainPace(s, l.reduceBw());
+      default: return l.chainPace(s, chainReduceBw(l, beyondCacheShare(c, root, coll, s)));
     }
   }
   if (plan == Plan::Leaders) {
-    const Step reduceIn = chainInDomains(c, chunk, s, true), spreadOut = chainInDomains(c, chunk, s, false);
+    const Step reduceIn = chainInDomains(c, chunk, s, coll, true), spreadOut = chainInDomains(c, chunk, s, coll, false);
     switch (coll) {
       case Collective::AllReduce:
       case Collective::ReduceScatter:  // all-reduced by the leaders, each rank keeps its block

@@ -413,7 +413,8 @@ Figures bytesOnly() {
 // transport's buffers while the sender copies the next one in (a hop at
 // the slower of the copy and the reduction); its hops, copied through the
 // buffers, never wait for their reader: calls back to back follow each
-// other a chunk's hop apart, at any size.
+// other a chunk's hop apart, at any size. Beyond the cache the share of
+// the bytes that does not fit adds its reduction to the hop.
 TEST(ModelFigures, AHostReduceChainsHopAtTheSlowerOfCopyAndReduction) {
   Figures f = bytesOnly();
   f.reduceGBs = 4;
@@ -427,6 +428,14 @@ TEST(ModelFigures, AHostReduceChainsHopAtTheSlowerOfCopyAndReduction) {
     EXPECT_NEAR(time(4, Collective::Reduce, s), s / 1e9, 1e-12);
     f.reduceGBs = 4;
   }
+  // Four ranks' buffers of a reduce of 16 MiB: each rank's input, the
+  // root's output, 5 x 16 MiB; a cache of 1 MiB holds 1/80 of them (no
+  // cost beyond it otherwise: beyond_cache 1).
+  f.cacheMiB = 1;
+  f.beyondCache = 1;
+  const double s = 16.0 * 1024 * 1024, share = 1 - 1.0 / 80;
+  EXPECT_NEAR(time(4, Collective::Broadcast, s), s / 2e9, 1e-12);
+  EXPECT_NEAR(time(4, Collective::Reduce, s), s / 2e9 + share * s / 4e9, 1e-12);
 }
 
 // The leaders' broadcast and reduce back to back, below the eager size,
