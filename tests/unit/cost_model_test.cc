@@ -409,6 +409,21 @@ Figures bytesOnly() {
   return f;
 }
 
+// A round of the host all-reduce's recursive doubling exchanges the whole
+// message through the transport's buffers (its bytes each way at the
+// library's copy rate) and reduces it: four ranks take two such rounds,
+// six four (two more fold the ranks beyond four in).
+TEST(ModelFigures, AHostDoublingRoundCopiesAndReducesTheWholeMessage) {
+  Figures f = bytesOnly();
+  f.reduceGBs = 4;
+  auto time = [&](int ranks, double bytes) {
+    return estimateAll(clusterFor(f, {{1, ranks}}, true), Collective::AllReduce, bytes, {})[0].seconds;
+  };
+  const double s = 64 << 10, round = s / 2e9 + s / 4e9;
+  EXPECT_NEAR(time(4, s), 2 * round, 1e-12);
+  EXPECT_NEAR(time(6, s), 4 * round, 1e-12);
+}
+
 // hetccl's host reduce chain adds each chunk straight out of the
 // transport's buffers while the sender copies the next one in (a hop at
 // the slower of the copy and the reduction); its hops, copied through the
