@@ -311,7 +311,8 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
     }
   }
   if (c.domains.size() == 1) {  // one domain: hetccl passes the call to its library, whatever the plan
-    const Library l = library(c, root, chunk);
+    Library l = library(c, root, chunk);
+    if (root.vendor == Vendor::Cpu && c.network.oneHost) l.readOnceBw = crossBandwidth(c, root, false);
     switch (coll) {
       case Collective::AllReduce: return l.allReduce(s);
       case Collective::ReduceScatter: return l.reduceScatter(s);

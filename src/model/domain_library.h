@@ -14,6 +14,10 @@ namespace hetccl::model {
 // The host all-reduce's switch from recursive doubling to the ring is the
 // same setting as the plans' switch (HETCCL_SMALL_ALLREDUCE_BYTES).
 constexpr double kHostDoublingBytes = kSwitchBytes;
+// HETCCL_SHM_SLOT_BYTES' default: a host ring's step through the shared
+// memory's buffers while it fits one slot, read once by its receiver
+// straight out of its sender's memory beyond (Delivery::SlotSized).
+constexpr double kShmSlotBytes = 256 << 10;
 
 // A domain's vendor library across its nodes, as the model runs it: the
 // file's figures are one node's. Across nodes NCCL's and RCCL's rings
@@ -42,9 +46,17 @@ struct Library {
   double gap = 0;    // CPU domains: a chunk's pace through a hop, calls back to back
   double red = 0;    // CPU domains: a rank's reduction throughput
   double rsBw = 0;   // the reduce-scatter's bus bandwidth (0: bw)
+  // CPU domains alone (one domain's call): an all-gather step beyond a
+  // slot, read once by its receiver like the links' messages, at their
+  // rate (0: copyBw). (At copyBw, one domain of four's all-gathers of
+  // 4-16 MiB came out 20-40% long on every 16-core host. In a pipelined
+  // plan the domains' calls carry a piece each, whose steps fit a slot.)
+  double readOnceBw = 0;
   double latency() const { return n > 1 ? (chunk > 0 ? n - 1 : 1) * alpha : 0; }
   double reduceScatter(double s) const { return n > 1 ? latency() + s * (n - 1) / n / (rsBw > 0 ? rsBw : bw) : 0; }
-  double allGather(double s) const { return n > 1 ? latency() + s * (n - 1) / n / copyBw : 0; }
+  double allGather(double s) const {
+    return n > 1 ? latency() + s * (n - 1) / n / (readOnceBw > 0 && s / n > kShmSlotBytes ? readOnceBw : copyBw) : 0;
+  }
   // A vendor library's latency covers its whole call. hetccl's host
   // all-reduce (algorithms/all_reduce.cc): up to kHostDoublingBytes,
   // recursive doubling (log2 of the largest power of two rounds, each

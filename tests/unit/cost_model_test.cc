@@ -424,6 +424,28 @@ TEST(ModelFigures, AHostDoublingRoundCopiesAndReducesTheWholeMessage) {
   EXPECT_NEAR(time(6, s), 4 * round, 1e-12);
 }
 
+// One domain's host all-gather: a ring step through the transport's
+// buffers while it fits one slot (256 KiB), read once by its receiver
+// beyond, at the links' rate; four ranks' steps are a quarter of the
+// output. Two domains' calls carry a piece each: at the copy rate.
+TEST(ModelFigures, AHostRingStepBeyondASlotIsReadOnceAtTheLinksRate) {
+  Figures f = bytesOnly();
+  f.linkGBs = 8;
+  auto time = [&](const std::vector<DomainLayout>& layout, double bytes) {
+    return estimateAll(clusterFor(f, layout, true), Collective::AllGather, bytes, {})[1].seconds;
+  };
+  const double small = 1 << 20, large = 16.0 * (1 << 20);
+  EXPECT_NEAR(time({{1, 4}}, small), small * 3 / 4 / 2e9, 1e-12);
+  EXPECT_NEAR(time({{1, 4}}, large), large * 3 / 4 / 8e9, 1e-12);
+  // Two domains of four, the links' step free: each domain's own half
+  // and the other's, piece by piece, all at the copy rate.
+  f.linkGBs = 1e6;
+  ModelSettings piece;
+  piece.pieceBytes = 512 << 10;
+  EXPECT_NEAR(estimateAll(clusterFor(f, {{1, 4}, {1, 4}}, true), Collective::AllGather, large, piece)[1].seconds,
+              large * 3 / 4 / 2e9, large * 3 / 4 / 2e9 * 1e-3);
+}
+
 // hetccl's host reduce chain adds each chunk straight out of the
 // transport's buffers while the sender copies the next one in (a hop at
 // the slower of the copy and the reduction); its hops, copied through the
