@@ -96,11 +96,14 @@ struct Library {
   // waits for the chunk before sending the next; the host chains copy
   // every hop through the transport's buffers, so no sender waits for its
   // reader either). A rank inside a host chain takes each chunk in and
-  // passes it on: two messages' gaps per chunk (the 16-core host's four
-  // ranks: 1.5 us a call of 1 KiB, its two ranks' one message 0.9).
+  // passes it on: two messages' gaps and two copies per chunk (the 16-core
+  // host's four ranks: 1.5 us a call of 1 KiB, its two ranks' one message
+  // 0.9); a chain of two has no rank inside: its root copies each chunk
+  // in, its receiver out, one message and one copy each.
   double chainPace(double s, double b) const {
     if (n <= 1) return 0;
-    return chunk <= 0 ? alpha + s / b : (n > 2 ? 2 : 1) * chunks(s) * gap + s / b;
+    const double inside = n > 2 ? 2 : 1;
+    return chunk <= 0 ? alpha + s / b : inside * (chunks(s) * gap + s / b / 2);
   }
   double chunks(double s) const { return std::max(1.0, std::ceil(s / chunk)); }
 };

@@ -516,13 +516,13 @@ TEST(ModelFigures, LargerLeadersRootedCallsPassAtTheRootsWholeCopies) {
 
 // The spread broadcast called back to back: the root domain's ranks go on
 // to the next call once their parts have left, so calls pass at the
-// busier side's pace (here the root domain's, its broadcast inside: the
-// links are free, the other domain's all-gather moves half as much), not
-// one call's whole path (its broadcast, then the others' all-gather).
-// Parts from the eager size on are read by their receivers, who read the
-// next call's after their all-gather: the sides take turns (here the
-// root domain's broadcast and the other's all-gather, 1.5 x s / 2 GB/s,
-// where one call's pipelined path is not shorter).
+// busier side's pace (the links are free here; the root domain's
+// broadcast, a chain of two, one copy of s on each rank, and the other
+// domain's all-gather, half of s each way, tie at s / 4 GB/s), not one
+// call's whole path (its broadcast, then the others' all-gather). Parts
+// from the eager size on are read by their receivers, who read the next
+// call's after their all-gather: the sides take turns (s / 2 GB/s, where
+// one call's pipelined path is not shorter).
 TEST(ModelFigures, ASpreadBroadcastBackToBackPassesAtItsBusierSide) {
   Figures f = bytesOnly();
   f.linkGBs = 1e6;
@@ -532,9 +532,9 @@ TEST(ModelFigures, ASpreadBroadcastBackToBackPassesAtItsBusierSide) {
     return estimateAll(clusterFor(f, {{1, 2}, {1, 2}}, true), Collective::Broadcast, s, whole)[1].seconds;
   };
   const double small = f.eagerBytes;  // parts of half of it
-  EXPECT_NEAR(spread(small), small / 2e9, 1e-9);
+  EXPECT_NEAR(spread(small), small / 4e9, 1e-9);
   const double s = 4 << 20;
-  EXPECT_NEAR(spread(s), 1.5 * s / 2e9, 1e-8);  // (and the links' 2 ns)
+  EXPECT_NEAR(spread(s), s / 2e9, 1e-8);  // (and the links' 2 ns)
 }
 
 // hetccl's pipelined all-reduce, reduce and broadcast leave what does not
