@@ -22,6 +22,9 @@ alike). The fit, from the medians:
   gap:      the smallest broadcast between two one-rank domains: how far
             apart back-to-back messages follow each other (its time less
             its bytes at the links' bandwidth);
+  further:  on hosts of four cores or more, four one-rank domains'
+            smallest broadcast against two's: each further message a
+            root posts at once with its first (two of its three);
   reduce-scatter: on hosts of four cores or more, one domain of four's
             reduce-scatter: its bus bandwidth (a ring step that reduces
             costs more than the all-reduce's figure gives it);
@@ -73,6 +76,7 @@ BEYOND = [1 + k / 20 for k in range(0, 61)]         # 1 to 4
 CORES = os.cpu_count() or 1  # the measured host's (--cores with --load)
 EAGER = int(os.environ.get("HETCCL_CMA_THRESHOLD", 65536))  # shared memory: larger messages wait for their receiver
 RS_LAYOUT = ["-N", "4", "--domains", "1"]  # rs_fit's
+FOUR_SINGLES = ["-N", "4", "--domains", "4"]  # further_fit's
 HANDOFF_LAYOUT, HANDOFF_SIZES = ["-N", "4", "--domains", "2"], [1 << 10, 1 << 12]  # fit_handoff's
 
 
@@ -230,6 +234,9 @@ def self_test():
     got["rs_gbs"] = rs_fit(rs, got, 4)
     want["gap_us"] = 0.5
     got["gap_us"] = gap({1024: 0.5 + 1024 / (want["link_gbs"] * 1e3), 1 << 20: 999.0}, got)
+    want["further_us"] = 0.3  # the root's three messages: the gap, two further ones, three halves at the links' rate
+    half = 512 / (want["link_gbs"] * 1e3)
+    got["further_us"] = further_fit({1024: 0.5 + 2 * 0.3 + 3 * half}, {1024: 0.5 + half}, got)
     # A row's first run against its others' median (12 against 10), and none from two runs.
     want["first_vs_rest"] = 0.2
     RUNS[key_of("all_gather", ["-N", "2"], 1024, SMALL_ALLREDUCE, False)] = [12.0, 9.0, 10.0, 11.0]
@@ -261,6 +268,18 @@ def gap(broadcasts, p):
         return 0.0
     s, t = min(broadcasts.items())
     return max(0.05, t - s / (p["link_gbs"] * 1e3))
+
+
+def further_fit(fours, twos, p):
+    """further_message_us: each further message a rank posts at once with
+    its first (a root's to several leaders), from the smallest broadcast
+    of four one-rank domains (the root's three messages: the gap, two
+    further ones and three halves of their bytes at the links' rate)
+    against two's (the gap and one half). 0 (the gap) where not measured."""
+    if not fours or not twos:
+        return 0.0
+    s = min(fours)
+    return max(0.05, (fours[s] - twos[s] - s / (p["link_gbs"] * 1e3)) / 2)
 
 
 def one_way(broadcasts, p):
@@ -319,7 +338,8 @@ def cluster_text(domains, p):
     lines = ["name = this host's CPU ranks (calibrated)", "[network]", "one_host = yes",
              f"nic_gbps = {p['link_gbs'] * 8:.6g}", f"latency_us = {p['link_us']:.6g}",
              f"one_way_gbps = {p.get('one_way_gbs', 0) * 8:.6g}", f"handoff_us = {p.get('handoff_us', 0):.6g}",
-             f"gap_us = {p.get('gap_us', 0):.6g}", f"eager_bytes = {EAGER}"]
+             f"gap_us = {p.get('gap_us', 0):.6g}", f"further_message_us = {p.get('further_us', 0):.6g}",
+             f"eager_bytes = {EAGER}"]
     for i, n in enumerate(domains):
         lines += [f"[domain d{i}]", "vendor = cpu", "nodes = 1", f"gpus_per_node = {n}", f"nics_per_node = {n}",
                   f"cores_per_node = {CORES}",
@@ -419,6 +439,8 @@ def main():
     fitted = [("all_reduce", one_domain, FIT_SIZES), ("all_gather", two_singles, FIT_SIZES),
               ("all_reduce", two_singles, [s for s in FIT_SIZES if s > SMALL_ALLREDUCE]),
               ("all_gather", one_domain, FIT_SIZES), ("broadcast", two_singles, FIT_SIZES)]
+    if CORES >= 4:  # a root's messages to several peers at once (further_fit)
+        fitted += [("broadcast", FOUR_SINGLES, FIT_SIZES[:1])]
     series = [(c, l, s, SMALL_ALLREDUCE, False) for c, l, s in fitted]
     series += [(c, l, sorted(s), SMALL_ALLREDUCE, False) for _, _, l, colls, s in checks for c in colls]
     if CORES < 4:  # the hand-off's (fit_handoff)
@@ -439,13 +461,15 @@ def main():
             needed("all_gather", one_domain, FIT_SIZES))
     p["handoff_us"] = fit_handoff(a.perf, a.sim, p, a.runs)
     p["gap_us"] = gap(measure(a.perf, "broadcast", two_singles, FIT_SIZES[:1], a.runs), p)
+    p["further_us"] = further_fit(measure(a.perf, "broadcast", FOUR_SINGLES, FIT_SIZES[:1], a.runs) if CORES >= 4 else {},
+                                  measure(a.perf, "broadcast", two_singles, FIT_SIZES[:1], a.runs), p)
     # Where four ranks have a core each: the reduce-scatter of one domain of four.
     p["rs_gbs"] = rs_fit(measure(a.perf, "reduce_scatter", RS_LAYOUT, FIT_SIZES, a.runs) or {}, p, 4) if CORES >= 4 else 0.0
     p["one_way_gbs"] = one_way(measure(a.perf, "broadcast", two_singles, [s for s in FIT_SIZES if s > EAGER], a.runs) or {}, p)
     pathlib.Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     pathlib.Path(a.out).write_text(cluster_text([2, 2], p))
     print(f"fitted: library {p['lib_gbs']:.2f} GB/s busbw ({p['copy_gbs']:.2f} moving bytes only), {p['lib_us']:.1f} us; links {p['link_gbs']:.2f} GB/s, "
-          f"{p['link_us']:.1f} us, back to back {p['gap_us']:.2f} us apart, one way {p['one_way_gbs']:.2f} GB/s; "
+          f"{p['link_us']:.1f} us, back to back {p['gap_us']:.2f} us apart ({p['further_us']:.2f} a further one at once), one way {p['one_way_gbs']:.2f} GB/s; "
           f"reduce-scatter {p['rs_gbs']:.2f} GB/s; reductions {p['reduce_gbs']:.2f} GB/s; "
           f"hand-off {p['handoff_us']:.1f} us; "
           f"beyond {p['cache_mib']:.3g} MiB of buffers a byte costs {p['beyond']:.2f} times -> {a.out}")

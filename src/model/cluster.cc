@@ -95,6 +95,7 @@ const std::vector<Field>& fields() {
       {Section::Network, "eager_bytes", numberInto([](Cluster& c) -> double& { return c.network.eagerBytes; })},
       {Section::Network, "handoff_us", numberInto([](Cluster& c) -> double& { return c.network.handoffUs; })},
       {Section::Network, "gap_us", numberInto([](Cluster& c) -> double& { return c.network.gapUs; })},
+      {Section::Network, "further_message_us", numberInto([](Cluster& c) -> double& { return c.network.furtherUs; })},
       {Section::Network, "one_host",
        [](Cluster& c, const std::string& v, std::string* why) { return yesNo(v, &c.network.oneHost, why); }},
       {Section::Domain, "vendor",
@@ -174,6 +175,7 @@ bool check(const Cluster& c, const std::string& source, std::string* error) {
   if (c.network.latencyUs < 0) return bad(net, "[network] latency_us must not be negative");
   if (c.network.handoffUs < 0) return bad(net, "[network] handoff_us must not be negative");
   if (c.network.gapUs < 0) return bad(net, "[network] gap_us must not be negative");
+  if (c.network.furtherUs < 0) return bad(net, "[network] further_message_us must not be negative");
   if (c.network.eagerBytes < 0) return bad(net, "[network] eager_bytes must not be negative");
   if (c.network.oversubscription < 1) return bad(net, "[network] oversubscription must be at least 1");
   if (c.training.present) {

@@ -49,6 +49,7 @@ struct NetworkSpec {
   double handoffUs = 0;        // CPU ranks beyond their cores: a wake-up of a rank's progress thread
   double eagerBytes = 0;       // messages below this size leave without waiting for their receiver
   double gapUs = 0;            // such messages back to back: one's pace (a sender's time per message; 0: latency_us)
+  double furtherUs = 0;        // each further message a rank posts at once with its first (to other peers; 0: gap_us)
   int line = 1;                // of its section (for messages)
 };
 

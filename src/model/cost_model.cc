@@ -223,13 +223,14 @@ Step chainInDomains(const Cluster& c, double chunk, double s, Collective coll, b
 
 // A round in which a rank sends to and hears from each of the D - 1
 // other domains: the first message is in the round's latency, each
-// further one costs its sender a message's gap (gap_us: three one-rank
-// domains' all-gather of 4-16 KiB took 1-2 us more than two's) and,
-// beyond the cores, its receiver a wake-up (handoff_us; the first is in
-// the latency too, asRun).
+// further one, posted at once with it, costs its sender a further
+// message's time (further_message_us: three one-rank domains' all-gather
+// of 4-16 KiB took 1-2 us more than two's) and, beyond the cores, its
+// receiver a wake-up (handoff_us; the first is in the latency too,
+// asRun).
 double furtherMessages(const Cluster& c) {
   const double wake = ranksBeyondCores(c) ? c.network.handoffUs * kUs : 0;
-  return (static_cast<double>(c.domains.size()) - 2) * (gapOf(c) + wake);
+  return (static_cast<double>(c.domains.size()) - 2) * (furtherOf(c) + wake);
 }
 
 // Between domains, spread over every rank: each rank of domain d moves
@@ -252,7 +253,9 @@ Step amongLeaders(const Cluster& c, double rounds, double bytes) {
 }
 
 // The leaders' rooted call back to back: each rank passes its messages a
-// gap apart and copies each in or out (the links' and the library's
+// gap apart (the root's to the other leaders, posted at once: the first
+// a gap, each further one further_message_us) and copies each in or out
+// (the links' and the library's
 // figures are a message's both copies: half of them; from the eager size
 // on a message between leaders counts whole on both sides: a broadcast's
 // is one copy, its reader's, which its sender waits for; a reduce's
@@ -264,13 +267,13 @@ Step amongLeaders(const Cluster& c, double rounds, double bytes) {
 // transport's buffers at every size). (A reduce's reductions of small
 // messages, in cache, are left out: far faster than reduce_gbs.)
 Step leadersMessages(const Cluster& c, double s) {
-  const double D = static_cast<double>(c.domains.size()), gap = gapOf(c);
+  const double D = static_cast<double>(c.domains.size()), gap = gapOf(c), further = furtherOf(c);
   const double cross = s < c.network.eagerBytes ? s / 2 : s;
   double pace = 0;
   for (const DomainSpec& d : c.domains) {
     const double others = &d == &c.domains.front() ? D - 1 : 1;
     const double inside = d.ranks() > 1 ? gap + s / 2 / (libraryAcrossNodes(c, d).copyGBs * kGB) : 0;
-    pace = std::max(pace, others * (gap + cross / slowestLink(c, true)) + inside);
+    pace = std::max(pace, gap + (others - 1) * further + others * cross / slowestLink(c, true) + inside);
   }
   Step step = network(Step{0, 0});
   step.pace = pace;

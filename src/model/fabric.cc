@@ -32,4 +32,6 @@ double crossAlpha(const Cluster& c) { return c.network.latencyUs * kUs; }
 
 double gapOf(const Cluster& c) { return (c.network.gapUs > 0 ? c.network.gapUs : c.network.latencyUs) * kUs; }
 
+double furtherOf(const Cluster& c) { return c.network.furtherUs > 0 ? c.network.furtherUs * kUs : gapOf(c); }
+
 }  // namespace hetccl::model

@@ -25,5 +25,10 @@ double crossAlpha(const Cluster& c);
 // Messages below the eager size, back to back: how far apart they follow
 // each other (seconds; gap_us, where the file gives none a latency apart).
 double gapOf(const Cluster& c);
+// Each further message a rank posts at once with its first, to other
+// peers (a root's to several leaders, a round's to several domains): its
+// sender's time (seconds; further_message_us, where the file gives none
+// the gap).
+double furtherOf(const Cluster& c);
 
 }  // namespace hetccl::model

@@ -48,6 +48,7 @@ bool figuresOf(const Cluster& c, Figures* out, std::string* error) {
   f.handoffUs = c.network.handoffUs;
   f.eagerBytes = c.network.eagerBytes;
   f.gapUs = c.network.gapUs;
+  f.furtherUs = c.network.furtherUs;
   f.cacheMiB = d.cacheMiB;
   f.beyondCache = d.beyondCache;
   f.oversubscription = c.network.oversubscription;
@@ -62,6 +63,7 @@ std::string clusterFileOf(const Figures& f) {
   const Field network[] = {{"nic_gbps", f.linkGBs * 8},        {"one_way_gbps", f.oneWayGBs * 8},
                            {"latency_us", f.linkLatencyUs},    {"handoff_us", f.handoffUs},
                            {"eager_bytes", f.eagerBytes},      {"gap_us", f.gapUs},
+                           {"further_message_us", f.furtherUs},
                            {"oversubscription", f.oversubscription}, {"nodes_per_leaf", double(f.nodesPerLeaf)}};
   const Field domain[] = {{"cores_per_node", double(f.coresPerHost)}, {"library_busbw_gbs", f.libraryBusGBs},
                           {"library_copy_gbs", f.libraryCopyGBs},     {"library_rs_gbs", f.libraryRsGBs},
@@ -85,6 +87,7 @@ bool plausible(const Figures& f) {
   return positive(f.libraryBusGBs) && nonNegative(f.libraryCopyGBs) && nonNegative(f.libraryRsGBs) &&
          positive(f.linkGBs) && nonNegative(f.oneWayGBs) && positive(f.reduceGBs) &&
          nonNegative(f.libraryLatencyUs) && nonNegative(f.linkLatencyUs) && nonNegative(f.handoffUs) && nonNegative(f.gapUs) &&
+         nonNegative(f.furtherUs) &&
          std::isfinite(f.eagerBytes) && f.eagerBytes >= 0 && f.eagerBytes < 1e15 && nonNegative(f.cacheMiB) &&
          std::isfinite(f.beyondCache) && f.beyondCache >= 1 && f.beyondCache < 1e6 &&
          std::isfinite(f.oversubscription) && f.oversubscription >= 1 && f.oversubscription < 1e6 &&
@@ -100,6 +103,7 @@ Cluster clusterFor(const Figures& f, const std::vector<DomainLayout>& domains, b
   c.network.handoffUs = f.handoffUs;
   c.network.eagerBytes = f.eagerBytes;
   c.network.gapUs = f.gapUs;
+  c.network.furtherUs = f.furtherUs;
   c.network.oversubscription = f.oversubscription;
   c.network.nodesPerLeaf = static_cast<int>(f.nodesPerLeaf);
   c.network.oneHost = oneHost;

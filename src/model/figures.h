@@ -27,6 +27,7 @@ struct Figures {
   double handoffUs = 0;         // a wake-up of a rank's progress thread once a host's ranks outnumber its cores
   double eagerBytes = 0;        // the transports' messages below this size leave without waiting for their receiver
   double gapUs = 0;             // and follow each other this far apart back to back (0: the latencies)
+  double furtherUs = 0;         // a further message posted at once with the first, to another peer (0: gapUs)
   double cacheMiB = 0;          // a host's buffers that the bandwidths above hold for (0: any)
   double beyondCache = 1;       // a byte beyond them costs this many times more
   double oversubscription = 1;  // the network's, above the leaves

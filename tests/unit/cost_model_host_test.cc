@@ -203,6 +203,7 @@ TEST(HostModel, TheFiguresWriteAndReadBack) {
   f.oneWayGBs = 13.5;
   f.libraryRsGBs = 4.25;
   f.nodesPerLeaf = 3;
+  f.furtherUs = 0.3;
   Cluster c;
   std::string error;
   ASSERT_TRUE(parseCluster(clusterFileOf(f), "f", &c, &error)) << error;
@@ -211,7 +212,7 @@ TEST(HostModel, TheFiguresWriteAndReadBack) {
   for (auto field : {&Figures::libraryBusGBs, &Figures::libraryLatencyUs, &Figures::libraryCopyGBs,
                      &Figures::libraryRsGBs, &Figures::linkGBs, &Figures::oneWayGBs, &Figures::linkLatencyUs,
                      &Figures::reduceGBs, &Figures::handoffUs, &Figures::eagerBytes, &Figures::gapUs,
-                     &Figures::cacheMiB, &Figures::beyondCache, &Figures::oversubscription})
+                     &Figures::furtherUs,                     &Figures::cacheMiB, &Figures::beyondCache, &Figures::oversubscription})
     EXPECT_NEAR(back.*field, f.*field, 1e-6 * f.*field);
   EXPECT_EQ(back.nodesPerLeaf, f.nodesPerLeaf);
   EXPECT_EQ(back.coresPerHost, f.coresPerHost);

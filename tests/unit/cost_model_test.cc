@@ -489,6 +489,13 @@ TEST(ModelFigures, SmallRootedCallsPassAtTheBusiestRanksMessages) {
     EXPECT_NEAR(estimateAll(clusterFor(f, {{1, 2}, {1, 2}, {1, 2}, {1, 2}}, true), coll, s, {})[0].seconds, 4 * each,
                 1e-12)
         << collectiveName(coll);
+  // The root posts its three messages to the other leaders at once: the
+  // first a gap, each further one further_message_us.
+  f.furtherUs = 0.25;
+  for (Collective coll : {Collective::Broadcast, Collective::Reduce})
+    EXPECT_NEAR(estimateAll(clusterFor(f, {{1, 2}, {1, 2}, {1, 2}, {1, 2}}, true), coll, s, {})[0].seconds,
+                4 * each - 2 * 0.75e-6, 1e-12)
+        << collectiveName(coll);
 }
 
 // From the eager size on, the leaders' broadcast and reduce back to back
