@@ -67,7 +67,8 @@ Step compute(double seconds) { return Step{0, seconds, Resource::Compute}; }
 // A one-rank CPU domain's own step of a pipelined plan (its part of a
 // piece from its input into its output: hetccl's host library with one
 // rank copies it; an all-reduce's, reduce-scatter's and reduce's input
-// before the reductions) is a local copy, one of the two copies a byte
+// before the reductions; the leaders' plans' reduce inside it too) is a
+// local copy, one of the two copies a byte
 // between two of its ranks takes: at twice the library's copy rate. (Left
 // out, three one-rank domains' all-gathers and all-reduces of 256 KiB -
 // 2 MiB came out 17-37% short on most of six 16-core hosts. A broadcast's
@@ -210,9 +211,10 @@ Step chainInDomains(const Cluster& c, double chunk, double s, Collective coll, b
   for (const DomainSpec& d : c.domains) {
     const Library lib = library(c, d, chunk);
     const double b = reducing ? chainReduceBw(lib, beyondCacheShare(c, d, coll, s)) : lib.copyBw;
-    const double full = lib.chain(s, b);
+    const double own = reducing ? ownCopy(c, d, s) : 0;  // a one-rank domain's reduce: its input copied
+    const double full = lib.chain(s, b) + own;
     if (full > worst.alpha + worst.beta)
-      worst = Step{lib.latency(), full - lib.latency(), Resource::Library, lib.chainPace(s, b)};
+      worst = Step{lib.latency(), full - lib.latency(), Resource::Library, lib.chainPace(s, b) + own};
   }
   if (chunk > 0 && s <= chunk) {
     const double share = activeShare(c, 2.0 * static_cast<double>(c.domains.size()));

@@ -106,6 +106,10 @@ TEST(HostModel, AOneRankDomainsOwnPartIsALocalCopy) {
   };
   EXPECT_NEAR(time(f, Collective::AllGather), s / 2 / copy + s / 2 / link, 1e-12);
   EXPECT_NEAR(time(f, Collective::AllReduce), s / copy + 2 * (s / 2) / link + s / 2 / (f.reduceGBs * 1e9), 1e-12);
+  // The leaders' all-reduce copies the same input first (its domains'
+  // reduce): for two one-rank domains the two plans are one exchange.
+  EXPECT_NEAR(estimateAll(clusterFor(f, {{1, 1}, {1, 1}}, true), Collective::AllReduce, s, {})[0].seconds,
+              time(f, Collective::AllReduce), 1e-12);
   Figures slowCopy = f;
   slowCopy.libraryCopyGBs /= 2;
   EXPECT_DOUBLE_EQ(time(slowCopy, Collective::Broadcast), time(f, Collective::Broadcast));
