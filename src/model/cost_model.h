@@ -71,9 +71,10 @@ Estimate choose(const Cluster& c, Collective coll, double bytes, const ModelSett
 // HETCCL_SMALL_ALLREDUCE_BYTES' default: the switch between the plans
 // before the model, and where it leaves the choice to nobody else.
 constexpr double kSwitchBytes = 64 << 10;
-// The model's estimates are off by 11-17% at the median on the machines
-// calibrated (docs/performance.md): replayed on their forced plans'
-// times (bench/plan_choice_replay.py, four machines), leaving the
+// The model's estimates are off by 10-15% at the median on the machines
+// calibrated (docs/performance.md). When this margin was chosen (the
+// model then off by 11-17%), replayed on their forced plans' times
+// (bench/plan_choice_replay.py, four machines), leaving the
 // switch's plan for any plan estimated 1% faster ran 2, 5, 0 and 7 of 168
 // calls more than 10% slower than the switch's plan; for one estimated
 // 10% faster, 0, 2, 0 and 5 (and 37, 42, 34, 20 calls more than 10%
