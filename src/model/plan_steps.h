@@ -1,0 +1,189 @@
+// The cost model's steps (cost_model.cc builds each plan from them): a
+// step inside the domains (their libraries' calls and chains), between
+// domains (every rank's share, or the leaders'), a reduction; how the
+// steps of a pipelined plan overlap piece by piece, and how rooted calls
+// back to back pass at their busiest rank's pace.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "model/cluster.h"
+#include "model/cost_model.h"
+#include "model/domain_library.h"
+#include "model/fabric.h"
+
+namespace hetccl::model::steps {
+
+inline constexpr double kGB = 1e9, kUs = 1e-6;
+
+// A pipelined plan's piece, and the host algorithms' chunk: the steps of
+// CPU ranks overlap chunk by chunk (HETCCL_CHUNK_BYTES).
+inline constexpr double kDefaultChunk = 512 << 10;
+inline double chunkOf(const ModelSettings& ms) { return ms.pieceBytes > 0 ? ms.pieceBytes : kDefaultChunk; }
+
+// Where a GPU's data is staged through host memory (hetccl's host-staging
+// path), a call copies its input there before its steps and its output
+// back after them: two copies per call, at pcie_gbs.
+double stagingSeconds(const Cluster& c, Collective coll, double s);
+
+// The slowest domain's reduction rate (bytes per second).
+double slowestReduce(const Cluster& c);
+
+// A plan's steps, each a time for the whole message; pipelined over
+// pieces, a piece's step costs its alpha plus its share of the bytes, and
+// the pieces overlap: the first goes through every step, each further
+// piece adds the busiest resource's share. Pieces overlap only across
+// steps of different resources (the vendor library's reduce-scatter and all-gather share the
+// domain's links; where a domain spans nodes, its library also shares the
+// NICs with the traffic between domains). A rooted collective's steps in
+// the root's domain alone and in the other domains alone do not meet.
+enum class Resource { Library, RootLibrary, OtherLibraries, Network, Compute };
+struct Step {
+  double alpha, beta;  // seconds; seconds for the whole message
+  Resource resource = Resource::Library;
+  double pace = 0;  // calls back to back: from one call's pass to the next's (0: alpha + beta)
+  // The rooted plans: the ranks' busy time in it for the whole message,
+  // summed over the ranks (rank-seconds: what each copies and reduces; 0:
+  // not counted).
+  double work = 0;
+};
+inline Step network(Step s) { return Step{s.alpha, s.beta, Resource::Network}; }
+inline Step othersOnly(Step s) { return Step{s.alpha, s.beta, Resource::OtherLibraries}; }
+inline Step withWork(Step s, double rankSeconds) {
+  s.work = rankSeconds;
+  return s;
+}
+inline Step compute(double seconds) { return Step{0, seconds, Resource::Compute}; }
+
+// A one-rank CPU domain's own step of a pipelined plan (its part of a
+// piece from its input into its output: hetccl's host library with one
+// rank copies it; an all-reduce's, reduce-scatter's and reduce's input
+// before the reductions; the leaders' plans' reduce inside it too) is a
+// local copy, one of the two copies a byte
+// between two of its ranks takes: at twice the library's copy rate. (Left
+// out, three one-rank domains' all-gathers and all-reduces of 256 KiB -
+// 2 MiB came out 17-37% short on most of six 16-core hosts. A broadcast's
+// root sends its parts from its input: counting its copy made one and
+// three's broadcast of 1-2 MiB 25-36% long on one of them.)
+double ownCopy(const Cluster& c, const DomainSpec& d, double bytes);
+
+// A pipelined plan of `steps` in `k` pieces; `inTurn`: the share of the
+// steps that pass one after the other all the same (reducingStepsInTurn).
+double pipelinedIn(const Cluster& c, const std::vector<Step>& steps, double k, double inTurn);
+
+// `time(pieces)` with pieces of `pieceBytes`, or (0) of the best power of
+// two from 256 KiB up to the whole message; *chosen says which.
+template <typename F>
+double inPieces(double bytes, double pieceBytes, double* chosen, F time) {
+  if (pieceBytes > 0) {
+    *chosen = std::min(pieceBytes, bytes);
+    return time(std::max(1.0, std::ceil(bytes / pieceBytes)));
+  }
+  double best = time(1.0);
+  *chosen = bytes;
+  for (double piece = 256 << 10; piece < bytes; piece *= 2)
+    if (const double t = time(std::ceil(bytes / piece)); t < best) best = t, *chosen = piece;
+  return best;
+}
+
+// The same in pieces of `pieceBytes` (0: the best power of two).
+double pipelined(const Cluster& c, const std::vector<Step>& steps, double bytes, double pieceBytes, double* chosen,
+                 double inTurn = 0);
+// The steps one after the other, unpipelined.
+double sequential(const std::vector<Step>& steps);
+// The slowest step's pace: calls back to back where every step overlaps
+// the next call's (each rank goes on once its own part has left).
+double slowestPace(const std::vector<Step>& steps);
+// The root domain's broadcast of `s` bytes from the root.
+Step rootDomainBroadcast(const Cluster& c, const DomainSpec& root, double s, double chunk);
+// Its members' parts of `s` bytes to the root: a gather (the root hears
+// from every member at once).
+Step rootDomainGather(const Cluster& c, const DomainSpec& root, double s, double chunk);
+
+// The slowest domain's time for a library step, `time(library, domain)`
+// (one library call's latency and its bytes), taken as `calls` library
+// calls of those bytes in all: each pays the latency.
+template <typename F>
+Step inDomains(const Cluster& c, double chunk, F time, double calls = 1) {
+  Step worst{0, 0};
+  for (const DomainSpec& d : c.domains) {
+    const Library lib = library(c, d, chunk);
+    const Step step{calls * lib.latency(), time(lib, d) - lib.latency()};
+    if (step.alpha + step.beta > worst.alpha + worst.beta) worst = step;
+  }
+  return worst;
+}
+
+// Every domain's ranks busy for `busy(library, domain)` each (rank-seconds).
+template <typename F>
+double busyInDomains(const Cluster& c, double chunk, F busy) {
+  double sum = 0;
+  for (const DomainSpec& d : c.domains)
+    if (d.ranks() > 1) sum += d.ranks() * busy(library(c, d, chunk), d);
+  return sum;
+}
+
+// A host chain's reduce hop: its receiver adds each chunk straight out of
+// the transport's buffers while its sender copies the next one in, the
+// slower of the two (Library::reduceBw); beyond the cache the reduction's
+// extra read no longer hides behind the copy: the share of the bytes
+// beyond it adds their reduction at reduce_gbs. (One domain of four's and
+// of eight's reduces of 1-16 MiB took 1.2-1.6x their broadcasts on every
+// 16-core host; the model had them alike.)
+double chainReduceBw(const Library& l, double beyondShare);
+
+// A broadcast (or, `reducing`, a reduce) of `s` bytes inside every domain:
+// the slowest domain's, with its pace for calls back to back. A message
+// of one chunk passes the chain hop by hop: two ranks of each domain work
+// at a time.
+Step chainInDomains(const Cluster& c, double chunk, double s, Collective coll, bool reducing);
+
+// A round in which a rank sends to and hears from each of the D - 1
+// other domains: the first message is in the round's latency, each
+// further one, posted at once with it, costs its sender a further
+// message's time (further_message_us: three one-rank domains' all-gather
+// of 4-16 KiB took 1-2 us more than two's) and, beyond the cores, its
+// receiver a wake-up (handoff_us; the first is in the latency too,
+// asRun).
+double furtherMessages(const Cluster& c);
+
+// Between domains, spread over every rank: each rank of domain d moves
+// `perRank(d)` bytes in one phase; the slowest domain sets the pace.
+template <typename F>
+Step acrossDomains(const Cluster& c, int phases, F perRank) {
+  double beta = 0;
+  for (const DomainSpec& d : c.domains) beta = std::max(beta, perRank(d) / crossBandwidth(c, d, false));
+  return network(Step{phases * (crossAlpha(c) + furtherMessages(c)), phases * beta});
+}
+
+// Between the domains' leaders: `rounds` rounds (each leader posts all of
+// a round's messages at once) moving `bytes` per leader; the other ranks wait.
+Step amongLeaders(const Cluster& c, double rounds, double bytes);
+
+// The leaders' rooted call back to back: each rank passes its messages a
+// gap apart (the root's to the other leaders, posted at once: the first
+// a gap, each further one further_message_us) and copies each in or out
+// (the links' and the library's
+// figures are a message's both copies: half of them; from the eager size
+// on a message between leaders counts whole on both sides: a broadcast's
+// is one copy, its reader's, which its sender waits for; a reduce's
+// partial goes through the transport's buffers, its sender's copy in and
+// the root's out, each as long as a large message's one copy), so the
+// calls' pace is the busiest rank's: the root with a message for each
+// other leader and one for its domain's chain, or another leader with
+// the root's and its chain's (the chains' hops go through the
+// transport's buffers at every size). (A reduce's reductions of small
+// messages, in cache, are left out: far faster than reduce_gbs.)
+Step leadersMessages(const Cluster& c, double s);
+
+// A chain through every rank (broadcast, reduce), pipelined: a piece takes
+// a hop's latency and its bytes at each of the N - 1 hops, the last piece
+// leaves the root after k - 1 others. The best power-of-two piece.
+double chain(const Cluster& c, double n, double bytes, double perByte, double* chosen);
+
+// A ring over every rank through the transports.
+Step flatRing(const Cluster& c, double rounds, double bytesPerRank);
+
+}  // namespace hetccl::model::steps
