@@ -213,6 +213,10 @@ TEST(HostModel, TheFiguresWriteAndReadBack) {
   ASSERT_TRUE(parseCluster(clusterFileOf(f), "f", &c, &error)) << error;
   Figures back;
   ASSERT_TRUE(figuresOf(c, &back, &error)) << error;
+  EXPECT_NE(refused("[network]\nnic_gbps = 80\nfurther_message_us = -1\n[domain a]\nnodes = 1\ngpus_per_node = 1\n"
+                    "reduce_gbs = 1\n")
+                .find("f:1: [network] further_message_us must not be negative"),
+            std::string::npos);
   for (auto field : {&Figures::libraryBusGBs, &Figures::libraryLatencyUs, &Figures::libraryCopyGBs,
                      &Figures::libraryRsGBs, &Figures::linkGBs, &Figures::oneWayGBs, &Figures::linkLatencyUs,
                      &Figures::reduceGBs, &Figures::handoffUs, &Figures::eagerBytes, &Figures::gapUs,
