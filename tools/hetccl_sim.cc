@@ -17,7 +17,7 @@
 
 #include "model/cluster.h"
 #include "model/cost_model.h"
-#include "model/domain_library.h"
+#include "model/steps/domain_library.h"
 #include "model/figures.h"
 
 namespace {

@@ -6,10 +6,10 @@
 #include <numeric>
 #include <vector>
 
-#include "model/domain_library.h"
-#include "model/fabric.h"
-#include "model/host_ranks.h"
-#include "model/plan_steps.h"
+#include "model/steps/domain_library.h"
+#include "model/steps/fabric.h"
+#include "model/steps/host_ranks.h"
+#include "model/steps/steps.h"
 
 namespace hetccl::model {
 

@@ -1,4 +1,4 @@
-// The cost model of CPU ranks on one host (src/model/host_ranks.h and the
+// The cost model of CPU ranks on one host (src/model/steps/host_ranks.h and the
 // host paths' rules in cost_model.cc): the cache, what the host's cores
 // do to a plan's overlap, a one-rank domain's own copy, a round's further
 // messages, the links of a message that goes one way at a time, the host

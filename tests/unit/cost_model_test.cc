@@ -12,7 +12,7 @@
 #include "core/op.h"
 #include "model/cluster.h"
 #include "model/cost_model.h"
-#include "model/domain_library.h"
+#include "model/steps/domain_library.h"
 #include "model/figures.h"
 #include "plan/cross_domain/plan.h"
 

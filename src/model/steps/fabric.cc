@@ -1,4 +1,4 @@
-#include "model/fabric.h"
+#include "model/steps/fabric.h"
 
 #include <algorithm>
 #include <limits>

@@ -1,9 +1,9 @@
-#include "model/domain_library.h"
+#include "model/steps/domain_library.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "model/fabric.h"
+#include "model/steps/fabric.h"
 
 namespace hetccl::model {
 

@@ -11,8 +11,8 @@
 
 #include "model/cluster.h"
 #include "model/cost_model.h"
-#include "model/domain_library.h"
-#include "model/fabric.h"
+#include "model/steps/domain_library.h"
+#include "model/steps/fabric.h"
 
 namespace hetccl::model::steps {
 

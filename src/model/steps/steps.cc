@@ -1,8 +1,8 @@
-#include "model/plan_steps.h"
+#include "model/steps/steps.h"
 
 #include <limits>
 
-#include "model/host_ranks.h"
+#include "model/steps/host_ranks.h"
 
 namespace hetccl::model::steps {
 

@@ -1,4 +1,4 @@
-#include "model/host_ranks.h"
+#include "model/steps/host_ranks.h"
 
 #include <algorithm>
 
