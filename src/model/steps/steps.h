@@ -61,12 +61,12 @@ inline Step compute(double seconds) { return Step{0, seconds, Resource::Compute}
 // piece from its input into its output: hetccl's host library with one
 // rank copies it; an all-reduce's, reduce-scatter's and reduce's input
 // before the reductions; the leaders' plans' reduce inside it too) is a
-// local copy, one of the two copies a byte
-// between two of its ranks takes: at twice the library's copy rate. (Left
-// out, three one-rank domains' all-gathers and all-reduces of 256 KiB -
-// 2 MiB came out 17-37% short on most of six 16-core hosts. A broadcast's
-// root sends its parts from its input: counting its copy made one and
-// three's broadcast of 1-2 MiB 25-36% long on one of them.)
+// local copy, one of the two copies a byte between two of its ranks
+// takes: at twice the library's copy rate. (Left out, three one-rank
+// domains' all-gathers and all-reduces of 256 KiB - 2 MiB came out 17-37%
+// short on most of six 16-core hosts. A broadcast's root sends its parts
+// from its input: counting its copy made one and three's broadcast of 1-2
+// MiB 25-36% long on one of them.)
 double ownCopy(const Cluster& c, const DomainSpec& d, double bytes);
 
 // A pipelined plan of `steps` in `k` pieces; `inTurn`: the share of the
@@ -165,13 +165,12 @@ Step amongLeaders(const Cluster& c, double rounds, double bytes);
 // The leaders' rooted call back to back: each rank passes its messages a
 // gap apart (the root's to the other leaders, posted at once: the first
 // a gap, each further one further_message_us) and copies each in or out
-// (the links' and the library's
-// figures are a message's both copies: half of them; from the eager size
-// on a message between leaders counts whole on both sides: a broadcast's
-// is one copy, its reader's, which its sender waits for; a reduce's
-// partial goes through the transport's buffers, its sender's copy in and
-// the root's out, each as long as a large message's one copy), so the
-// calls' pace is the busiest rank's: the root with a message for each
+// (the links' and the library's figures are a message's both copies:
+// half of them; from the eager size on a message between leaders counts
+// whole on both sides: a broadcast's is one copy, its reader's, which its
+// sender waits for; a reduce's partial goes through the transport's
+// buffers, its sender's copy in and the root's out, each as long as a
+// large message's one copy), so the calls' pace is the busiest rank's: the root with a message for each
 // other leader and one for its domain's chain, or another leader with
 // the root's and its chain's (the chains' hops go through the
 // transport's buffers at every size). (A reduce's reductions of small
