@@ -75,7 +75,6 @@ struct Library {
     }
     return (chunk > 0 ? 2 : 1) * latency() + 2 * s * (n - 1) / n / bw;
   }
-  double reduce(double s) const { return chain(s, reduceBw()); }
   double broadcast(double s) const { return chain(s, copyBw); }
   // A reduce's hop: a vendor library's at its bus bandwidth; in hetccl's
   // host chain the receiver adds each chunk straight out of the
