@@ -524,11 +524,12 @@ def main():
         table = ["| layout | collective | sizes | median error | largest error | runs apart (median) | "
                  "off by more than 20% and their runs |", "|---|---|---|---|---|---|---|"] + summary
     table.append(summary_row("**all** | ", errors))
-    if noise:
+    if noise:  # (three runs or more)
         table.append(summary_row("**a run against the others** | ", noise, misses=False))
-        table += ["", f"Within 20%: the model {within(errors)}; a row's first run against the median of its others {within(noise)}."]
     if a.gpu_staged:
         table.append(summary_row("**GPU, host-staged** | ", gpu))
+    table += ["", f"Within 20%: the model {within(errors)}" +
+              (f"; a row's first run against the median of its others {within(noise)}" if noise else "") + "."]
     print("\n".join(table))
     if a.table:
         pathlib.Path(a.table).write_text("\n".join(table) + "\n")
