@@ -162,6 +162,21 @@ TEST(ModelFigures, LargerLeadersRootedCallsPassAtTheRootsWholeCopies) {
   }
 }
 
+// Another leader passes on into its chain what it has just received (a
+// broadcast) or reduced (a reduce): out of its core's cache, a message's
+// gap without its copy. One and three: the root alone in its domain, the
+// other leader's message from the root and its chain's gap pace the
+// calls, as the chain of three's own hops do (a rank inside takes each
+// chunk in and passes it on: two gaps and a copy of s).
+TEST(ModelFigures, AnotherLeaderPassesOnOutOfItsCache) {
+  Figures f = bytesOnly();
+  f.gapUs = 1;
+  f.linkGBs = 2;
+  const double s = 4 * f.eagerBytes;  // one chunk of the chains (512 KiB)
+  EXPECT_NEAR(estimateAll(clusterFor(f, {{1, 1}, {1, 3}}, true), Collective::Broadcast, s, {})[0].seconds,
+              2e-6 + s / 2e9, 1e-12);
+}
+
 // The spread broadcast called back to back: the root domain's ranks go on
 // to the next call once their parts have left, so calls pass at the
 // busier side's pace (the links are free here; the root domain's

@@ -135,8 +135,10 @@ Step leadersMessages(const Cluster& c, double s) {
   const double cross = s < c.network.eagerBytes ? s / 2 : s;
   double pace = 0;
   for (const DomainSpec& d : c.domains) {
-    const double others = &d == &c.domains.front() ? D - 1 : 1;
-    const double inside = d.ranks() > 1 ? gap + s / 2 / (libraryAcrossNodes(c, d).copyGBs * kGB) : 0;
+    const bool root = &d == &c.domains.front();
+    const double others = root ? D - 1 : 1;
+    const double copy = root ? s / 2 / (libraryAcrossNodes(c, d).copyGBs * kGB) : 0;  // (another's: in its cache)
+    const double inside = d.ranks() > 1 ? gap + copy : 0;
     pace = std::max(pace, gap + (others - 1) * further + others * cross / slowestLink(c, true) + inside);
   }
   Step step = network(Step{0, 0});
