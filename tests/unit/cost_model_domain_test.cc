@@ -162,12 +162,12 @@ TEST(ModelFigures, LargerLeadersRootedCallsPassAtTheRootsWholeCopies) {
   }
 }
 
-// Another leader passes on into its chain what it has just received (a
-// broadcast) or reduced (a reduce): out of its core's cache, a message's
-// gap without its copy. One and three: the root alone in its domain, the
-// other leader's message from the root and its chain's gap pace the
-// calls, as the chain of three's own hops do (a rank inside takes each
-// chunk in and passes it on: two gaps and a copy of s).
+// Another leader's copies count once: of its two, one moves what its
+// core has just written (a broadcast's into its chain what it has just
+// received). One and three: the root alone in its domain; the other
+// leader's message from the root and its chain's gap pace the calls, as
+// the chain of three's own hops do (a rank inside takes each chunk in and
+// passes it on: two gaps and a copy of s).
 TEST(ModelFigures, AnotherLeaderPassesOnOutOfItsCache) {
   Figures f = bytesOnly();
   f.gapUs = 1;

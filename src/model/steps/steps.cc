@@ -137,7 +137,7 @@ Step leadersMessages(const Cluster& c, double s) {
   for (const DomainSpec& d : c.domains) {
     const bool root = &d == &c.domains.front();
     const double others = root ? D - 1 : 1;
-    const double copy = root ? s / 2 / (libraryAcrossNodes(c, d).copyGBs * kGB) : 0;  // (another's: in its cache)
+    const double copy = root ? s / 2 / (libraryAcrossNodes(c, d).copyGBs * kGB) : 0;  // (another's: one from its cache)
     const double inside = d.ranks() > 1 ? gap + copy : 0;
     pace = std::max(pace, gap + (others - 1) * further + others * cross / slowestLink(c, true) + inside);
   }

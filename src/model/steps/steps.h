@@ -174,12 +174,13 @@ Step amongLeaders(const Cluster& c, double rounds, double bytes);
 // the root with a message for each other leader and one for its domain's
 // chain, or another leader with the root's and its chain's (the chains'
 // hops go through the transport's buffers at every size). Another
-// leader's chain message is its gap alone: it passes on what it has just
-// received (a broadcast) or reduced (a reduce), out of its own core's
-// cache. (With its copy too, one and three's leaders' broadcast and
-// reduce of 64 KiB came out 21-49% long on five 16-core hosts, their
-// broadcast of 1 MiB 49%.) (A reduce's reductions of small messages, in
-// cache, are left out: far faster than reduce_gbs.)
+// leader's copies count once: of its two, one moves what its core has
+// just written (a broadcast's into its chain what it has just received, a
+// reduce's to the root what it has just reduced), out of its own cache.
+// (With both, one and three's leaders' broadcast and reduce of 64 KiB
+// came out 21-49% long on five 16-core hosts, their broadcast of 1 MiB
+// 49%.) (A reduce's reductions of small messages, in cache, are left out:
+// far faster than reduce_gbs.)
 Step leadersMessages(const Cluster& c, double s);
 
 // A chain through every rank (broadcast, reduce), pipelined: a piece takes
