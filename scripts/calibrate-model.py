@@ -11,7 +11,8 @@ own host algorithms among its ranks, the "NIC" between domains is the
 shared-memory transport (each rank its own link). Every series, fitted
 and checked, is measured in `--runs` rounds, each passing every series
 once (a shared machine's speed drifts by the minute: so it falls on all
-alike). The fit, from the medians:
+alike), its sizes in a hetccl-perf run per iteration count. The fit, from
+the medians:
   library:  all-reduce in one domain of two ranks: t = latency + 2 S (n-1)/n / busbw;
             its all-gather: S (n-1)/n / the copy bandwidth (all-gathers, broadcasts);
   links:    all-gather across two one-rank domains: t = latency + S / 2 / bandwidth;
@@ -91,22 +92,47 @@ def key_of(coll, layout, s, switch, gpu_staged):
     return f"{'gpu-staged ' if gpu_staged else ''}{coll} {' '.join(layout)} {s} {switch}"
 
 
-def run_once(perf, coll, layout, s, switch, gpu_staged):
-    """One hetccl-perf run's out-of-place time (us), the plans switching at
-    `switch` bytes (a fixed threshold: the plan that ran is known, whatever
-    the library's own model would pick). CPU ranks, or (`gpu_staged`) GPU
-    ranks on the host path."""
+def iterations(s):
+    """hetccl-perf's iterations for a size: enough calls to time the small ones."""
+    return 400 if s <= (1 << 16) else 100 if s <= (1 << 20) else 30
+
+
+def launches(sizes):
+    """A series' sizes as hetccl-perf runs: one run for each iteration count,
+    over a geometric range (-b, -e, -f) where its sizes form one, else one
+    run per size. (A GPU rank's run starts its runtime, ~1 s: per size, the
+    host-staged series alone took over 100 s a round.)"""
+    groups = {}
+    for s in sorted(sizes):
+        groups.setdefault(iterations(s), []).append(s)
+    runs = []
+    for iters, group in groups.items():
+        factor = group[1] // group[0] if len(group) > 1 else 2
+        if all(b == a * factor for a, b in zip(group, group[1:])):
+            runs.append((iters, group, factor))
+        else:
+            runs += [(iters, [s], 2) for s in group]
+    return runs
+
+
+def run_once(perf, coll, layout, sizes, switch, gpu_staged, iters, factor):
+    """One hetccl-perf run's out-of-place times (us) of `sizes` (a geometric
+    range by `factor`), the plans switching at `switch` bytes (a fixed
+    threshold: the plan that ran is known, whatever the library's own model
+    would pick). CPU ranks, or (`gpu_staged`) GPU ranks on the host path."""
     env = dict(os.environ, HETCCL_SMALL_ALLREDUCE_BYTES=str(switch), HETCCL_CHUNK_BYTES=str(PIECE))
     if gpu_staged:
         env.pop("HETCCL_DEVICE", None)
         env.update(HETCCL_STREAM_COLLECTIVES="0", HETCCL_STREAM_HIERARCHY="0")
     else:
         env["HETCCL_DEVICE"] = "host"
-    iters = "400" if s <= (1 << 16) else "100" if s <= (1 << 20) else "30"
-    cmd = [perf, coll, "-b", str(s), "-e", str(s), "-n", iters, "-w", "10", "-c", "0"] + layout
+    cmd = [perf, coll, "-b", str(sizes[0]), "-e", str(sizes[-1]), "-f", str(factor), "-n", str(iters), "-w", "10",
+           "-c", "0"] + layout
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=True, env=env).stdout
-    row = next(l for l in out.splitlines() if re.match(r"^\s+\d+\s+\d+", l))
-    return float(row.split()[5])
+    rows = [float(l.split()[5]) for l in out.splitlines() if re.match(r"^\s+\d+\s+\d+", l)]
+    if len(rows) != len(sizes):
+        sys.exit(f"calibrate-model: {' '.join(cmd)} printed {len(rows)} sizes, not {len(sizes)}")
+    return dict(zip(sizes, rows))
 
 
 def measure_rounds(perf, series, runs):
@@ -122,9 +148,9 @@ def measure_rounds(perf, series, runs):
         return
     for _ in range(runs):
         for coll, layout, sizes, switch, staged in todo:
-            for s in sizes:
-                RUNS.setdefault(key_of(coll, layout, s, switch, staged), []).append(
-                    run_once(perf, coll, layout, s, switch, staged))
+            for iters, group, factor in launches(sizes):
+                for s, t in run_once(perf, coll, layout, group, switch, staged, iters, factor).items():
+                    RUNS.setdefault(key_of(coll, layout, s, switch, staged), []).append(t)
         save()
     for coll, layout, sizes, switch, staged in todo:
         for s in sizes:
@@ -244,6 +270,12 @@ def self_test():
     got["first_vs_rest"] = first_against_rest("all_gather", ["-N", "2"], 1024)
     if first_against_rest("all_gather", ["-N", "2"], 2048) is not None:
         got["first_vs_rest"] = -1
+    # The fitted and held-back sizes in three runs (by iteration count); a
+    # range that is no geometric one in a run per size.
+    want["runs"] = 3.0
+    got["runs"] = float(len(launches(FIT_SIZES + HELD_SIZES)))
+    want["uneven"] = 4.0
+    got["uneven"] = float(len(launches([1 << 10, 1 << 12, 1 << 13, 1 << 16])))
     bad = {k: (got[k], v) for k, v in want.items() if abs(got[k] - v) > 1e-6 * v}
     print("calibrate-model self-test:", "ok" if not bad else f"wrong {bad}")
     return 1 if bad else 0
