@@ -492,9 +492,10 @@ def main():
             needed("all_reduce", two_singles, [s for s in FIT_SIZES if s > SMALL_ALLREDUCE]),
             needed("all_gather", one_domain, FIT_SIZES))
     p["handoff_us"] = fit_handoff(a.perf, a.sim, p, a.runs)
-    p["gap_us"] = gap(measure(a.perf, "broadcast", two_singles, FIT_SIZES[:1], a.runs), p)
+    smallest_broadcast = measure(a.perf, "broadcast", two_singles, FIT_SIZES[:1], a.runs)
+    p["gap_us"] = gap(smallest_broadcast, p)
     p["further_us"] = further_fit(measure(a.perf, "broadcast", FOUR_SINGLES, FIT_SIZES[:1], a.runs) if CORES >= 4 else {},
-                                  measure(a.perf, "broadcast", two_singles, FIT_SIZES[:1], a.runs), p)
+                                  smallest_broadcast, p)
     # Where four ranks have a core each: the reduce-scatter of one domain of four.
     p["rs_gbs"] = rs_fit(measure(a.perf, "reduce_scatter", RS_LAYOUT, FIT_SIZES, a.runs) or {}, p, 4) if CORES >= 4 else 0.0
     p["one_way_gbs"] = one_way(measure(a.perf, "broadcast", two_singles, [s for s in FIT_SIZES if s > EAGER], a.runs) or {}, p)
