@@ -67,13 +67,13 @@ import subprocess
 import sys
 import tempfile
 
+from model_fit import beyond_factor, fit, further_fit, gap, handoff, line_fit, one_way, rs_fit
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIT_SIZES = [1 << 10, 1 << 14, 1 << 18, 1 << 20, 1 << 22, 1 << 24]  # fitted
 HELD_SIZES = [1 << 12, 1 << 16, 1 << 21, 1 << 23]                    # held back
 SMALL_ALLREDUCE = 64 << 10   # HETCCL_SMALL_ALLREDUCE_BYTES: leaders up to it (the rooted collectives too)
 PIECE = 512 << 10            # every run's HETCCL_CHUNK_BYTES (set): the pipelined plans overlap chunk by chunk
-CACHE_MIB = [2 ** (k / 2) for k in range(0, 19)]  # 1 MiB to 512 MiB, the candidates of the cache fit
-BEYOND = [1 + k / 20 for k in range(0, 61)]         # 1 to 4
 CORES = os.cpu_count() or 1  # the measured host's (--cores with --load)
 EAGER = int(os.environ.get("HETCCL_CMA_THRESHOLD", 65536))  # shared memory: larger messages wait for their receiver
 RS_LAYOUT = ["-N", "4", "--domains", "1"]  # rs_fit's
@@ -192,52 +192,6 @@ def spread(coll, layout, s, switch=SMALL_ALLREDUCE, gpu_staged=False):
     return (max(v) - min(v)) / statistics.median(v) if len(v) > 1 else None
 
 
-def line_fit(points):
-    """t = a + b x over (x, t) points, least squares of the relative
-    residuals (weights 1 / t^2): the small sizes' microseconds count as
-    much as the large sizes' milliseconds, so the latency is not lost in
-    the large sizes' noise. (a, b)."""
-    w = [1 / (t * t) for _, t in points]
-    sw = sum(w)
-    mx = sum(wi * x for wi, (x, _) in zip(w, points)) / sw
-    mt = sum(wi * t for wi, (_, t) in zip(w, points)) / sw
-    b = sum(wi * (x - mx) * (t - mt) for wi, (x, t) in zip(w, points)) / sum(wi * (x - mx) ** 2 for wi, (x, _) in zip(w, points))
-    return mt - b * mx, b
-
-
-def beyond_factor(buffers, cache_mib, beyond):
-    """What a byte costs, times its cost in cache, where two ranks' buffers
-    span `buffers` bytes (the model's forBuffersOf)."""
-    return 1 + (beyond - 1) * max(0.0, 1 - cache_mib * (1 << 20) / buffers)
-
-
-def fit_with(lib, links, ar, copy, cache_mib, beyond):
-    """The parameters for a given cache, and the squared relative residuals
-    of the four line fits. Two ranks' buffers: all-reduce 2 x (S + S), all-gather 2 x (S / 2 + S)."""
-    m = lambda s, per_rank: beyond_factor(2 * per_rank * s, cache_mib, beyond)
-    series = [[(s * m(s, 2), t) for s, t in lib.items()], [(s / 2 * m(s, 1.5), t) for s, t in copy.items()],
-              [(s / 2 * m(s, 1.5), t) for s, t in links.items()], [(s * m(s, 2), t) for s, t in ar.items()]]
-    fits = [line_fit(x) for x in series]
-    (lib_us, slope), (_, copy_slope), (link_us, link_slope), (_, ar_slope) = fits
-    # The all-reduce of two one-rank domains: S / link + S / 2 / reduce (per byte).
-    reduce_per_byte = max(ar_slope - link_slope, 1e-9) * 2  # (link_slope is per byte of S / 2)
-    p = {"lib_us": max(lib_us, 0.1), "lib_gbs": 1e-3 / slope, "copy_gbs": 1e-3 / copy_slope, "link_us": max(link_us, 0.1),
-         "link_gbs": 1e-3 / link_slope, "reduce_gbs": 1e-3 / reduce_per_byte, "cache_mib": cache_mib, "beyond": beyond}
-    return p, sum(((a + b * xi) / t - 1) ** 2 for x, (a, b) in zip(series, fits) for xi, t in x)
-
-
-def fit(lib, links, ar, copy):
-    """The parameters from four measurements ({bytes: us}): the library's
-    all-reduce in one domain of two ranks, the all-gather and the
-    (hierarchical) all-reduce across two one-rank domains, the library's
-    all-gather in one domain of two ranks; the cache (size, cost beyond)
-    of the candidates whose line fits leave the least residual (beyond 1:
-    no cache in the model)."""
-    candidates = [fit_with(lib, links, ar, copy, 0, 1)]
-    candidates += [fit_with(lib, links, ar, copy, c, b) for c in CACHE_MIB for b in BEYOND if b > 1]
-    return min(candidates, key=lambda pr: pr[1])[0]
-
-
 def self_test():
     """The fit recovers known parameters from the formulas it inverts."""
     want = {"lib_us": 12.0, "lib_gbs": 5.0, "copy_gbs": 7.0, "link_us": 9.0, "link_gbs": 8.0, "reduce_gbs": 3.0,
@@ -254,7 +208,7 @@ def self_test():
     modelled = {"a": (20.0, 4.0), "b": (30.0, 6.0), "c": (5.0, 2.0)}
     got["handoff_us"] = handoff({k: t0 + want["handoff_us"] * per_us for k, (t0, per_us) in modelled.items()}, modelled)
     want["one_way_gbs"] = 12.0
-    got["one_way_gbs"] = one_way({s: want["link_us"] + s * m(s, 1.5) / (want["one_way_gbs"] * 1e3) for s in FIT_SIZES}, got)
+    got["one_way_gbs"] = one_way({s: want["link_us"] + s * m(s, 1.5) / (want["one_way_gbs"] * 1e3) for s in FIT_SIZES}, got, EAGER)
     want["rs_gbs"] = 4.0
     rs = {s: 3.0 + s * 3 / 4 * beyond_factor(5 * s, want["cache_mib"], want["beyond"]) / (want["rs_gbs"] * 1e3) for s in FIT_SIZES}
     got["rs_gbs"] = rs_fit(rs, got, 4)
@@ -279,68 +233,6 @@ def self_test():
     bad = {k: (got[k], v) for k, v in want.items() if abs(got[k] - v) > 1e-6 * v}
     print("calibrate-model self-test:", "ok" if not bad else f"wrong {bad}")
     return 1 if bad else 0
-
-
-def handoff(measured, modelled):
-    """The wake-up (us) where ranks outnumber the cores: the least-squares
-    fit (relative residuals) of the model's times, t0 + h x per_us, to the
-    measured. measured {key: us}, modelled {key: (t0, us added per us of
-    handoff_us)}."""
-    num = sum(per_us / measured[k] * (1 - t0 / measured[k]) for k, (t0, per_us) in modelled.items())
-    den = sum((per_us / measured[k]) ** 2 for k, (_, per_us) in modelled.items())
-    return max(0.0, num / den) if den > 0 else 0.0
-
-
-def gap(broadcasts, p):
-    """gap_us: the pace of back-to-back messages that leave without waiting
-    for their receiver, from the smallest broadcast between two one-rank
-    domains (one message per call: its pace less its bytes at the links'
-    bandwidth). 0 (the links' latency) where not measured."""
-    if not broadcasts:
-        return 0.0
-    s, t = min(broadcasts.items())
-    return max(0.05, t - s / (p["link_gbs"] * 1e3))
-
-
-def further_fit(fours, twos, p):
-    """further_message_us: each further message a rank posts at once with
-    its first (a root's to several leaders), from the smallest broadcast
-    of four one-rank domains (the root's three messages: the gap, two
-    further ones and three halves of their bytes at the links' rate)
-    against two's (the gap and one half). 0 (the gap) where not measured."""
-    if not fours or not twos:
-        return 0.0
-    s = min(fours)
-    return max(0.05, (fours[s] - twos[s] - s / (p["link_gbs"] * 1e3)) / 2)
-
-
-def one_way(broadcasts, p):
-    """one_way_gbs: the links' bandwidth for a message going one way at a
-    time (a rooted call's), from the broadcasts between two one-rank
-    domains above the eager size (one message each, read whole by its
-    receiver): the slope of their line fit (each rank's buffers 1.5 x S
-    for the cache). 0 (the links' bandwidth) where fewer than two sizes."""
-    return slope_gbs([(s * beyond_factor(3 * s, p["cache_mib"], p["beyond"]), t) for s, t in broadcasts.items() if s > EAGER])
-
-
-def rs_fit(scatters, p, ranks):
-    """rs_gbs: the library's reduce-scatter bus bandwidth, from one domain
-    of `ranks`' reduce-scatters (a ring step that reduces costs more than
-    the all-reduce's figure gives it, one that copies less): the slope of
-    their line fit against S (ranks - 1) / ranks (the ranks' buffers
-    ranks x (S + S / ranks) for the cache). 0 (the all-reduce's) where
-    fewer than two sizes."""
-    return slope_gbs([(s * (ranks - 1) / ranks * beyond_factor(ranks * (s + s / ranks), p["cache_mib"], p["beyond"]), t)
-                      for s, t in scatters.items()])
-
-
-def slope_gbs(points):
-    """GB/s from the slope of the line fit of (bytes, us) points; 0 where
-    fewer than two points or no positive slope."""
-    if len(points) < 2:
-        return 0.0
-    slope = line_fit(points)[1]
-    return 1e-3 / slope if slope > 0 else 0.0
 
 
 def percent(x):
@@ -498,7 +390,7 @@ def main():
                                   smallest_broadcast, p)
     # Where four ranks have a core each: the reduce-scatter of one domain of four.
     p["rs_gbs"] = rs_fit(measure(a.perf, "reduce_scatter", RS_LAYOUT, FIT_SIZES, a.runs) or {}, p, 4) if CORES >= 4 else 0.0
-    p["one_way_gbs"] = one_way(measure(a.perf, "broadcast", two_singles, [s for s in FIT_SIZES if s > EAGER], a.runs) or {}, p)
+    p["one_way_gbs"] = one_way(measure(a.perf, "broadcast", two_singles, [s for s in FIT_SIZES if s > EAGER], a.runs) or {}, p, EAGER)
     pathlib.Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     pathlib.Path(a.out).write_text(cluster_text([2, 2], p))
     print(f"fitted: library {p['lib_gbs']:.2f} GB/s busbw ({p['copy_gbs']:.2f} moving bytes only), {p['lib_us']:.1f} us; links {p['link_gbs']:.2f} GB/s, "
