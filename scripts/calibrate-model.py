@@ -14,7 +14,8 @@ once (a shared machine's speed drifts by the minute: so it falls on all
 alike), its sizes in a hetccl-perf run per iteration count. The fit, from
 the medians:
   library:  all-reduce in one domain of two ranks: t = latency + 2 S (n-1)/n / busbw;
-            its all-gather: S (n-1)/n / the copy bandwidth (all-gathers, broadcasts);
+            its all-gather: S (n-1)/n / the copy bandwidth (all-gathers, broadcasts),
+            its latency a ring round's for the smallest messages (step);
   links:    all-gather across two one-rank domains: t = latency + S / 2 / bandwidth;
   reduce:   all-reduce across the same two ranks: what its slope adds to the links';
   cache:    the host's buffers (both ranks' input and output) up to which
@@ -194,11 +195,11 @@ def spread(coll, layout, s, switch=SMALL_ALLREDUCE, gpu_staged=False):
 
 def self_test():
     """The fit recovers known parameters from the formulas it inverts."""
-    want = {"lib_us": 12.0, "lib_gbs": 5.0, "copy_gbs": 7.0, "link_us": 9.0, "link_gbs": 8.0, "reduce_gbs": 3.0,
+    want = {"lib_us": 12.0, "step_us": 6.0, "lib_gbs": 5.0, "copy_gbs": 7.0, "link_us": 9.0, "link_gbs": 8.0, "reduce_gbs": 3.0,
             "cache_mib": 8.0, "beyond": 1.5}
     m = lambda s, per_rank: beyond_factor(2 * per_rank * s, want["cache_mib"], want["beyond"])
     lib = {s: want["lib_us"] + s * m(s, 2) / (want["lib_gbs"] * 1e3) for s in FIT_SIZES}
-    copy = {s: want["lib_us"] + s / 2 * m(s, 1.5) / (want["copy_gbs"] * 1e3) for s in FIT_SIZES}
+    copy = {s: want["step_us"] + s / 2 * m(s, 1.5) / (want["copy_gbs"] * 1e3) for s in FIT_SIZES}
     links = {s: want["link_us"] + s / 2 * m(s, 1.5) / (want["link_gbs"] * 1e3) for s in FIT_SIZES}
     ar = {s: 2 * want["link_us"] + s * m(s, 2) * (1 / (want["link_gbs"] * 1e3) + 1 / 2 / (want["reduce_gbs"] * 1e3))
           for s in FIT_SIZES}
@@ -269,7 +270,7 @@ def cluster_text(domains, p):
                   f"cores_per_node = {CORES}",
                   f"library_busbw_gbs = {p['lib_gbs']:.6g}", f"library_copy_gbs = {p['copy_gbs']:.6g}",
                   f"library_rs_gbs = {p.get('rs_gbs', 0):.6g}",
-                  f"library_latency_us = {p['lib_us']:.6g}",
+                  f"library_latency_us = {p['lib_us']:.6g}", f"library_step_us = {p['step_us']:.6g}",
                   f"reduce_gbs = {p['reduce_gbs']:.6g}", f"cache_mib = {p.get('cache_mib', 0):.6g}",
                   f"beyond_cache = {p.get('beyond', 1):.6g}"]
     return "\n".join(lines) + "\n"
@@ -393,7 +394,7 @@ def main():
     p["one_way_gbs"] = one_way(measure(a.perf, "broadcast", two_singles, [s for s in FIT_SIZES if s > EAGER], a.runs) or {}, p, EAGER)
     pathlib.Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     pathlib.Path(a.out).write_text(cluster_text([2, 2], p))
-    print(f"fitted: library {p['lib_gbs']:.2f} GB/s busbw ({p['copy_gbs']:.2f} moving bytes only), {p['lib_us']:.1f} us; links {p['link_gbs']:.2f} GB/s, "
+    print(f"fitted: library {p['lib_gbs']:.2f} GB/s busbw ({p['copy_gbs']:.2f} moving bytes only), {p['lib_us']:.1f} us (a ring round's smallest {p['step_us']:.1f}); links {p['link_gbs']:.2f} GB/s, "
           f"{p['link_us']:.1f} us, back to back {p['gap_us']:.2f} us apart ({p['further_us']:.2f} a further one at once), one way {p['one_way_gbs']:.2f} GB/s; "
           f"reduce-scatter {p['rs_gbs']:.2f} GB/s; reductions {p['reduce_gbs']:.2f} GB/s; "
           f"hand-off {p['handoff_us']:.1f} us; "

@@ -115,6 +115,7 @@ const std::vector<Field>& fields() {
       {Section::Domain, "library_copy_gbs", numberInto([](Cluster& c) -> double& { return last(c).libraryCopyGBs; })},
       {Section::Domain, "library_rs_gbs", numberInto([](Cluster& c) -> double& { return last(c).libraryRsGBs; })},
       {Section::Domain, "library_latency_us", numberInto([](Cluster& c) -> double& { return last(c).libraryLatencyUs; })},
+      {Section::Domain, "library_step_us", numberInto([](Cluster& c) -> double& { return last(c).libraryStepUs; })},
       {Section::Domain, "pcie_gbs", numberInto([](Cluster& c) -> double& { return last(c).pcieGBs; })},
       {Section::Domain, "staging_us", numberInto([](Cluster& c) -> double& { return last(c).stagingUs; })},
       {Section::Domain, "gpudirect",
@@ -153,6 +154,7 @@ bool check(const Cluster& c, const std::string& source, std::string* error) {
     if (d.ranks() > 1 && d.libraryBusGBs <= 0)
       return bad(d.line, in + "library_busbw_gbs must be above 0 (the vendor library's bus bandwidth)");
     if (d.libraryLatencyUs < 0) return bad(d.line, in + "library_latency_us must not be negative");
+    if (d.libraryStepUs < 0) return bad(d.line, in + "library_step_us must not be negative (0: library_latency_us)");
     if (d.stagingUs < 0) return bad(d.line, in + "staging_us must not be negative");
     if (d.libraryCopyGBs < 0) return bad(d.line, in + "library_copy_gbs must not be negative (0: library_busbw_gbs)");
     if (d.libraryRsGBs < 0) return bad(d.line, in + "library_rs_gbs must not be negative (0: library_busbw_gbs)");

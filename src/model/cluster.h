@@ -24,6 +24,7 @@ struct DomainSpec {
   int nicsPerNode = 0;
   double libraryBusGBs = 0;      // the vendor library's all-reduce bus bandwidth on one node (large messages)
   double libraryLatencyUs = 0;   // its latency for the smallest messages (one node's)
+  double libraryStepUs = 0;      // CPU domains: a ring round's latency for its smallest messages (0: the latency's)
   double libraryCopyGBs = 0;     // its all-gather's and broadcast's bus bandwidth (0: the all-reduce's)
   double libraryRsGBs = 0;       // its reduce-scatter's bus bandwidth (0: the all-reduce's)
   double pcieGBs = 0;            // a GPU's copy bandwidth to or from host memory (host staging), each way

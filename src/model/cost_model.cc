@@ -62,10 +62,10 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
       // sent, a reduce's senders once theirs left; nccl-tests times calls
       // back to back).
       case Collective::Broadcast:
-        return slowestPace({amongLeaders(c, 1, s * (D - 1)), spreadOut, leadersMessages(c, s)});
+        return slowestPace({amongLeaders(c, 1, s * (D - 1)), spreadOut, leadersMessages(c, s, false)});
       default:
         return slowestPace({reduceIn, amongLeaders(c, 1, s * (D - 1)), compute(s * (D - 1) * gamma),
-                            leadersMessages(c, s)});
+                            leadersMessages(c, s, true)});
     }
   }
   // Hierarchical (spread): the vendor library inside, every rank between.

@@ -18,6 +18,7 @@ namespace hetccl::model {
 struct Figures {
   double libraryBusGBs = 0;     // hetccl's host all-reduce inside a domain: bus bandwidth
   double libraryLatencyUs = 0;  // and its smallest message's time
+  double libraryStepUs = 0;     // a ring round's for its smallest messages (0: libraryLatencyUs)
   double libraryCopyGBs = 0;    // its all-gather and broadcast (0: libraryBusGBs)
   double libraryRsGBs = 0;      // its reduce-scatter (0: libraryBusGBs)
   double linkGBs = 0;           // one rank to another across domains

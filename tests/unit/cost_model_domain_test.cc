@@ -119,24 +119,23 @@ TEST(ModelFigures, AHostReduceChainsHopAtTheSlowerOfCopyAndReduction) {
 // The leaders' broadcast and reduce back to back, below the eager size,
 // pass at the busiest rank's messages, a gap and half their copies each:
 // with four domains of two the root sends (or hears) one for each other
-// leader and one for its chain.
+// leader and one for its chain. A broadcast's root posts its three
+// messages to the other leaders at once, the first a gap, each further
+// one further_message_us (the gap where not given); a reduce's root takes
+// the three partials, posted at once, in one gap.
 TEST(ModelFigures, SmallRootedCallsPassAtTheBusiestRanksMessages) {
   Figures f = bytesOnly();
   f.gapUs = 1;
   f.linkGBs = 2;
   const double s = 1024, each = 1e-6 + s / 2 / 2e9;
   ASSERT_LT(s, f.eagerBytes);
-  for (Collective coll : {Collective::Broadcast, Collective::Reduce})
-    EXPECT_NEAR(estimateAll(clusterFor(f, {{1, 2}, {1, 2}, {1, 2}, {1, 2}}, true), coll, s, {})[0].seconds, 4 * each,
-                1e-12)
-        << collectiveName(coll);
-  // The root posts its three messages to the other leaders at once: the
-  // first a gap, each further one further_message_us.
+  const Cluster four = clusterFor(f, {{1, 2}, {1, 2}, {1, 2}, {1, 2}}, true);
+  EXPECT_NEAR(estimateAll(four, Collective::Broadcast, s, {})[0].seconds, 4 * each, 1e-12);
+  EXPECT_NEAR(estimateAll(four, Collective::Reduce, s, {})[0].seconds, 4 * each - 2e-6, 1e-12);
   f.furtherUs = 0.25;
-  for (Collective coll : {Collective::Broadcast, Collective::Reduce})
-    EXPECT_NEAR(estimateAll(clusterFor(f, {{1, 2}, {1, 2}, {1, 2}, {1, 2}}, true), coll, s, {})[0].seconds,
-                4 * each - 2 * 0.75e-6, 1e-12)
-        << collectiveName(coll);
+  const Cluster further = clusterFor(f, {{1, 2}, {1, 2}, {1, 2}, {1, 2}}, true);
+  EXPECT_NEAR(estimateAll(further, Collective::Broadcast, s, {})[0].seconds, 4 * each - 2 * 0.75e-6, 1e-12);
+  EXPECT_NEAR(estimateAll(further, Collective::Reduce, s, {})[0].seconds, 4 * each - 2e-6, 1e-12);
 }
 
 // From the eager size on, the leaders' broadcast and reduce back to back
@@ -145,7 +144,8 @@ TEST(ModelFigures, SmallRootedCallsPassAtTheBusiestRanksMessages) {
 // but a message between leaders counts whole: a broadcast's is one copy,
 // its reader's, that its sender waits for; a reduce's partial is copied
 // in by its sender and out by the root. With four domains of two the
-// root passes one for each other leader and half a copy for its chain.
+// root passes one for each other leader and half a copy for its chain
+// (a reduce's root takes the partials in one gap).
 // (Counted one step after another, as before, a 2+6 broadcast of 64 KiB
 // came out 2-5x longer than the 16-core host measured, and so did the
 // reduce, 2.7-4.4x.)
@@ -156,8 +156,8 @@ TEST(ModelFigures, LargerLeadersRootedCallsPassAtTheRootsWholeCopies) {
   for (double s : {f.eagerBytes, 4.0 * f.eagerBytes}) {
     const double pace = 3 * (1e-6 + s / 2e9) + (1e-6 + s / 2 / 2e9);
     for (Collective coll : {Collective::Broadcast, Collective::Reduce})
-      EXPECT_NEAR(estimateAll(clusterFor(f, {{1, 2}, {1, 2}, {1, 2}, {1, 2}}, true), coll, s, {})[0].seconds, pace,
-                  1e-12)
+      EXPECT_NEAR(estimateAll(clusterFor(f, {{1, 2}, {1, 2}, {1, 2}, {1, 2}}, true), coll, s, {})[0].seconds,
+                  pace - (coll == Collective::Reduce ? 2e-6 : 0), 1e-12)
           << collectiveName(coll) << " " << s;
   }
 }
@@ -198,6 +198,39 @@ TEST(ModelFigures, ASpreadBroadcastBackToBackPassesAtItsBusierSide) {
   EXPECT_NEAR(spread(small), small / 4e9, 1e-9);
   const double s = 4 << 20;
   EXPECT_NEAR(spread(s), s / 2e9, 1e-8);  // (and the links' 2 ns)
+}
+
+// A host ring's rounds of the smallest messages pay the all-gather's
+// latency (library_step_us), rising to the library's whole latency at 2
+// KiB a round: one domain of four's all-gather of 1 KiB (rounds of 256
+// bytes) takes three rounds of 1 + 1 x 256 / 2048 us, of 64 KiB three of
+// 2 us; without the step figure every round takes 2 us.
+TEST(ModelFigures, ARingRoundsSmallestMessagesPayTheStepLatency) {
+  Figures f = builtInFigures(64);
+  f.libraryBusGBs = f.libraryCopyGBs = f.linkGBs = f.reduceGBs = 1e6;  // the latencies alone
+  f.libraryLatencyUs = 2;
+  f.libraryStepUs = 1;
+  auto allGather = [&](double bytes) {
+    return estimateAll(clusterFor(f, {{1, 4}}, true), Collective::AllGather, bytes, {})[0].seconds;
+  };
+  EXPECT_NEAR(allGather(1024), 3 * 1.125e-6, 1e-9);
+  EXPECT_NEAR(allGather(64 << 10), 6e-6, 1e-9);
+  f.libraryStepUs = 0;
+  EXPECT_NEAR(allGather(1024), 6e-6, 1e-9);
+}
+
+// The leaders' reduce back to back: the root posts its receipt of the
+// other leaders' partials at once and takes them in one gap; a broadcast's
+// root posts its messages at once too, but sends each further one at
+// further_message_us more (four one-rank domains, 1 KiB).
+TEST(ModelFigures, AReducesRootTakesThePartialsAtOnce) {
+  Figures f = bytesOnly();
+  f.gapUs = 1;
+  f.furtherUs = 1;
+  f.linkGBs = f.reduceGBs = 1e6;
+  const Cluster four = clusterFor(f, {{1, 1}, {1, 1}, {1, 1}, {1, 1}}, true);
+  EXPECT_NEAR(estimateAll(four, Collective::Reduce, 1024, {})[0].seconds, 1e-6, 1e-8);
+  EXPECT_NEAR(estimateAll(four, Collective::Broadcast, 1024, {})[0].seconds, 3e-6, 1e-8);
 }
 
 }  // namespace

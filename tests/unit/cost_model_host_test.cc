@@ -208,6 +208,7 @@ TEST(HostModel, TheFiguresWriteAndReadBack) {
   f.libraryRsGBs = 4.25;
   f.nodesPerLeaf = 3;
   f.furtherUs = 0.3;
+  f.libraryStepUs = 0.7;
   Cluster c;
   std::string error;
   ASSERT_TRUE(parseCluster(clusterFileOf(f), "f", &c, &error)) << error;
@@ -217,10 +218,14 @@ TEST(HostModel, TheFiguresWriteAndReadBack) {
                     "reduce_gbs = 1\n")
                 .find("f:1: [network] further_message_us must not be negative"),
             std::string::npos);
-  for (auto field : {&Figures::libraryBusGBs, &Figures::libraryLatencyUs, &Figures::libraryCopyGBs,
+  EXPECT_NE(refused("[network]\nnic_gbps = 80\n[domain a]\nnodes = 1\ngpus_per_node = 1\nreduce_gbs = 1\n"
+                    "library_step_us = -1\n")
+                .find("f:3: domain a: library_step_us must not be negative"),
+            std::string::npos);
+  for (auto field : {&Figures::libraryBusGBs, &Figures::libraryLatencyUs, &Figures::libraryStepUs, &Figures::libraryCopyGBs,
                      &Figures::libraryRsGBs, &Figures::linkGBs, &Figures::oneWayGBs, &Figures::linkLatencyUs,
                      &Figures::reduceGBs, &Figures::handoffUs, &Figures::eagerBytes, &Figures::gapUs,
-                     &Figures::furtherUs,                     &Figures::cacheMiB, &Figures::beyondCache, &Figures::oversubscription})
+                     &Figures::furtherUs, &Figures::cacheMiB, &Figures::beyondCache, &Figures::oversubscription})
     EXPECT_NEAR(back.*field, f.*field, 1e-6 * f.*field);
   EXPECT_EQ(back.nodesPerLeaf, f.nodesPerLeaf);
   EXPECT_EQ(back.coresPerHost, f.coresPerHost);

@@ -27,7 +27,8 @@ Library library(const Cluster& c, const DomainSpec& d, double chunk) {
   const LibraryFigures f = libraryAcrossNodes(c, d);
   const bool cpu = d.vendor == Vendor::Cpu;
   return Library{double(d.ranks()), f.busGBs * kGB, f.copyGBs * kGB, f.latencyUs * kUs, cpu ? chunk : 0,
-                 cpu && c.network.gapUs > 0 ? c.network.gapUs * kUs : f.latencyUs * kUs, d.reduceGBs * kGB, f.rsGBs * kGB};
+                 cpu && c.network.gapUs > 0 ? c.network.gapUs * kUs : f.latencyUs * kUs, d.reduceGBs * kGB, f.rsGBs * kGB,
+                 cpu ? d.libraryStepUs * kUs : 0};
 }
 
 }  // namespace hetccl::model

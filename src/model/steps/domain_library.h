@@ -18,6 +18,9 @@ constexpr double kHostDoublingBytes = kSwitchBytes;
 // memory's buffers while it fits one slot, read once by its receiver
 // straight out of its sender's memory beyond (Delivery::SlotSized).
 constexpr double kShmSlotBytes = 256 << 10;
+// A host ring round's or chain hop's message from which it pays the
+// library's whole latency (Library::alphaOf).
+constexpr double kLatencyRampBytes = 2 << 10;
 
 // A domain's vendor library across its nodes, as the model runs it: the
 // file's figures are one node's. Across nodes NCCL's and RCCL's rings
@@ -46,6 +49,18 @@ struct Library {
   double gap = 0;    // CPU domains: a chunk's pace through a hop, calls back to back
   double red = 0;    // CPU domains: a rank's reduction throughput
   double rsBw = 0;   // the reduce-scatter's bus bandwidth (0: bw)
+  // CPU domains: a ring round's (and a chain's first hop's) latency for
+  // its smallest messages, the intercept of two ranks' all-gather (0:
+  // alpha). A message's first KiB cost more per byte than the fitted copy
+  // rates say (two ranks' all-gather: 1.7-3.4 GB/s from 1 to 4 KiB, 6-12
+  // from 16 to 64 KiB, on every host): alpha, the intercept of two ranks'
+  // all-reduce, makes up for that in rounds of a few KiB and more; a round
+  // of b bytes below kLatencyRampBytes pays small + (alpha - small) b /
+  // kLatencyRampBytes (alphaOf). (At alpha throughout, the all-gathers of
+  // 1 KiB came out 20-87% long on every 16-core host; at `small`
+  // throughout, those of 16-64 KiB 20-40% short. With the ramp, nine
+  // 16-core hosts' runs put 4-17 rows more within 20% each.)
+  double small = 0;
   // CPU domains alone (one domain's call): an all-gather step beyond a
   // slot, read once by its receiver like the links' messages, at their
   // rate (0: copyBw). (At copyBw, one domain of four's all-gathers of
@@ -53,9 +68,15 @@ struct Library {
   // plan the domains' calls carry a piece each, whose steps fit a slot.)
   double readOnceBw = 0;
   double latency() const { return n > 1 ? (chunk > 0 ? n - 1 : 1) * alpha : 0; }
-  double reduceScatter(double s) const { return n > 1 ? latency() + s * (n - 1) / n / (rsBw > 0 ? rsBw : bw) : 0; }
+  double alphaOf(double b) const {
+    if (chunk <= 0 || small <= 0 || small >= alpha) return alpha;
+    return small + (alpha - small) * std::min(1.0, b / kLatencyRampBytes);
+  }
+  // A ring's n - 1 rounds of s / n bytes each.
+  double ringLatency(double s) const { return n > 1 ? (chunk > 0 ? (n - 1) * alphaOf(s / n) : alpha) : 0; }
+  double reduceScatter(double s) const { return n > 1 ? ringLatency(s) + s * (n - 1) / n / (rsBw > 0 ? rsBw : bw) : 0; }
   double allGather(double s) const {
-    return n > 1 ? latency() + s * (n - 1) / n / (readOnceBw > 0 && s / n > kShmSlotBytes ? readOnceBw : copyBw) : 0;
+    return n > 1 ? ringLatency(s) + s * (n - 1) / n / (readOnceBw > 0 && s / n > kShmSlotBytes ? readOnceBw : copyBw) : 0;
   }
   // A vendor library's latency covers its whole call. hetccl's host
   // all-reduce (algorithms/all_reduce.cc): up to kHostDoublingBytes,
@@ -85,10 +106,10 @@ struct Library {
     if (n <= 1) return 0;
     if (chunk <= 0) return alpha + s / b;
     // The last chunk leaves the root after k - 1 others. The first hop
-    // pays a call's latency, each further one a message's gap: the
-    // receiver is already waiting for it.
+    // pays a call's latency (alphaOf its chunk), each further one a
+    // message's gap: the receiver is already waiting for it.
     const double k = chunks(s);
-    return alpha + (n - 3 + k) * std::min(gap, alpha) + (n - 2 + k) * s / k / b;
+    return alphaOf(s / k) + (n - 3 + k) * std::min(gap, alpha) + (n - 2 + k) * s / k / b;
   }
   // Calls back to back: the next call's chunks follow this call's through
   // the chain, a chunk's hop apart (its pace, not its latency: nobody

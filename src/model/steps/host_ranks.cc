@@ -66,6 +66,7 @@ Cluster asRun(const Cluster& c, Collective coll, double s, bool wakeEachRound) {
   for (DomainSpec& d : m.domains) {
     if (d.vendor != Vendor::Cpu) continue;
     d.libraryLatencyUs += wake;
+    if (d.libraryStepUs > 0) d.libraryStepUs += wake;
     if (d.cacheMiB <= 0 || d.beyondCache <= 1) continue;
     const double factor = 1 + (d.beyondCache - 1) * beyondCacheShare(c, d, coll, s);
     d.libraryBusGBs /= factor;

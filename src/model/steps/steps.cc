@@ -130,7 +130,7 @@ Step amongLeaders(const Cluster& c, double rounds, double bytes) {
   return s;
 }
 
-Step leadersMessages(const Cluster& c, double s) {
+Step leadersMessages(const Cluster& c, double s, bool reducing) {
   const double D = static_cast<double>(c.domains.size()), gap = gapOf(c), further = furtherOf(c);
   const double cross = s < c.network.eagerBytes ? s / 2 : s;
   double pace = 0;
@@ -139,7 +139,8 @@ Step leadersMessages(const Cluster& c, double s) {
     const double others = root ? D - 1 : 1;
     const double copy = root ? s / 2 / (libraryAcrossNodes(c, d).copyGBs * kGB) : 0;  // (another's: one from its cache)
     const double inside = d.ranks() > 1 ? gap + copy : 0;
-    pace = std::max(pace, gap + (others - 1) * further + others * cross / slowestLink(c, true) + inside);
+    const double more = root && !reducing ? (others - 1) * further : 0;  // (a reduce's root receives them at once)
+    pace = std::max(pace, gap + more + others * cross / slowestLink(c, true) + inside);
   }
   Step step = network(Step{0, 0});
   step.pace = pace;

@@ -162,9 +162,13 @@ Step acrossDomains(const Cluster& c, int phases, F perRank) {
 // a round's messages at once) moving `bytes` per leader; the other ranks wait.
 Step amongLeaders(const Cluster& c, double rounds, double bytes);
 
-// The leaders' rooted call back to back: each rank passes its messages a
-// gap apart (the root's to the other leaders, posted at once: the first
-// a gap, each further one further_message_us) and copies each in or out
+// The leaders' rooted call back to back (`reducing`: a reduce): each rank
+// passes its messages a gap apart (a broadcast's root's to the other
+// leaders, posted at once: the first a gap, each further one
+// further_message_us; a reduce's root receives the other leaders'
+// partials, posted at once, for one gap: four domains of two's reduce of
+// 1 KiB took 1.3-1.8 us on five 16-core hosts, with a further message's
+// time for each 1.9-3.3) and copies each in or out
 // (the links' and the library's figures are a message's both copies:
 // half of them; from the eager size on a message between leaders counts
 // whole on both sides: a broadcast's is one copy, its reader's, which its
@@ -181,7 +185,7 @@ Step amongLeaders(const Cluster& c, double rounds, double bytes);
 // came out 21-49% long on five 16-core hosts, their broadcast of 1 MiB
 // 49%.) (A reduce's reductions of small messages, in cache, are left out:
 // far faster than reduce_gbs.)
-Step leadersMessages(const Cluster& c, double s);
+Step leadersMessages(const Cluster& c, double s, bool reducing);
 
 // A chain through every rank (broadcast, reduce), pipelined: a piece takes
 // a hop's latency and its bytes at each of the N - 1 hops, the last piece
