@@ -128,25 +128,16 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
           s, ms.pieceBytes, piece);
       if (ranksBeyondCores(c)) return path;  // (the ranks' work bounds it: pipelinedIn)
       // Calls back to back (nccl-tests): the root domain's ranks go on to
-      // the next call once their parts have left, so the calls overlap and
-      // pass at the pace of the busier side: the root domain (its
-      // broadcast's pace, its parts' sends) or another domain (its part's
-      // receipt, its all-gather). Parts from the eager size on are read
-      // by their receivers, who read the next call's only after their
-      // all-gather of this one: the sides then take turns (the 16-core
-      // host: two domains of four at 256 KiB took 85-100 us, the busier
-      // side's pace 35-55).
-      const double rootSide = r.chainPace(s, r.copyBw) + crossAlpha(c) + s * (D - 1) / r.n / crossBandwidth(c, root, false);
-      double side = rootSide, gathers = 0;
-      bool buffered = true;
+      // the next call once their parts have left (through the transport's
+      // buffers at every size: nobody waits for its receiver's read), so
+      // the calls overlap and pass at the pace of the busier side: the
+      // root domain (its broadcast's pace, its parts' sends) or another
+      // domain (its part's receipt, its all-gather).
+      double side = r.chainPace(s, r.copyBw) + crossAlpha(c) + s * (D - 1) / r.n / crossBandwidth(c, root, false);
       for (const DomainSpec& d : c.domains)
-        if (&d != &root) {
-          const double gather = library(c, d, chunk).allGather(s);
-          side = std::max(side, crossAlpha(c) + s / d.ranks() / crossBandwidth(c, d, false) + gather);
-          gathers = std::max(gathers, gather);
-          buffered &= s / d.ranks() < c.network.eagerBytes;
-        }
-      if (!buffered) side = rootSide + gathers;
+        if (&d != &root)
+          side = std::max(side, crossAlpha(c) + s / d.ranks() / crossBandwidth(c, d, false) +
+                                    library(c, d, chunk).allGather(s));
       return std::min(path, side);
     }
     default: {

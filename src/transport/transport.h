@@ -30,8 +30,10 @@ class RecvSink {
 // through the transport's buffers at every size, so the sender goes on at
 // once: for a chain's hops, each forwarding what it just received (a
 // rank would otherwise wait for its successor's read before taking the
-// next), for rounds that exchange what was just reduced, and for every
-// message its receiver reduces across domains. `SlotSized`: a ring's
+// next), for rounds that exchange what was just reduced, for every
+// message its receiver reduces across domains, and for a spread
+// broadcast's parts (whose receivers read them only after their
+// all-gather of the piece before). `SlotSized`: a ring's
 // step: through the buffers while it fits one slot (each rank sends and
 // receives at once, the sender's copy into the next slot overlapping the
 // receiver's work on the one before: up to 1.5x faster than read by the
