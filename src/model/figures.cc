@@ -72,8 +72,8 @@ std::string clusterFileOf(const Figures& f) {
   const Field domain[] = {{"cores_per_node", double(f.coresPerHost)}, {"library_busbw_gbs", f.libraryBusGBs},
                           {"library_copy_gbs", f.libraryCopyGBs},     {"library_rs_gbs", f.libraryRsGBs},
                           {"library_latency_us", f.libraryLatencyUs}, {"library_step_us", f.libraryStepUs},
-                          {"reduce_gbs", f.reduceGBs},
-                          {"cache_mib", f.cacheMiB},                  {"beyond_cache", f.beyondCache}};
+                          {"reduce_gbs", f.reduceGBs},                {"cache_mib", f.cacheMiB},
+                          {"beyond_cache", f.beyondCache}};
   std::string text = "name = hetccl's host path figures\n[network]\none_host = yes\n";
   char line[96];
   auto write = [&](const Field& field) {
@@ -91,8 +91,8 @@ bool plausible(const Figures& f) {
   auto nonNegative = [](double x) { return std::isfinite(x) && x >= 0 && x < 1e9; };
   return positive(f.libraryBusGBs) && nonNegative(f.libraryCopyGBs) && nonNegative(f.libraryRsGBs) &&
          positive(f.linkGBs) && nonNegative(f.oneWayGBs) && positive(f.reduceGBs) &&
-         nonNegative(f.libraryLatencyUs) && nonNegative(f.libraryStepUs) && nonNegative(f.linkLatencyUs) && nonNegative(f.handoffUs) && nonNegative(f.gapUs) &&
-         nonNegative(f.furtherUs) &&
+         nonNegative(f.libraryLatencyUs) && nonNegative(f.libraryStepUs) && nonNegative(f.linkLatencyUs) &&
+         nonNegative(f.handoffUs) && nonNegative(f.gapUs) && nonNegative(f.furtherUs) &&
          std::isfinite(f.eagerBytes) && f.eagerBytes >= 0 && f.eagerBytes < 1e15 && nonNegative(f.cacheMiB) &&
          std::isfinite(f.beyondCache) && f.beyondCache >= 1 && f.beyondCache < 1e6 &&
          std::isfinite(f.oversubscription) && f.oversubscription >= 1 && f.oversubscription < 1e6 &&
