@@ -37,8 +37,8 @@ def fit_with(lib, links, ar, copy, cache_mib, beyond):
     (lib_us, slope), (step_us, copy_slope), (link_us, link_slope), (_, ar_slope) = fits
     # The all-reduce of two one-rank domains: S / link + S / 2 / reduce (per byte).
     reduce_per_byte = max(ar_slope - link_slope, 1e-9) * 2  # (link_slope is per byte of S / 2)
-    p = {"lib_us": max(lib_us, 0.1), "step_us": max(step_us, 0.1), "lib_gbs": 1e-3 / slope, "copy_gbs": 1e-3 / copy_slope, "link_us": max(link_us, 0.1),
-         "link_gbs": 1e-3 / link_slope, "reduce_gbs": 1e-3 / reduce_per_byte, "cache_mib": cache_mib, "beyond": beyond}
+    p = {"lib_us": max(lib_us, 0.1), "step_us": max(step_us, 0.1), "lib_gbs": 1e-3 / slope,
+         "copy_gbs": 1e-3 / copy_slope, "link_us": max(link_us, 0.1), "link_gbs": 1e-3 / link_slope, "reduce_gbs": 1e-3 / reduce_per_byte, "cache_mib": cache_mib, "beyond": beyond}
     return p, sum(((a + b * xi) / t - 1) ** 2 for x, (a, b) in zip(series, fits) for xi, t in x)
 
 

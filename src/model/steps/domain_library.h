@@ -50,8 +50,8 @@ struct Library {
   double red = 0;    // CPU domains: a rank's reduction throughput
   double rsBw = 0;   // the reduce-scatter's bus bandwidth (0: bw)
   // CPU domains: a ring round's (and a chain's first hop's) latency for
-  // its smallest messages, the intercept of two ranks' all-gather (0:
-  // alpha). A message's first KiB cost more per byte than the fitted copy
+  // its smallest messages, the intercept of two ranks' all-gather (0, or
+  // not below alpha: alpha). A message's first KiB cost more per byte than the fitted copy
   // rates say (two ranks' all-gather: 1.7-3.4 GB/s from 1 to 4 KiB, 6-12
   // from 16 to 64 KiB, on every host): alpha, the intercept of two ranks'
   // all-reduce, makes up for that in rounds of a few KiB and more; a round

@@ -168,10 +168,9 @@ Step amongLeaders(const Cluster& c, double rounds, double bytes);
 // further_message_us; a reduce's root receives the other leaders'
 // partials, posted at once, for one gap: four domains of two's reduce of
 // 1 KiB took 1.3-1.8 us on five 16-core hosts, with a further message's
-// time for each 1.9-3.3) and copies each in or out
-// (the links' and the library's figures are a message's both copies:
-// half of them; from the eager size on a message between leaders counts
-// whole on both sides: a broadcast's is one copy, its reader's, which its
+// time for each 1.9-3.3) and copies each in or out (the links' and the
+// library's figures are a message's both copies: half of them; from the
+// eager size on a message between leaders counts whole on both sides: a broadcast's is one copy, its reader's, which its
 // sender waits for; a reduce's partial goes through the transport's
 // buffers, its sender's copy in and the root's out, each as long as a
 // large message's one copy), so the calls' pace is the busiest rank's:

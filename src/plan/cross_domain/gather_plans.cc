@@ -149,9 +149,10 @@ ncclResult_t broadcastSpread(Ctx& x, const Op& op) {
             if (d == rootDomain) continue;
             const size_t q = len / static_cast<size_t>(x.size(d)), tail = q * static_cast<size_t>(x.size(d));
             for (int j = i; j < x.size(d); j += s) {
-              if (q > 0)
+              if (q > 0) {
                 HETCCL_TRY(x.c.net->postSend(x.p.member(d, j), from + b + j * q, q, x.tag, &reqs[n], Delivery::Buffered));
-              if (q > 0) list.push_back(&reqs[n++]);
+                list.push_back(&reqs[n++]);
+              }
               if (tail == len) continue;
               HETCCL_TRY(
                   x.c.net->postSend(x.p.member(d, j), from + b + tail, len - tail, x.tag, &reqs[n], Delivery::Buffered));
