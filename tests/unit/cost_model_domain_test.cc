@@ -229,4 +229,25 @@ TEST(ModelFigures, AReducesRootTakesThePartialsAtOnce) {
   EXPECT_NEAR(estimateAll(four, Collective::Broadcast, 1024, {})[0].seconds, 3e-6, 1e-8);
 }
 
+// A reduce's leaders' root of two domains reduces the other leader's
+// partial as it arrives; of more, it stages them all and reduces them
+// after its receipt: the share of them beyond the cache in turn with it.
+TEST(ModelFigures, AReducesRootOfMoreThanTwoDomainsReducesTheStagedPartialsAfterwards) {
+  Figures f = bytesOnly();
+  f.libraryCopyGBs = 1e6;
+  f.linkGBs = f.reduceGBs = 1;
+  const double s = 1 << 20;
+  auto time = [&](int domains) {
+    const std::vector<DomainLayout> oneRankEach(static_cast<size_t>(domains), DomainLayout{1, 1});
+    return estimateAll(clusterFor(f, oneRankEach, true), Collective::Reduce, s, {})[0].seconds;
+  };
+  EXPECT_NEAR(time(2), s / 1e9, 1e-9);
+  EXPECT_NEAR(time(3), 2 * s / 1e9, 1e-9);  // in cache: the receipt's pace
+  f.cacheMiB = 1e-6;  // beyond it, at no further cost a byte
+  f.beyondCache = 1;
+  EXPECT_NEAR(time(2), s / 1e9, 1e-9);
+  EXPECT_NEAR(time(3), 4 * s / 1e9, 1e-8);
+  EXPECT_NEAR(time(4), 6 * s / 1e9, 1e-8);
+}
+
 }  // namespace
