@@ -17,6 +17,13 @@ namespace {
 
 using namespace steps;
 
+// Every one-rank CPU domain's own copy of `s` bytes (rank-seconds).
+double ownCopies(const Cluster& c, double s) {
+  double sum = 0;
+  for (const DomainSpec& d : c.domains) sum += ownCopy(c, d, s);
+  return sum;
+}
+
 double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, const ModelSettings& ms, double* piece) {
   *piece = 0;
   const double N = c.ranks(), D = static_cast<double>(c.domains.size());
@@ -166,7 +173,7 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
                                  [&](const Library& l, const DomainSpec& d) { return l.reduceScatter(s) + ownCopy(c, d, s); }),
                        busyInDomains(c, chunk, [&](const Library& l, const DomainSpec&) {
                          return l.reduceScatter(s) - l.latency();
-                       })),
+                       }) + ownCopies(c, s)),
               withWork(network(Step{partials.alpha, std::max(partials.beta, reduction)}), received),
               withWork(rootDomainGather(c, root, s, chunk), r.n > 1 ? s * (r.n - 1) / r.n / r.copyBw : 0)},
           s, ms.pieceBytes, piece, inTurn);

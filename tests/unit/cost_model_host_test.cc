@@ -1,6 +1,6 @@
 // The cost model of CPU ranks on one host (src/model/steps/host_ranks.h and the
 // host paths' rules in cost_model.cc): the cache, what the host's cores
-// do to a plan's overlap, a one-rank domain's own copy, a round's further
+// do to a plan's overlap and pace, a one-rank domain's own copy, a round's further
 // messages, the links of a message that goes one way at a time, the host
 // reduce-scatter's figure, and the figures as a file.
 #include <gtest/gtest.h>
@@ -113,6 +113,21 @@ TEST(HostModel, AOneRankDomainsOwnPartIsALocalCopy) {
   Figures slowCopy = f;
   slowCopy.libraryCopyGBs /= 2;
   EXPECT_DOUBLE_EQ(time(slowCopy, Collective::Broadcast), time(f, Collective::Broadcast));
+}
+
+// Beyond the cores a pipelined reduce passes at its steps' own pace or at
+// the cores' share of its ranks' work, whichever is slower, a one-rank
+// domain's own copy counted as work too: three one-rank domains on two
+// cores, the root receiving and reducing the two partials (link and
+// reduction 1 GB/s, copies free): 2 s of work each way on two cores, 2 s
+// in all, not the receipt's 2 s slowed by 3 ranks / 2 cores.
+TEST(HostModel, BeyondTheCoresAPipelinedReduceOfOneRankDomainsPassesAtTheCoresShareOfItsWork) {
+  Figures f = bytesOnly(2, 0);
+  f.libraryCopyGBs = 1e6;
+  f.linkGBs = f.oneWayGBs = f.reduceGBs = 1;
+  const double s = 256 << 10;
+  const double t = estimateAll(clusterFor(f, {{1, 1}, {1, 1}, {1, 1}}, true), Collective::Reduce, s, {})[1].seconds;
+  EXPECT_NEAR(t, 2 * s / 1e9, 1e-9);
 }
 
 // A round among D domains' leaders: each leader posts a message to each
