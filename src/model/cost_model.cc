@@ -104,7 +104,8 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
             return l.reduceScatter(s * share(d)) + ownCopy(c, d, s * share(d));
           });
       const Step theirs = inDomains(
-          c, chunk, [&](const Library& l, const DomainSpec& d) { return l.reduceScatter(s * others(d)); }, D - 1);
+          c, chunk, [&](const Library& l, const DomainSpec& d) { return (D - 1) * l.reduceScatter(s * others(d) / (D - 1)); },
+          D - 1);
       return own.alpha + own.beta +
              pipelined(c, {theirs, acrossDomains(c, 1, [&](const DomainSpec& d) { return s * others(d) / d.ranks(); }),
                            compute(s / N * (D - 1) * gamma)},
@@ -116,7 +117,8 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
             return l.allGather(s * share(d)) + ownCopy(c, d, s * share(d));
           });
       const Step theirs = inDomains(
-          c, chunk, [&](const Library& l, const DomainSpec& d) { return l.allGather(s * others(d)); }, D - 1);
+          c, chunk, [&](const Library& l, const DomainSpec& d) { return (D - 1) * l.allGather(s * others(d) / (D - 1)); },
+          D - 1);
       return pipelined(
           c, {own, acrossDomains(c, 1, [&](const DomainSpec& d) { return s * others(d) / d.ranks(); }), theirs}, s,
           ms.pieceBytes, piece);

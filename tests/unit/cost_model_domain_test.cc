@@ -215,6 +215,21 @@ TEST(ModelFigures, ARingRoundsSmallestMessagesPayTheStepLatency) {
   EXPECT_NEAR(allGather(1024), 6e-6, 1e-9);
 }
 
+// The pipelined all-gather takes each other domain's region in a library
+// call of its own, each call's rounds paying their own messages' latency:
+// four domains of two, 1 KiB, latencies alone (library 2 us, a round's
+// smallest 1 us): its own region (256 bytes, one round of 128) and each
+// of the three others (the same) 1 + 128 / 2048 us each.
+TEST(ModelFigures, APipelinedAllGathersCallsForTheOtherRegionsEachPayTheirOwnRounds) {
+  Figures f = builtInFigures(64);
+  f.libraryBusGBs = f.libraryCopyGBs = f.linkGBs = f.reduceGBs = 1e6;  // the latencies alone
+  f.linkLatencyUs = f.gapUs = f.furtherUs = 0;
+  f.libraryLatencyUs = 2;
+  f.libraryStepUs = 1;
+  const Cluster c = clusterFor(f, {{1, 2}, {1, 2}, {1, 2}, {1, 2}}, true);
+  EXPECT_NEAR(estimateAll(c, Collective::AllGather, 1024, {})[1].seconds, 4 * 1.0625e-6, 1e-9);
+}
+
 // The leaders' reduce back to back: the root posts its receipt of the
 // other leaders' partials at once and takes them in one gap; a broadcast's
 // root posts its messages at once too, but sends each further one at
