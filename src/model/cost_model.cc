@@ -208,14 +208,15 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
 // idle in most steps). A call's work is its N - 1 receptions: one per
 // further rank of each domain (its library's chain) and one per further
 // domain (the leaders' link), each its sender's gap, its receiver's
-// wake-up and its bytes' copy (a reduce's reductions left out: of small
-// messages, in cache, they are far faster than reduce_gbs, fitted to
-// large ones, says; counting them made four ranks' 1-16 MiB reduces on
-// the VM 12-98% long, measured when the chains' hops were still read by
-// their receivers: not rechecked since).
-double sharedWork(const Cluster& c, double s) {
+// wake-up and its bytes' copy, and a reduce's one-rank domains' copies
+// of their input (left out, the dev VM's one and three's reduce of 256
+// KiB-1 MiB by the leaders came out 20-30% short, now 7-23%). A reduce's
+// reductions are left out: of small messages, in cache, they are far
+// faster than reduce_gbs (fitted to large ones) says; counting them made
+// four ranks' reduces of 16 KiB-16 MiB on the VM 27-212% long.
+double sharedWork(const Cluster& c, Collective coll, double s) {
   const double each = gapOf(c) + c.network.handoffUs * kUs;
-  double work = 0;
+  double work = coll == Collective::Reduce ? ownCopies(c, s) : 0;
   for (const DomainSpec& d : c.domains) {
     const LibraryFigures f = libraryAcrossNodes(c, d);
     work += (d.ranks() - 1) * (each + s / (f.copyGBs * kGB));
@@ -261,7 +262,7 @@ double estimate(const Cluster& c, Collective coll, Plan plan, double s, const Mo
   const Cluster run = asRun(c, coll, s, !overlapping);
   double steps = estimatePlan(run, coll, plan, s, ms, piece);
   if (overlapping && ranksBeyondCores(c)) {
-    steps = std::max(steps, sharedWork(run, s));
+    steps = std::max(steps, sharedWork(run, coll, s));
   } else if (plan == Plan::Leaders && c.domains.size() > 1 && hasChains(c) && ranksBeyondCores(c) &&
              (coll == Collective::AllReduce || coll == Collective::ReduceScatter)) {
     // Beyond the cores the leaders' chains leave most ranks idle: their

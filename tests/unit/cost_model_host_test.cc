@@ -130,6 +130,20 @@ TEST(HostModel, BeyondTheCoresAPipelinedReduceOfOneRankDomainsPassesAtTheCoresSh
   EXPECT_NEAR(t, 2 * s / 1e9, 1e-9);
 }
 
+// Beyond the cores the leaders' reduce back to back passes at the cores'
+// share of its work at least: its receptions (two in the domain of three,
+// one between the leaders), each a copy, and the one-rank root domain's
+// copy of its input (half a copy): 3.5 copies of 1 MiB at 1 GB/s on two
+// cores for four ranks.
+TEST(HostModel, BeyondTheCoresTheLeadersReduceCountsAOneRankDomainsOwnCopy) {
+  Figures f = bytesOnly(2, 0);
+  f.libraryCopyGBs = f.linkGBs = f.oneWayGBs = 1;
+  f.reduceGBs = 1e6;
+  const double s = 1 << 20;
+  const double t = estimateAll(clusterFor(f, {{1, 1}, {1, 3}}, true), Collective::Reduce, s, {})[0].seconds;
+  EXPECT_NEAR(t, 3.5 * s / 1e9 / 2, 1e-9);
+}
+
 // A round among D domains' leaders: each leader posts a message to each
 // of the other D - 1, the first in the round's latency, each further one
 // a gap (gap_us) of its sender's time: two one-rank domains' all-gather
