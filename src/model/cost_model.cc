@@ -80,9 +80,9 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
         // a 16-core host; without them the dev VM's four domains of two
         // came out 0.54x measured at 1 MiB and the model chose them, 1.28x
         // slower than the pipelined plan).
-        Step root = leadersMessages(c, s, true);
-        if (D > 2) root.pace += s * (D - 1) * gamma * beyondCacheShare(c, c.domains.front(), coll, s);
-        return slowestPace({reduceIn, amongLeaders(c, 1, s * (D - 1)), compute(s * (D - 1) * gamma), root});
+        Step atRoot = leadersMessages(c, s, true);
+        if (D > 2) atRoot.pace += s * (D - 1) * gamma * beyondCacheShare(c, root, coll, s);
+        return slowestPace({reduceIn, amongLeaders(c, 1, s * (D - 1)), compute(s * (D - 1) * gamma), atRoot});
       }
     }
   }
@@ -104,8 +104,7 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
             return l.reduceScatter(s * share(d)) + ownCopy(c, d, s * share(d));
           });
       const Step theirs = inDomains(
-          c, chunk, [&](const Library& l, const DomainSpec& d) { return (D - 1) * l.reduceScatter(s * others(d) / (D - 1)); },
-          D - 1);
+          c, chunk, [&](const Library& l, const DomainSpec& d) { return l.reduceScatter(s * others(d) / (D - 1)); }, D - 1);
       return own.alpha + own.beta +
              pipelined(c, {theirs, acrossDomains(c, 1, [&](const DomainSpec& d) { return s * others(d) / d.ranks(); }),
                            compute(s / N * (D - 1) * gamma)},
@@ -117,8 +116,7 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
             return l.allGather(s * share(d)) + ownCopy(c, d, s * share(d));
           });
       const Step theirs = inDomains(
-          c, chunk, [&](const Library& l, const DomainSpec& d) { return (D - 1) * l.allGather(s * others(d) / (D - 1)); },
-          D - 1);
+          c, chunk, [&](const Library& l, const DomainSpec& d) { return l.allGather(s * others(d) / (D - 1)); }, D - 1);
       return pipelined(
           c, {own, acrossDomains(c, 1, [&](const DomainSpec& d) { return s * others(d) / d.ranks(); }), theirs}, s,
           ms.pieceBytes, piece);

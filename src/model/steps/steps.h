@@ -102,18 +102,18 @@ Step rootDomainBroadcast(const Cluster& c, const DomainSpec& root, double s, dou
 // from every member at once).
 Step rootDomainGather(const Cluster& c, const DomainSpec& root, double s, double chunk);
 
-// The slowest domain's time for a library step, `time(library, domain)`:
-// `calls` library calls in all, each paying its own latency (a host
-// ring's rounds ramped by their messages' size: the caller's time says
-// it), the step's alpha the calls' whole latencies. (Counting one call's
-// ramped latency and the others' whole, four domains of two's pipelined
-// all-gathers of 1-4 KiB came out 22-63% long on every 16-core host.)
+// The slowest domain's time for a library step: `calls` library calls,
+// each taking `time(library, domain)` (its latency, a host ring's rounds
+// ramped by their messages' size, and its bytes); the step's alpha the
+// calls' whole latencies. (Counting one call's ramped latency and the
+// others' whole, four domains of two's pipelined all-gathers of 1-4 KiB
+// came out 22-63% long on every 16-core host.)
 template <typename F>
 Step inDomains(const Cluster& c, double chunk, F time, double calls = 1) {
   Step worst{0, 0};
   for (const DomainSpec& d : c.domains) {
     const Library lib = library(c, d, chunk);
-    const Step step{calls * lib.latency(), time(lib, d) - calls * lib.latency()};
+    const Step step{calls * lib.latency(), calls * (time(lib, d) - lib.latency())};
     if (step.alpha + step.beta > worst.alpha + worst.beta) worst = step;
   }
   return worst;
