@@ -265,4 +265,26 @@ TEST(ModelFigures, AReducesRootOfMoreThanTwoDomainsReducesTheStagedPartialsAfter
   EXPECT_NEAR(time(4), 6 * s / 1e9, 1e-8);
 }
 
+// The pipelined reduce's root domain of two domains reduces the other's
+// partials as they arrive, out of the transport's buffers; of more, it
+// stages them and reduces them from its cache after their receipt: in
+// cache at no cost beside the receipt, beyond it at reduce_gbs.
+TEST(ModelFigures, APipelinedReducesRootDomainReducesTheStagedPartialsFromItsCache) {
+  Figures f = bytesOnly();
+  f.libraryCopyGBs = 1e6;
+  f.linkGBs = 1;
+  f.reduceGBs = 0.25;
+  const double s = 1 << 20;
+  auto time = [&](int domains) {
+    const std::vector<DomainLayout> oneRankEach(static_cast<size_t>(domains), DomainLayout{1, 1});
+    return estimateAll(clusterFor(f, oneRankEach, true), Collective::Reduce, s, {})[1].seconds;
+  };
+  EXPECT_NEAR(time(2), 4 * s / 1e9, 1e-8);  // reduced as they arrive: the slower of the two
+  EXPECT_NEAR(time(3), 2 * s / 1e9, 1e-8);  // the receipt's
+  f.cacheMiB = 1e-6;  // beyond it, at no further cost a byte
+  f.beyondCache = 1;
+  EXPECT_NEAR(time(2), 4 * s / 1e9, 1e-8);
+  EXPECT_NEAR(time(3), 8 * s / 1e9, 1e-8);
+}
+
 }  // namespace

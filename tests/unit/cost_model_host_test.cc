@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "model/cluster.h"
 #include "model/cost_model.h"
@@ -34,10 +35,11 @@ std::string refused(const std::string& text) {
   return error;
 }
 
-double pipelinedTime(const Figures& f, Collective coll, double s, double piece) {
+double pipelinedTime(const Figures& f, Collective coll, double s, double piece,
+                     const std::vector<DomainLayout>& layout = {{1, 2}, {1, 2}, {1, 2}, {1, 2}}) {
   ModelSettings ms;
   ms.pieceBytes = piece;
-  return estimateAll(clusterFor(f, {{1, 2}, {1, 2}, {1, 2}, {1, 2}}, true), coll, s, ms)[1].seconds;
+  return estimateAll(clusterFor(f, layout, true), coll, s, ms)[1].seconds;
 }
 
 // CPU ranks' buffers beyond the host's cache: within it the fitted
@@ -67,7 +69,9 @@ TEST(HostModel, BeyondTheCacheEveryByteCostsMore) {
             std::string::npos);
 }
 
-// Eight ranks in four domains: an all-reduce's, a reduce-scatter's and a
+// Eight ranks in four domains (a reduce's in two: of more, calls back to
+// back pass at its root domain's receipt and reduction of the staged
+// partials either way): an all-reduce's, a reduce-scatter's and a
 // reduce's pieces beyond the cache pass one step after another where the
 // cores leave no rank a second one (sixteen cores), each piece after the
 // first at min(1, 2 ranks / cores) x the share beyond the cache of its
@@ -76,6 +80,9 @@ TEST(HostModel, BeyondTheCacheEveryByteCostsMore) {
 TEST(HostModel, ReducingPipelinesTakeTheirStepsInTurnWhereTheCoresRunOut) {
   const double s = 64.0 * (1 << 20), piece = s / 16;
   for (Collective coll : {Collective::AllReduce, Collective::ReduceScatter, Collective::Reduce}) {
+    const std::vector<DomainLayout> layout = coll == Collective::Reduce
+                                                 ? std::vector<DomainLayout>{{1, 4}, {1, 4}}
+                                                 : std::vector<DomainLayout>{{1, 2}, {1, 2}, {1, 2}, {1, 2}};
     const Figures tight = bytesOnly(16, 1), roomy = bytesOnly(64, 1);
     // One piece: every step once, one after another.
     const double steps = pipelinedTime(tight, coll, s, s) / 16;
@@ -83,9 +90,10 @@ TEST(HostModel, ReducingPipelinesTakeTheirStepsInTurnWhereTheCoresRunOut) {
     const double inTurn = 1 - double(1 << 20) / buffers;
     if (coll == Collective::AllReduce)  // (the reduce-scatter's own region goes first, outside the pipeline)
       EXPECT_NEAR(pipelinedTime(tight, coll, s, piece), steps * (1 + 15 * inTurn), 1e-9);
-    EXPECT_LT(pipelinedTime(roomy, coll, s, piece), 0.9 * pipelinedTime(tight, coll, s, piece)) << collectiveName(coll);
-    EXPECT_DOUBLE_EQ(pipelinedTime(bytesOnly(16, 1 << 20), coll, s, piece),
-                     pipelinedTime(bytesOnly(64, 1 << 20), coll, s, piece))
+    EXPECT_LT(pipelinedTime(roomy, coll, s, piece, layout), 0.9 * pipelinedTime(tight, coll, s, piece, layout))
+        << collectiveName(coll);
+    EXPECT_DOUBLE_EQ(pipelinedTime(bytesOnly(16, 1 << 20), coll, s, piece, layout),
+                     pipelinedTime(bytesOnly(64, 1 << 20), coll, s, piece, layout))
         << collectiveName(coll);
   }
   EXPECT_DOUBLE_EQ(pipelinedTime(bytesOnly(16, 1), Collective::AllGather, s, piece),
