@@ -87,7 +87,7 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
     }
   }
   // Hierarchical (spread): the vendor library inside, every rank between.
-  const double inTurn = reducingStepsInTurn(c, coll, s);
+  const double inTurn = stepsInTurn(c, coll, s);
   switch (coll) {
     case Collective::AllReduce:
       return pipelined(c, {inDomains(c, chunk, [&](const Library& l, const DomainSpec& d) { return l.reduceScatter(s) + ownCopy(c, d, s); }),
@@ -119,7 +119,7 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
           c, chunk, [&](const Library& l, const DomainSpec& d) { return l.allGather(s * others(d) / (D - 1)); }, D - 1);
       return pipelined(
           c, {own, acrossDomains(c, 1, [&](const DomainSpec& d) { return s * others(d) / d.ranks(); }), theirs}, s,
-          ms.pieceBytes, piece);
+          ms.pieceBytes, piece, inTurn);
     }
     // The rooted plans count their ranks' work (pipelinedIn): the root
     // domain's members each receive the message, every other domain

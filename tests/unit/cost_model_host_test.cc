@@ -71,15 +71,15 @@ TEST(HostModel, BeyondTheCacheEveryByteCostsMore) {
 
 // Eight ranks in four domains (a reduce's in two: of more, calls back to
 // back pass at its root domain's receipt and reduction of the staged
-// partials either way): an all-reduce's, a reduce-scatter's and a
-// reduce's pieces beyond the cache pass one step after another where the
-// cores leave no rank a second one (sixteen cores), each piece after the
-// first at min(1, 2 ranks / cores) x the share beyond the cache of its
-// steps' sum; with 64 cores, within the cache, and for the all-gather (no
-// reductions) at the busiest step's pace, as before.
-TEST(HostModel, ReducingPipelinesTakeTheirStepsInTurnWhereTheCoresRunOut) {
+// partials either way): an all-reduce's, a reduce-scatter's, an
+// all-gather's and a reduce's pieces beyond the cache pass one step after
+// another where the cores leave no rank a second one (sixteen cores), each
+// piece after the first at min(1, 2 ranks / cores) x the share beyond the
+// cache of its steps' sum; with 64 cores and within the cache at the
+// busiest step's pace, as before.
+TEST(HostModel, PipelinesTakeTheirStepsInTurnWhereTheCoresRunOut) {
   const double s = 64.0 * (1 << 20), piece = s / 16;
-  for (Collective coll : {Collective::AllReduce, Collective::ReduceScatter, Collective::Reduce}) {
+  for (Collective coll : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather, Collective::Reduce}) {
     const std::vector<DomainLayout> layout = coll == Collective::Reduce
                                                  ? std::vector<DomainLayout>{{1, 4}, {1, 4}}
                                                  : std::vector<DomainLayout>{{1, 2}, {1, 2}, {1, 2}, {1, 2}};
@@ -96,8 +96,23 @@ TEST(HostModel, ReducingPipelinesTakeTheirStepsInTurnWhereTheCoresRunOut) {
                      pipelinedTime(bytesOnly(64, 1 << 20), coll, s, piece, layout))
         << collectiveName(coll);
   }
-  EXPECT_DOUBLE_EQ(pipelinedTime(bytesOnly(16, 1), Collective::AllGather, s, piece),
-                   pipelinedTime(bytesOnly(64, 1), Collective::AllGather, s, piece));
+}
+
+// Passing in turn, a piece takes each domain's ranks through their own
+// steps, not through every step's slowest domain. One and three's
+// all-gather on four cores, a byte a nanosecond everywhere (units of a
+// piece's bytes): the one-rank domain copies its quarter into its output
+// (at twice the rate: 1/8) and sends its part to the three (3/4); each of
+// the three all-gathers the three's region (1/2), sends its share (1/12)
+// and all-gathers the one's (1/6). The one's 7/8 sets the pace, not the
+// slowest steps' 1/2 + 3/4 + 1/6.
+TEST(HostModel, PassingInTurnEachDomainTakesItsOwnSteps) {
+  Figures f = bytesOnly(4, 1e-6);
+  f.libraryCopyGBs = f.linkGBs = 1;
+  const double s = 16.0 * (1 << 20), k = 16, unit = s / k / 1e9;
+  const double first = 1.0 / 2 + 3.0 / 4 + 1.0 / 6;  // the first piece: every step's slowest domain
+  EXPECT_NEAR(pipelinedTime(f, Collective::AllGather, s, s / k, {{1, 1}, {1, 3}}), unit * (first + (k - 1) * 7 / 8),
+              1e-6);
 }
 
 // A one-rank domain's own part of a piece goes from its input to its

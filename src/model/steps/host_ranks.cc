@@ -48,10 +48,8 @@ double beyondCacheShare(const Cluster& c, const DomainSpec& d, Collective coll, 
   return std::max(0.0, 1 - d.cacheMiB * 1024 * 1024 / buffers);
 }
 
-double reducingStepsInTurn(const Cluster& c, Collective coll, double s) {
-  const bool reducing =
-      coll == Collective::AllReduce || coll == Collective::ReduceScatter || coll == Collective::Reduce;
-  if (!c.network.oneHost || !reducing) return 0;
+double stepsInTurn(const Cluster& c, Collective coll, double s) {
+  if (!c.network.oneHost || coll == Collective::Broadcast) return 0;
   for (const DomainSpec& d : c.domains)
     if (d.vendor != Vendor::Cpu) return 0;
   const DomainSpec& d = c.domains.front();

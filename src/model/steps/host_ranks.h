@@ -44,16 +44,20 @@ double coresShare(const Cluster& c, double rankSeconds);
 // their cache (cache_mib): 0 where they fit, towards 1 far beyond.
 double beyondCacheShare(const Cluster& c, const DomainSpec& d, Collective coll, double s);
 
-// One host's CPU ranks in a pipelined plan that reduces (all-reduce,
-// reduce-scatter, reduce): each rank's domain step and its progress
-// thread's step between domains overlap only while the cores leave each
-// rank a second one and its buffers fit the cache. The share of the
-// plan's steps that pass one after the other instead: min(1, 2 ranks /
-// cores) beyond the cache (the 16-core hosts: eight ranks' all-reduce and
-// reduce-scatter from 1 MiB took their steps' sum, four domains of two's
-// reduce of 2-16 MiB 1.5-2x their busiest step's, four ranks' calls and
-// every all-gather the busiest step's); 0 elsewhere.
-double reducingStepsInTurn(const Cluster& c, Collective coll, double s);
+// One host's CPU ranks in a pipelined plan (all-reduce, reduce-scatter,
+// all-gather, reduce): each rank's domain step and its progress thread's
+// step between domains overlap only while the cores leave each rank a
+// second one and its buffers fit the cache. The share of the plan's steps
+// that pass one after the other instead, each domain's ranks through
+// their own steps (pipelinedIn): min(1, 2 ranks / cores) beyond the cache
+// (the 16-core hosts: eight ranks' all-reduce and reduce-scatter from 1
+// MiB took their steps' sum, four domains of two's reduce of 2-16 MiB
+// 1.5-2x their busiest step's, their all-gather of 1-16 MiB 1.1-1.9x on
+// every host; four ranks' calls the busiest step's); 0 elsewhere. (The
+// broadcast's pieces are left to pass at their busiest step's or at the
+// cores' share of their work: in turn, no better on the one host measured
+// through the slots.)
+double stepsInTurn(const Cluster& c, Collective coll, double s);
 
 // The cluster as one call of `s` bytes meets it. CPU ranks move and
 // reduce bytes at the fitted bandwidths while a host's buffers fit its

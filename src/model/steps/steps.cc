@@ -1,5 +1,6 @@
 #include "model/steps/steps.h"
 
+#include <cstddef>
 #include <limits>
 
 #include "model/steps/host_ranks.h"
@@ -55,7 +56,19 @@ double pipelinedIn(const Cluster& c, const std::vector<Step>& steps, double k, d
     if (r == Resource::Network || (r == Resource::Compute && cpuOnly)) net += t;
     if (r == Resource::Compute) cpu += t;
   }
-  double busiest = std::max({root, others, net, cpu, inTurn * sum});
+  // Passing in turn, a piece takes each domain's ranks through their own
+  // steps one after another: the busiest domain's sum.
+  double ownSteps = 0;
+  for (size_t d = 0; d < c.domains.size(); ++d) {
+    double mine = 0;
+    for (const Step& s : steps) {
+      const Step::Part p = s.parts.size() == c.domains.size() ? s.parts[d] : Step::Part{s.alpha, s.beta};
+      const bool library = s.resource != Resource::Network && s.resource != Resource::Compute;
+      mine += p.alpha + p.beta / k + (library && s.alpha + s.beta > 0 ? wake : 0);
+    }
+    ownSteps = std::max(ownSteps, mine);
+  }
+  double busiest = std::max({root, others, net, cpu, inTurn * ownSteps});
   // Beyond the cores a rooted plan's steps leave most ranks idle: a step
   // is slowed only as far as its own busy ranks outnumber the cores, and
   // the pieces pass at the pace of the busiest resource alone or of the

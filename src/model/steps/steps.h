@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "model/cluster.h"
@@ -41,16 +42,31 @@ double slowestReduce(const Cluster& c);
 // the root's domain alone and in the other domains alone do not meet.
 enum class Resource { Library, RootLibrary, OtherLibraries, Network, Compute };
 struct Step {
-  double alpha, beta;  // seconds; seconds for the whole message
+  double alpha, beta;  // seconds; seconds for the whole message (the slowest domain's)
   Resource resource = Resource::Library;
   double pace = 0;  // calls back to back: from one call's pass to the next's (0: alpha + beta)
   // The rooted plans: the ranks' busy time in it for the whole message,
   // summed over the ranks (rank-seconds: what each copies and reduces; 0:
   // not counted).
   double work = 0;
+  // Each domain's own alpha and beta, by the cluster's domain order
+  // (empty: the step's for every domain): where a plan's steps pass one
+  // after the other, a domain's ranks take their own steps in turn.
+  struct Part {
+    double alpha, beta;
+  };
+  std::vector<Part> parts = {};
 };
-inline Step network(Step s) { return Step{s.alpha, s.beta, Resource::Network}; }
-inline Step othersOnly(Step s) { return Step{s.alpha, s.beta, Resource::OtherLibraries}; }
+inline Step network(Step s) {
+  s.resource = Resource::Network;
+  s.pace = s.work = 0;
+  return s;
+}
+inline Step othersOnly(Step s) {
+  s.resource = Resource::OtherLibraries;
+  s.pace = s.work = 0;
+  return s;
+}
 inline Step withWork(Step s, double rankSeconds) {
   s.work = rankSeconds;
   return s;
@@ -70,7 +86,11 @@ inline Step compute(double seconds) { return Step{0, seconds, Resource::Compute}
 double ownCopy(const Cluster& c, const DomainSpec& d, double bytes);
 
 // A pipelined plan of `steps` in `k` pieces; `inTurn`: the share of the
-// steps that pass one after the other all the same (reducingStepsInTurn).
+// steps that pass one after the other all the same, each domain's ranks
+// through their own (stepsInTurn; counting every step's slowest domain
+// instead, two and six's all-reduce and reduce-scatter of 4-16 MiB came
+// out up to 34% long on the 16-core hosts, and their all-gather 26-63%
+// long in turn).
 double pipelinedIn(const Cluster& c, const std::vector<Step>& steps, double k, double inTurn);
 
 // `time(pieces)` with pieces of `pieceBytes`, or (0) of the best power of
@@ -111,11 +131,14 @@ Step rootDomainGather(const Cluster& c, const DomainSpec& root, double s, double
 template <typename F>
 Step inDomains(const Cluster& c, double chunk, F time, double calls = 1) {
   Step worst{0, 0};
+  std::vector<Step::Part> parts;
   for (const DomainSpec& d : c.domains) {
     const Library lib = library(c, d, chunk);
-    const Step step{calls * lib.latency(), calls * (time(lib, d) - lib.latency())};
-    if (step.alpha + step.beta > worst.alpha + worst.beta) worst = step;
+    const Step::Part part{calls * lib.latency(), calls * (time(lib, d) - lib.latency())};
+    parts.push_back(part);
+    if (part.alpha + part.beta > worst.alpha + worst.beta) worst = Step{part.alpha, part.beta};
   }
+  worst.parts = std::move(parts);
   return worst;
 }
 
@@ -156,9 +179,12 @@ double furtherMessages(const Cluster& c);
 // `perRank(d)` bytes in one phase; the slowest domain sets the pace.
 template <typename F>
 Step acrossDomains(const Cluster& c, int phases, F perRank) {
-  double beta = 0;
-  for (const DomainSpec& d : c.domains) beta = std::max(beta, perRank(d) / crossBandwidth(c, d, false));
-  return network(Step{phases * (crossAlpha(c) + furtherMessages(c)), phases * beta});
+  Step step = network(Step{phases * (crossAlpha(c) + furtherMessages(c)), 0});
+  for (const DomainSpec& d : c.domains) {
+    step.parts.push_back({step.alpha, phases * perRank(d) / crossBandwidth(c, d, false)});
+    step.beta = std::max(step.beta, step.parts.back().beta);
+  }
+  return step;
 }
 
 // Between the domains' leaders: `rounds` rounds (each leader posts all of
