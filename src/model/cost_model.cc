@@ -183,7 +183,7 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
                          return l.reduceScatter(s) - l.latency();
                        }) + ownCopies(c, s)),
               withWork(network(Step{partials.alpha, atRoot}), received),
-              withWork(rootDomainGather(c, root, s, chunk), r.n > 1 ? s * (r.n - 1) / r.n / r.copyBw : 0)},
+              withWork(rootDomainGather(c, root, s, chunk), r.n > 1 ? s * (r.n - 1) / r.n / gatherBandwidth(c, root, s, chunk) : 0)},
           s, ms.pieceBytes, piece, inTurn);
       if (ranksBeyondCores(c)) return path;  // (the ranks' work bounds it: pipelinedIn)
       // Calls back to back (nccl-tests): the other domains' ranks go on to
@@ -199,7 +199,7 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
         if (&d != &root)
           side = std::max(side, library(c, d, chunk).reduceScatter(s) + crossAlpha(c) +
                                     s / d.ranks() / crossBandwidth(c, d, false));
-      const double gather = r.n > 1 ? r.alpha + s * (r.n - 1) / r.n / r.copyBw : 0;
+      const double gather = r.n > 1 ? r.alpha + s * (r.n - 1) / r.n / gatherBandwidth(c, root, s, chunk) : 0;
       side = std::max(side, r.reduceScatter(s) + partials.alpha +
                                 std::max(s * (D - 1) / r.n / crossBandwidth(c, root, false), reduction) + gather);
       return std::min(path, side);

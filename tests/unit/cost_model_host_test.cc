@@ -115,6 +115,27 @@ TEST(HostModel, PassingInTurnEachDomainTakesItsOwnSteps) {
               1e-6);
 }
 
+// A pipelined reduce's root domain gathers its members' parts of each
+// piece at the root: above eager_bytes the root reads them once, at the
+// links' rate, below they go through the transport's buffers, at the
+// library's copy rate. Two domains of four, pieces of 512 KiB (parts of
+// 128 KiB), the library's reductions and reduce-scatter free, copies at 1
+// GB/s, links at 4: a piece's partials to the root domain take P / 16 ns,
+// its gather 3 P / 16 read once or 12 P / 16 through the buffers, which
+// then sets the pace.
+TEST(HostModel, TheRootDomainsGatherReadsPartsAboveTheEagerSizeOnce) {
+  Figures f = bytesOnly(64, 1 << 20);
+  f.libraryBusGBs = f.reduceGBs = 1e6;
+  f.libraryCopyGBs = 1;
+  f.linkGBs = 4;
+  const double s = 16.0 * (1 << 20), piece = 512 << 10, k = s / piece;
+  const double readOnce = piece / 16e9 * (1 + 3 * k);
+  EXPECT_NEAR(pipelinedTime(f, Collective::Reduce, s, piece, {{1, 4}, {1, 4}}), readOnce, 1e-3 * readOnce);
+  f.eagerBytes = 1 << 20;
+  const double buffered = piece / 16e9 * (1 + 12 * k);
+  EXPECT_NEAR(pipelinedTime(f, Collective::Reduce, s, piece, {{1, 4}, {1, 4}}), buffered, 1e-3 * buffered);
+}
+
 // A one-rank domain's own part of a piece goes from its input to its
 // output by a local copy, at twice the library's copy rate (one of the two
 // copies a byte between two of its ranks takes): two one-rank domains'

@@ -102,9 +102,16 @@ Step rootDomainBroadcast(const Cluster& c, const DomainSpec& root, double s, dou
   return Step{l.latency(), l.broadcast(s) - l.latency(), Resource::RootLibrary};
 }
 
+double gatherBandwidth(const Cluster& c, const DomainSpec& root, double s, double chunk) {
+  const Library l = library(c, root, chunk);
+  const bool readOnce =
+      root.vendor == Vendor::Cpu && c.network.oneHost && chunk > 0 && std::min(s, chunk) / l.n > c.network.eagerBytes;
+  return readOnce ? crossBandwidth(c, root, false) : l.copyBw;
+}
+
 Step rootDomainGather(const Cluster& c, const DomainSpec& root, double s, double chunk) {
   const Library l = library(c, root, chunk);
-  return l.n > 1 ? Step{l.alpha, s * (l.n - 1) / l.n / l.copyBw, Resource::RootLibrary}
+  return l.n > 1 ? Step{l.alpha, s * (l.n - 1) / l.n / gatherBandwidth(c, root, s, chunk), Resource::RootLibrary}
                  : Step{0, 0, Resource::RootLibrary};
 }
 
