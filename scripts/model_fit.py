@@ -114,3 +114,31 @@ def slope_gbs(points):
         return 0.0
     slope = line_fit(points)[1]
     return 1e-3 / slope if slope > 0 else 0.0
+
+
+MANY_RANKS = [0.90, 0.95, 1.00, 1.05]  # the candidates of many_ranks_fit, in 5% steps
+
+
+def many_ranks_fit(pairs_at):
+    """The factor on the two-rank series' bandwidths that calls of more
+    ranks see (their caches and memory shared by more cores: on most
+    16-core hosts a few percent less, by an amount that differs from host
+    to host): of MANY_RANKS, the one whose (predicted, measured) pairs,
+    `pairs_at(factor)`, lie closest (squared relative errors, each at most
+    0.25: a row off by more than half counts no more than one off by half).
+    The coarse steps keep it from chasing a few rows' noise."""
+    def loss(k):
+        return sum(min((p / m - 1) ** 2, 0.25) for p, m in pairs_at(k))
+    return min(MANY_RANKS, key=lambda k: (loss(k), abs(k - 1)))
+
+
+def with_bandwidths_times(p, k):
+    """The figures with every bandwidth that moves bytes (the library's,
+    its copy and reduce-scatter rates, the links' both ways and one way)
+    times k; latencies, reductions and the cache as they are."""
+    q = dict(p)
+    for f in ("lib_gbs", "copy_gbs", "rs_gbs", "link_gbs", "one_way_gbs"):
+        if f in q:
+            q[f] *= k
+    return q
+
