@@ -141,4 +141,3 @@ def with_bandwidths_times(p, k):
         if f in q:
             q[f] *= k
     return q
-
