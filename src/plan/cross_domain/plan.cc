@@ -72,7 +72,7 @@ const char* describeStrategy(OpKind kind, const Plan& plan) {
       if (plan.strategy == Strategy::ToOwners)
         return "to owners, pipelined: each domain reduce-scatters its own ranks' outputs in place and every other "
                "domain's in pieces, whose partials go straight to their owners (progress thread), reduced as they "
-               "arrive";
+               "arrive (more than two domains: staged, reduced per piece in domain order)";
       return leaders ? "leaders: all-reduce by leaders into staging, keep own block"
                      : "hierarchical, pipelined: domain reduce-scatter -> holders combine per segment -> owners collect "
                        "inside their domain (progress thread)";
