@@ -60,8 +60,8 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
     switch (coll) {
       case Collective::AllReduce:
       case Collective::ReduceScatter:  // all-reduced by the leaders, each rank keeps its block
-        return sequential({reduceIn, amongLeaders(c, 2, 2 * s * (D - 1) / D), compute(s * (D - 1) / D * gamma),
-                           spreadOut});
+        return sequential({reduceIn, amongLeaders(c, 2, 2 * s * (D - 1) / D),
+                           partialsReduced(c, s * (D - 1) / D, gamma, true), spreadOut});
       case Collective::AllGather:  // (hetccl spreads all-gathers; the leaders' cost for comparison)
         return sequential({inDomains(c, chunk, [&](const Library& l, const DomainSpec& d) { return l.broadcast(s * share(d)); }),
                            amongLeaders(c, 1, s * (D - 1) / D), spreadOut});
@@ -92,12 +92,16 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
     case Collective::AllReduce:
       return pipelined(c, {inDomains(c, chunk, [&](const Library& l, const DomainSpec& d) { return l.reduceScatter(s) + ownCopy(c, d, s); }),
                         acrossDomains(c, 2, [&](const DomainSpec& d) { return s * others(d) / d.ranks(); }),
-                        compute(s / N * (D - 1) * gamma),
+                        partialsReduced(c, s / N * (D - 1), gamma, false),
                         inDomains(c, chunk, [&](const Library& l, const DomainSpec&) { return l.allGather(s); })},
                        s, ms.pieceBytes, piece, inTurn);
     // Reduce-scatter and all-gather by regions (region_plans.cc): a domain's
     // own region in one library call, each other domain's region in a call
     // of its own per piece. The reduce-scatter's own region goes first.
+    // (Its owners too reduce two domains' partials as they arrive; counted
+    // whole here all the same: as partialsReduced, two domains of two's
+    // reduce-scatters of 8 MiB, already short, came out 20-40% short and
+    // the many-ranks factor fitted to them cost 5-11 rows on three hosts.)
     case Collective::ReduceScatter: {
       const Step own =
           inDomains(c, chunk, [&](const Library& l, const DomainSpec& d) {

@@ -1,5 +1,6 @@
 #include "model/steps/steps.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <limits>
 
@@ -24,6 +25,12 @@ double slowestReduce(const Cluster& c) {
 double ownCopy(const Cluster& c, const DomainSpec& d, double bytes) {
   if (d.vendor != Vendor::Cpu || d.ranks() != 1) return 0;
   return bytes / (2 * libraryAcrossNodes(c, d).copyGBs * kGB);
+}
+
+Step partialsReduced(const Cluster& c, double bytes, double gamma, bool leaders) {
+  const double reduction = bytes * gamma;
+  if (c.domains.size() > 2) return compute(reduction);
+  return compute(std::max(0.0, reduction - bytes / slowestLink(c, leaders)));
 }
 
 double pipelinedIn(const Cluster& c, const std::vector<Step>& steps, double k, double inTurn) {

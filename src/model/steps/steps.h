@@ -72,6 +72,13 @@ inline Step withWork(Step s, double rankSeconds) {
   return s;
 }
 inline Step compute(double seconds) { return Step{0, seconds, Resource::Compute}; }
+// A rank's reduction of the other domains' partials of `bytes`, `gamma`
+// seconds a byte. Two domains: it reduces its partner's straight out of
+// the transport as they arrive (a ReduceSink), so only the reduction's
+// excess over their receipt adds (counting the whole had two one-rank
+// domains' all-reduce of 64 KiB 14-50% long on every 16-core host). More:
+// staged, then reduced in domain order.
+Step partialsReduced(const Cluster& c, double bytes, double gamma, bool leaders);
 
 // A one-rank CPU domain's own step of a pipelined plan (its part of a
 // piece from its input into its output: hetccl's host library with one
