@@ -101,7 +101,7 @@ double estimatePlan(const Cluster& c, Collective coll, Plan plan, double s, cons
     // (Its owners too reduce two domains' partials as they arrive; counted
     // whole here all the same: as partialsReduced, two domains of two's
     // reduce-scatters of 8 MiB, already short, came out 20-40% short and
-    // the many-ranks factor fitted to them cost 5-11 rows on three hosts.)
+    // the many-ranks factor fitted to them cost 7-11 rows on three hosts.)
     case Collective::ReduceScatter: {
       const Step own =
           inDomains(c, chunk, [&](const Library& l, const DomainSpec& d) {

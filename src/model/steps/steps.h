@@ -76,8 +76,8 @@ inline Step compute(double seconds) { return Step{0, seconds, Resource::Compute}
 // seconds a byte. Two domains: it reduces its partner's straight out of
 // the transport as they arrive (a ReduceSink), so only the reduction's
 // excess over their receipt adds (counting the whole had two one-rank
-// domains' all-reduce of 64 KiB 14-50% long on every 16-core host). More:
-// staged, then reduced in domain order.
+// domains' all-reduce of 64 KiB 25-64% long on every 16-core host, now
+// 6-44%). More: staged, then reduced in domain order.
 Step partialsReduced(const Cluster& c, double bytes, double gamma, bool leaders);
 
 // A one-rank CPU domain's own step of a pipelined plan (its part of a
