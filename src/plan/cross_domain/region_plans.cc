@@ -145,7 +145,7 @@ class ReduceScatterToOwners {
   // from the cache they just arrived in. Each element's partials go in by
   // piece, then domain: the same order on every run. (Reduced all at
   // once after the last piece, out of memory, three one-rank domains'
-  // reduce-scatters of 16-32 MiB took 10-35% longer on three 16-core
+  // reduce-scatters of 16-32 MiB took 5-37% longer on three 16-core
   // hosts.)
   template <class Of>
   ncclResult_t reduceStaged(Of&& of) {
