@@ -30,11 +30,12 @@ class RecvSink {
 // through the transport's buffers at every size, so the sender goes on at
 // once: for a chain's hops, each forwarding what it just received (a
 // rank would otherwise wait for its successor's read before taking the
-// next), for rounds that exchange what was just reduced, for every
-// message its receiver reduces across domains, and for a spread
-// broadcast's parts (whose receivers read them only after their
-// all-gather of the piece before). `SlotSized`: a ring's
-// step: through the buffers while it fits one slot (each rank sends and
+// next), for rounds that exchange what was just reduced, for the
+// messages their receiver reduces across domains as they arrive, and for
+// a spread broadcast's parts (whose receivers read them only after their
+// all-gather of the piece before). `SlotSized`: a ring's step, and a
+// reduce-scatter's partials that their owner stages: through the
+// buffers while it fits one slot (each rank sends and
 // receives at once, the sender's copy into the next slot overlapping the
 // receiver's work on the one before: up to 1.5x faster than read by the
 // receiver at 64 KiB steps on a 16-core host, about even at 256 KiB), as
