@@ -60,6 +60,10 @@ INSTANTIATE_TEST_SUITE_P(
                       // Consecutive domains (reduce-scatter straight to the owners), many pieces, tails.
                       Layout{"pieces_consecutive_three_domains", {"a", "a", "b", "b", "b", "c"},
                              {{"HETCCL_CHUNK_BYTES", "4096"}, {"HETCCL_SMALL_ALLREDUCE_BYTES", "0"}}},
+                      // Consecutive domains, whole pieces: staged partials beyond a slot read once by
+                      // their owners.
+                      Layout{"consecutive_three_domains_small_slots", {"a", "a", "b", "b", "b", "c"},
+                             {{"HETCCL_SHM_SLOT_BYTES", "4096"}, {"HETCCL_SMALL_ALLREDUCE_BYTES", "0"}}},
                       // Many pieces with two domains (reduced straight out of the transport).
                       Layout{"pieces_two_domains", {"a", "b", "b", "a"},
                              {{"HETCCL_CHUNK_BYTES", "4096"}, {"HETCCL_SMALL_ALLREDUCE_BYTES", "65536"}}},
