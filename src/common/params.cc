@@ -256,7 +256,9 @@ const Setting kSettings[] = {
    }},
   {"HETCCL_SMALL_ALLREDUCE_BYTES", nullptr, "`65536`", true,
    "the host algorithms' all-reduce: recursive doubling up to this size, the ring above; where it is set, the "
-   "cross-domain plans too: leaders up to it, the pipelined plans above (unset: the cost model chooses them, keeping this default's plan unless it estimates the other at least 10% faster)",
+   "cross-domain plans too: leaders up to it, the pipelined plans above (unset: the cost model chooses them, keeping "
+   "this default's plan unless it estimates the other at least 10% faster, 30% where a host's CPU ranks outnumber "
+   "its cores)",
    [](Params& p, const Reading& r, const char* v) {
      p.smallAllReduceBytes = static_cast<size_t>(r.integer(v, static_cast<long>(p.smallAllReduceBytes), 0));
      p.smallAllReduceBytesSet = true;

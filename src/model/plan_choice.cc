@@ -1,15 +1,17 @@
 // The plan hetccl runs for a call where both cross-domain plans are
 // correct: the fixed switch's unless the model clearly favours the other
-// (cost_model.h: kSwitchBytes, kSwitchMargin).
+// (cost_model.h: kSwitchBytes, kSwitchMargin, kSwitchMarginBeyondCores).
 #include <vector>
 
 #include "model/cost_model.h"
+#include "model/steps/host_ranks.h"
 
 namespace hetccl::model {
 
-bool leadersChosen(double leadersSeconds, double pipelinedSeconds, double bytes) {
-  return bytes <= kSwitchBytes ? !(pipelinedSeconds < leadersSeconds * (1 - kSwitchMargin))
-                               : leadersSeconds < pipelinedSeconds * (1 - kSwitchMargin);
+bool leadersChosen(const Cluster& c, double leadersSeconds, double pipelinedSeconds, double bytes) {
+  const double margin = ranksBeyondCores(c) ? kSwitchMarginBeyondCores : kSwitchMargin;
+  return bytes <= kSwitchBytes ? !(pipelinedSeconds < leadersSeconds * (1 - margin))
+                               : leadersSeconds < pipelinedSeconds * (1 - margin);
 }
 
 Estimate choose(const Cluster& c, Collective coll, double bytes, const ModelSettings& s) {
@@ -17,7 +19,7 @@ Estimate choose(const Cluster& c, Collective coll, double bytes, const ModelSett
   const Estimate& leaders = all[static_cast<size_t>(Plan::Leaders)];
   const Estimate& pipelined = all[static_cast<size_t>(Plan::Hierarchical)];
   if (!leaders.hetcclRunsIt) return pipelined;
-  return leadersChosen(leaders.seconds, pipelined.seconds, bytes) ? leaders : pipelined;
+  return leadersChosen(c, leaders.seconds, pipelined.seconds, bytes) ? leaders : pipelined;
 }
 
 }  // namespace hetccl::model

@@ -330,3 +330,25 @@ TEST(HostModel, TheFiguresWriteAndReadBack) {
 }
 
 }  // namespace
+
+// Beyond the cores the model leaves the switch's plan only for one it
+// estimates kSwitchMarginBeyondCores faster; within them kSwitchMargin.
+TEST(HostModel, BeyondTheCoresTheSwitchsPlanNeedsALargerMargin) {
+  const Figures f = builtInFigures(2);
+  const Cluster within = clusterFor(f, {{1, 1}, {1, 1}}, true);
+  const Cluster beyond = clusterFor(f, {{1, 2}, {1, 2}}, true);
+  const double small = kSwitchBytes, large = 2 * kSwitchBytes;
+  const double between = 1 - (kSwitchMargin + kSwitchMarginBeyondCores) / 2;  // faster by a margin between the two
+  ASSERT_LT(kSwitchMargin, kSwitchMarginBeyondCores);
+  // Up to kSwitchBytes the switch runs the leaders; above it the pipelined plan.
+  EXPECT_FALSE(leadersChosen(within, 1, between, small));
+  EXPECT_TRUE(leadersChosen(beyond, 1, between, small));
+  EXPECT_TRUE(leadersChosen(within, between, 1, large));
+  EXPECT_FALSE(leadersChosen(beyond, between, 1, large));
+  // Both take a plan estimated faster than either margin.
+  EXPECT_FALSE(leadersChosen(beyond, 1, 0.5, small));
+  EXPECT_TRUE(leadersChosen(beyond, 0.5, 1, large));
+  // And neither leaves the switch's plan for one estimated barely faster.
+  EXPECT_TRUE(leadersChosen(within, 1, 0.95, small));
+  EXPECT_FALSE(leadersChosen(within, 0.95, 1, large));
+}

@@ -113,7 +113,7 @@ bool byLeaders(const model::Cluster* cluster, const Tunables& tunables, model::C
   const double pipelined = all[static_cast<size_t>(model::Plan::Hierarchical)].seconds;
   plan->leadersUs = leaders * 1e6;
   plan->pipelinedUs = pipelined * 1e6;
-  return model::leadersChosen(leaders, pipelined, static_cast<double>(bytes));
+  return model::leadersChosen(*cluster, leaders, pipelined, static_cast<double>(bytes));
 }
 
 }  // namespace
