@@ -12,7 +12,12 @@ FILE: a cluster file whose network and first domain hold the figures
 prints the library's own). Counts the calls the model would run more
 than 10% slower than the better plan, and than today's fixed threshold's
 plan (the leaders up to 64 KiB, the pipelined plan above), and lists them.
+Given several tables of the same host, it also judges each call over all
+of them: the median of each table's own ratio (the model's plan over the
+threshold's, both measured in the same run), which a run's noise moves
+less than a single table's medians.
 """
+import statistics
 import argparse
 import pathlib
 import re
@@ -55,6 +60,7 @@ def main():
     a = ap.parse_args()
     figures = pathlib.Path(a.figures).read_text()
     calls, slower, behind, ahead = 0, [], [], 0
+    per_call = {}  # (layout, collective, size): each table's model / threshold
     with tempfile.TemporaryDirectory() as tmp:
         path = pathlib.Path(tmp) / "layout.cluster"
         for table in a.tables:
@@ -74,10 +80,19 @@ def main():
                 if model > 1.1 * threshold:
                     behind.append(call)
                 ahead += threshold > 1.1 * model
+                per_call.setdefault((layout, coll, size), []).append(model / threshold)
     print(f"{calls} calls: the model's plan more than 10% slower than the better one in {len(slower)}, "
           f"than the threshold's in {len(behind)}; more than 10% faster than the threshold's in {ahead}")
     for call in slower:
         print(("  (also behind the threshold) " if call in behind else "  ") + call)
+    if len(a.tables) > 1:
+        medians = {k: statistics.median(v) for k, v in per_call.items()}
+        late = sorted((k for k, m in medians.items() if m > 1.1), key=lambda k: -medians[k])
+        print(f"per call over the {len(a.tables)} tables (the median of each table's own ratio), {len(medians)} calls: "
+              f"more than 10% behind the threshold's plan in {len(late)}, more than 10% ahead in "
+              f"{sum(m < 1 / 1.1 for m in medians.values())}; the worst {max(medians.values()):.2f}")
+        for layout, coll, size in late:
+            print(f"  {layout} {coll} {size >> 10} KiB: {medians[(layout, coll, size)]:.2f}")
     return 0 if calls else 1
 
 
