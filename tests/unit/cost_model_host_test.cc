@@ -331,6 +331,22 @@ TEST(HostModel, TheFiguresWriteAndReadBack) {
 
 }  // namespace
 
+// One domain's all-reduce by recursive doubling: a round's latency ramps
+// with its message from library_step_us at 0 bytes to library_latency_us
+// at 2 KiB, as a ring round's: four ranks' two rounds of 1 KiB each pay
+// half of the difference less than without the ramp, of 4 KiB nothing.
+TEST(HostModel, TheDoublingsRoundsRampTheirLatencyWithTheirMessage) {
+  Figures f = builtInFigures(16);
+  f.libraryLatencyUs = 3;
+  f.libraryStepUs = 3;
+  const Cluster flat = clusterFor(f, {{1, 4}}, true);
+  f.libraryStepUs = 1;
+  const Cluster ramp = clusterFor(f, {{1, 4}}, true);
+  auto allReduce = [](const Cluster& c, double bytes) { return estimateAll(c, Collective::AllReduce, bytes, {})[0].seconds; };
+  EXPECT_NEAR(allReduce(flat, 1024) - allReduce(ramp, 1024), 2 * (3 - 2) * 1e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(allReduce(flat, 4096), allReduce(ramp, 4096));
+}
+
 // Beyond the cores the model leaves the switch's plan only for one it
 // estimates kSwitchMarginBeyondCores faster; within them kSwitchMargin.
 TEST(HostModel, BeyondTheCoresTheSwitchsPlanNeedsALargerMargin) {
