@@ -347,6 +347,27 @@ TEST(HostModel, TheDoublingsRoundsRampTheirLatencyWithTheirMessage) {
   EXPECT_DOUBLE_EQ(allReduce(flat, 4096), allReduce(ramp, 4096));
 }
 
+// One host's CPU ranks: a message between domains goes through the same
+// transport as a domain's round, its latency ramping the same way
+// (library_step_us / library_latency_us of link_latency_us at 0 bytes,
+// all of it from 2 KiB). Two one-rank domains' leaders' all-reduce of 1
+// KiB: two rounds of 512-byte messages, each 0.75 x (1 - 2/4) x 2 us
+// quicker; of 16 KiB, or across nodes, nothing.
+TEST(HostModel, ALinksSmallMessagesRampTheirLatencyAsARoundsDo) {
+  Figures f = builtInFigures(16);
+  f.libraryLatencyUs = 4;
+  f.libraryStepUs = 4;
+  f.linkLatencyUs = 2;
+  const Figures flat = f;
+  f.libraryStepUs = 2;
+  auto leaders = [](const Figures& figures, bool oneHost, double bytes) {
+    return estimateAll(clusterFor(figures, {{1, 1}, {1, 1}}, oneHost), Collective::AllReduce, bytes, {})[0].seconds;
+  };
+  EXPECT_NEAR(leaders(flat, true, 1024) - leaders(f, true, 1024), 2 * 0.75 * 0.5 * 2e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(leaders(flat, true, 16384), leaders(f, true, 16384));
+  EXPECT_DOUBLE_EQ(leaders(flat, false, 1024), leaders(f, false, 1024));
+}
+
 // Beyond the cores the model leaves the switch's plan only for one it
 // estimates kSwitchMarginBeyondCores faster; within them kSwitchMargin.
 TEST(HostModel, BeyondTheCoresTheSwitchsPlanNeedsALargerMargin) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "model/steps/domain_library.h"
+
 namespace hetccl::model {
 
 namespace {
@@ -29,6 +31,14 @@ double nodeNics(const Cluster& c, const DomainSpec& d) {
 }
 
 double crossAlpha(const Cluster& c) { return c.network.latencyUs * kUs; }
+
+double crossAlphaOf(const Cluster& c, double bytes) {
+  const DomainSpec& d = c.domains.front();
+  if (!c.network.oneHost || d.vendor != Vendor::Cpu || d.libraryStepUs <= 0 || d.libraryStepUs >= d.libraryLatencyUs)
+    return crossAlpha(c);
+  const double smallest = d.libraryStepUs / d.libraryLatencyUs;
+  return crossAlpha(c) * (smallest + (1 - smallest) * std::min(1.0, bytes / kLatencyRampBytes));
+}
 
 double gapOf(const Cluster& c) { return (c.network.gapUs > 0 ? c.network.gapUs : c.network.latencyUs) * kUs; }
 

@@ -22,6 +22,13 @@ double slowestLink(const Cluster& c, bool leader);
 double nodeNics(const Cluster& c, const DomainSpec& d);
 // One hop between nodes: the network's latency (seconds).
 double crossAlpha(const Cluster& c);
+// One hop's latency for a message of `bytes`. On one host the CPU ranks'
+// messages between domains go through the same shared-memory transport
+// as their domain's rounds, whose smallest messages take less than the
+// latency fitted from a few KiB up: below kLatencyRampBytes it ramps as
+// a round's does (Library::alphaOf), from library_step_us /
+// library_latency_us of it at 0 bytes. Elsewhere: crossAlpha.
+double crossAlphaOf(const Cluster& c, double bytes);
 // Messages below the eager size, back to back: how far apart they follow
 // each other (seconds; gap_us, where the file gives none a latency apart).
 double gapOf(const Cluster& c);

@@ -152,7 +152,8 @@ double furtherMessages(const Cluster& c) {
 Step amongLeaders(const Cluster& c, double rounds, double bytes) {
   const double share = activeShare(c, static_cast<double>(c.domains.size()));
   const double beta = bytes / slowestLink(c, true) * share;
-  Step s = network(Step{rounds * (crossAlpha(c) + furtherMessages(c)) * share, beta});
+  const double message = bytes / rounds / std::max(1.0, static_cast<double>(c.domains.size()) - 1);
+  Step s = network(Step{rounds * (crossAlphaOf(c, message) + furtherMessages(c)) * share, beta});
   s.pace = rounds * gapOf(c) * share + beta;
   return s;
 }

@@ -191,10 +191,15 @@ Step chainInDomains(const Cluster& c, double chunk, double s, Collective coll, b
 double furtherMessages(const Cluster& c);
 
 // Between domains, spread over every rank: each rank of domain d moves
-// `perRank(d)` bytes in one phase; the slowest domain sets the pace.
+// `perRank(d)` bytes in one phase, a message to each other domain (the
+// smallest sets the phase's latency: crossAlphaOf); the slowest domain
+// sets the pace.
 template <typename F>
 Step acrossDomains(const Cluster& c, int phases, F perRank) {
-  Step step = network(Step{phases * (crossAlpha(c) + furtherMessages(c)), 0});
+  const double others = std::max(1.0, static_cast<double>(c.domains.size()) - 1);
+  double message = perRank(c.domains.front()) / others;
+  for (const DomainSpec& d : c.domains) message = std::min(message, perRank(d) / others);
+  Step step = network(Step{phases * (crossAlphaOf(c, message) + furtherMessages(c)), 0});
   for (const DomainSpec& d : c.domains) {
     step.parts.push_back({step.alpha, phases * perRank(d) / crossBandwidth(c, d, false)});
     step.beta = std::max(step.beta, step.parts.back().beta);
@@ -203,7 +208,8 @@ Step acrossDomains(const Cluster& c, int phases, F perRank) {
 }
 
 // Between the domains' leaders: `rounds` rounds (each leader posts all of
-// a round's messages at once) moving `bytes` per leader; the other ranks wait.
+// a round's messages at once, one to each other leader: their latency
+// crossAlphaOf's) moving `bytes` per leader; the other ranks wait.
 Step amongLeaders(const Cluster& c, double rounds, double bytes);
 
 // The leaders' rooted call back to back (`reducing`: a reduce): each rank
