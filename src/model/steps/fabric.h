@@ -27,7 +27,10 @@ double crossAlpha(const Cluster& c);
 // as their domain's rounds, whose smallest messages take less than the
 // latency fitted from a few KiB up: below kLatencyRampBytes it ramps as
 // a round's does (Library::alphaOf), from library_step_us /
-// library_latency_us of it at 0 bytes. Elsewhere: crossAlpha.
+// library_latency_us of it at 0 bytes. Elsewhere: crossAlpha. (At
+// latency_us throughout, three one-rank domains' all-reduce of 1 KiB came
+// out 39% long at the median of 17 16-core hosts, 17% with the ramp; of
+// several domains' 1 KiB rows 78% were within 20%, 86% with it.)
 double crossAlphaOf(const Cluster& c, double bytes);
 // Messages below the eager size, back to back: how far apart they follow
 // each other (seconds; gap_us, where the file gives none a latency apart).
