@@ -17,10 +17,10 @@ of them: the median of each table's own ratio (the model's plan over the
 threshold's, both measured in the same run), which a run's noise moves
 less than a single table's medians.
 """
-import statistics
 import argparse
 import pathlib
 import re
+import statistics
 import subprocess
 import sys
 import tempfile

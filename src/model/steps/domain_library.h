@@ -21,6 +21,11 @@ constexpr double kShmSlotBytes = 256 << 10;
 // A host ring round's or chain hop's message from which it pays the
 // library's whole latency (Library::alphaOf).
 constexpr double kLatencyRampBytes = 2 << 10;
+// The latency of a message of `bytes` on CPU ranks' shared-memory
+// transport: `smallest` at 0 bytes, up to `full` at kLatencyRampBytes.
+inline double rampedLatency(double smallest, double full, double bytes) {
+  return smallest + (full - smallest) * std::min(1.0, bytes / kLatencyRampBytes);
+}
 
 // A domain's vendor library across its nodes, as the model runs it: the
 // file's figures are one node's. Across nodes NCCL's and RCCL's rings
@@ -70,7 +75,7 @@ struct Library {
   double latency() const { return n > 1 ? (chunk > 0 ? n - 1 : 1) * alpha : 0; }
   double alphaOf(double b) const {
     if (chunk <= 0 || small <= 0 || small >= alpha) return alpha;
-    return small + (alpha - small) * std::min(1.0, b / kLatencyRampBytes);
+    return rampedLatency(small, alpha, b);
   }
   // A ring's n - 1 rounds of s / n bytes each.
   double ringLatency(double s) const { return n > 1 ? (chunk > 0 ? (n - 1) * alphaOf(s / n) : alpha) : 0; }

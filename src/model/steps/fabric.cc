@@ -36,8 +36,7 @@ double crossAlphaOf(const Cluster& c, double bytes) {
   const DomainSpec& d = c.domains.front();
   if (!c.network.oneHost || d.vendor != Vendor::Cpu || d.libraryStepUs <= 0 || d.libraryStepUs >= d.libraryLatencyUs)
     return crossAlpha(c);
-  const double smallest = d.libraryStepUs / d.libraryLatencyUs;
-  return crossAlpha(c) * (smallest + (1 - smallest) * std::min(1.0, bytes / kLatencyRampBytes));
+  return rampedLatency(crossAlpha(c) * d.libraryStepUs / d.libraryLatencyUs, crossAlpha(c), bytes);
 }
 
 double gapOf(const Cluster& c) { return (c.network.gapUs > 0 ? c.network.gapUs : c.network.latencyUs) * kUs; }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -197,7 +198,7 @@ double furtherMessages(const Cluster& c);
 template <typename F>
 Step acrossDomains(const Cluster& c, int phases, F perRank) {
   const double others = std::max(1.0, static_cast<double>(c.domains.size()) - 1);
-  double message = perRank(c.domains.front()) / others;
+  double message = std::numeric_limits<double>::infinity();
   for (const DomainSpec& d : c.domains) message = std::min(message, perRank(d) / others);
   Step step = network(Step{phases * (crossAlphaOf(c, message) + furtherMessages(c)), 0});
   for (const DomainSpec& d : c.domains) {
