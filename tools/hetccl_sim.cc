@@ -1,5 +1,6 @@
 // hetccl-sim: what hetccl's cross-domain plans would cost on a cluster
-// that is not at hand (src/model/cost_model.h), from a cluster file
+// that is not at hand (src/model/cost_model.h; GPU ranks: its stream
+// engines, src/model/steps/stream_engine.h), from a cluster file
 // (docs/simulator.md; examples/clusters/). For each collective and size:
 // every plan's predicted time and bus bandwidth, and the plan the model
 // picks; for a [training] section, the data-parallel step and its
@@ -18,6 +19,7 @@
 #include "model/cluster.h"
 #include "model/cost_model.h"
 #include "model/steps/domain_library.h"
+#include "model/steps/stream_engine.h"
 #include "model/figures.h"
 
 namespace {
@@ -72,9 +74,13 @@ void describe(const Cluster& c) {
     printf("#   domain %s: %s, %d nodes x %d GPUs, %d NICs per node, %s, %s\n", d.name.c_str(), vendorName(d.vendor), d.nodes,
            d.gpusPerNode, d.nicsPerNode, text,
            d.vendor == Vendor::Cpu ? "host memory"
-           : d.gpuDirect           ? "NICs on GPU memory"
+           : d.gpuDirect           ? "NICs on GPU memory (the host path's plans)"
                                    : ("host-staged, " + std::to_string(static_cast<int>(d.pcieGBs)) + " GB/s PCIe").c_str());
   }
+  if (streamEnginesRun(c))
+    printf("#   GPU ranks: hetccl's stream engines take every collective (stream); leaders and hierarchical are\n"
+           "#   the host path's plans, which they run host-staged with HETCCL_STREAM_COLLECTIVES=0 and\n"
+           "#   HETCCL_STREAM_HIERARCHY=0\n");
 }
 
 void training(const Cluster& c, const ModelSettings& s) {
@@ -159,7 +165,7 @@ int main(int argc, char** argv) {
     if (!csv) {
       printf("\n# %s: time (us) and busbw (GB/s) per plan; flat is the host-staged ring (reference)\n",
              collectiveName(coll));
-      printf("#%13s %22s %22s %22s   %s\n", "size", "leaders", "hierarchical", "flat (reference)", "choice");
+      printf("#%13s %22s %22s %22s %22s   %s\n", "size", "leaders", "hierarchical", "flat (reference)", "stream", "choice");
     }
     for (double b = minBytes; b <= maxBytes; b *= factor) {
       const std::vector<Estimate> all = estimateAll(cluster, coll, b, settings);
@@ -171,15 +177,19 @@ int main(int argc, char** argv) {
         continue;
       }
       printf("%14s", sizeLabel(b).c_str());
-      for (const Estimate& e : all)
-        printf(" %12.1f %8.2f%s", e.seconds * 1e6, e.busGBs, e.hetcclRunsIt ? " " : "*");
+      for (const Estimate& e : all) {
+        if (e.plan == Plan::Stream && !e.hetcclRunsIt) printf(" %21s ", "-");
+        else printf(" %12.1f %8.2f%s", e.seconds * 1e6, e.busGBs, e.hetcclRunsIt ? " " : "*");
+      }
       // One domain: hetccl passes the call to the vendor library, whichever plan.
       printf("   %s", cluster.domains.size() == 1 ? "the library (one domain)" : planName(best.plan));
+      if (best.plan == Plan::Stream)
+        printf(" (%s)", protocolName(crossProtocol(cluster, crossGroupCollective(cluster, coll), crossGroupBytes(cluster, coll, b))));
       if (best.pieceBytes > 0 && best.pieceBytes < b) printf(" (pieces of %s)", sizeLabel(best.pieceBytes).c_str());
       printf("\n");
     }
   }
-  if (!csv) printf("\n# (* not a plan hetccl runs for this collective)\n");
+  if (!csv) printf("\n# (* not a plan hetccl runs for this collective; - the stream engines take only GPU ranks)\n");
   if (!csv && cluster.training.present) training(cluster, settings);
   return 0;
 }

@@ -98,6 +98,8 @@ const std::vector<Field>& fields() {
       {Section::Network, "further_message_us", numberInto([](Cluster& c) -> double& { return c.network.furtherUs; })},
       {Section::Network, "one_host",
        [](Cluster& c, const std::string& v, std::string* why) { return yesNo(v, &c.network.oneHost, why); }},
+      {Section::Network, "one_gpu",
+       [](Cluster& c, const std::string& v, std::string* why) { return yesNo(v, &c.network.oneGpu, why); }},
       {Section::Domain, "vendor",
        [](Cluster& c, const std::string& v, std::string* why) {
          for (Vendor k : {Vendor::Nvidia, Vendor::Amd, Vendor::Cpu})
@@ -118,6 +120,9 @@ const std::vector<Field>& fields() {
       {Section::Domain, "library_step_us", numberInto([](Cluster& c) -> double& { return last(c).libraryStepUs; })},
       {Section::Domain, "pcie_gbs", numberInto([](Cluster& c) -> double& { return last(c).pcieGBs; })},
       {Section::Domain, "staging_us", numberInto([](Cluster& c) -> double& { return last(c).stagingUs; })},
+      {Section::Domain, "stream_ll_us", numberInto([](Cluster& c) -> double& { return last(c).streamLowLatencyUs; })},
+      {Section::Domain, "stream_one_shot_us", numberInto([](Cluster& c) -> double& { return last(c).streamOneShotUs; })},
+      {Section::Domain, "stream_pieces_us", numberInto([](Cluster& c) -> double& { return last(c).streamPiecesUs; })},
       {Section::Domain, "gpudirect",
        [](Cluster& c, const std::string& v, std::string* why) { return yesNo(v, &last(c).gpuDirect, why); }},
       {Section::Domain, "reduce_gbs", numberInto([](Cluster& c) -> double& { return last(c).reduceGBs; })},
@@ -163,8 +168,10 @@ bool check(const Cluster& c, const std::string& source, std::string* error) {
     if (d.beyondCache < 1) return bad(d.line, in + "beyond_cache must be at least 1 (a byte beyond the cache costs more)");
     if ((crosses || d.nodes > 1) && d.nicsPerNode < 1)
       return bad(d.line, in + "nics_per_node is 0: its GPUs have no NIC path to the other nodes");
-    if (crosses && d.vendor != Vendor::Cpu && !d.gpuDirect && d.pcieGBs <= 0)
-      return bad(d.line, in + "pcie_gbs must be above 0 without gpudirect (the host-staged path to the NIC)");
+    if (crosses && d.vendor != Vendor::Cpu && d.pcieGBs <= 0)
+      return bad(d.line, in + "pcie_gbs must be above 0 (GPU ranks' bytes between domains go through host memory)");
+    if (d.streamLowLatencyUs < 0 || d.streamOneShotUs < 0 || d.streamPiecesUs < 0)
+      return bad(d.line, in + "stream_ll_us, stream_one_shot_us and stream_pieces_us must not be negative");
     if (c.training.present && d.samplesPerSecond <= 0)
       return bad(d.line, in + "samples_per_s must be above 0 in a cluster with a [training] section");
     for (const DomainSpec& e : c.domains)

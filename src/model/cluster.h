@@ -30,6 +30,11 @@ struct DomainSpec {
   double pcieGBs = 0;            // a GPU's copy bandwidth to or from host memory (host staging), each way
   double stagingUs = 10;         // and such a copy's latency
   bool gpuDirect = false;        // the NICs read and write GPU memory (RDMA on device memory)
+  // The stream engines' fixed cost of a call between two ranks, per
+  // protocol (stream_engine.h; two ranks sharing an H100 under MPS).
+  double streamLowLatencyUs = 8.6;
+  double streamOneShotUs = 32.6;
+  double streamPiecesUs = 84;
   double reduceGBs = 0;          // a rank's reduction throughput (bytes of one input per second)
   double samplesPerSecond = 0;   // training: one GPU's throughput alone ([training] only)
   int coresPerNode = 0;          // CPU domains: the cores their ranks share (0: a core per rank)
@@ -47,6 +52,7 @@ struct NetworkSpec {
   double oversubscription = 1; // above the leaf switches (1: full bisection)
   int nodesPerLeaf = 0;        // two-level fat tree: nodes under one leaf switch (0: one switch)
   bool oneHost = false;        // every domain on one host (CPU ranks beside each other: they share its cores)
+  bool oneGpu = false;         // every GPU rank on one GPU (domains sharing it under MPS: its copy engines too)
   double handoffUs = 0;        // CPU ranks beyond their cores: a wake-up of a rank's progress thread
   double eagerBytes = 0;       // messages below this size leave without waiting for their receiver
   double gapUs = 0;            // such messages back to back: one's pace (a sender's time per message; 0: latency_us)

@@ -29,6 +29,7 @@ const char* planName(Plan p) {
   switch (p) {
     case Plan::Leaders: return "leaders";
     case Plan::Hierarchical: return "hierarchical";
+    case Plan::Stream: return "stream";
     default: return "flat";
   }
 }

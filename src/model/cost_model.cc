@@ -10,6 +10,7 @@
 #include "model/steps/fabric.h"
 #include "model/steps/host_ranks.h"
 #include "model/steps/steps.h"
+#include "model/steps/stream_engine.h"
 
 namespace hetccl::model {
 
@@ -329,12 +330,17 @@ double pipelinedWithTail(const Cluster& c, Collective coll, double s, const Mode
 std::vector<Estimate> estimateAll(const Cluster& c, Collective coll, double bytes, const ModelSettings& s) {
   std::vector<Estimate> out;
   const double factor = busFactor(coll, c.ranks());
-  for (Plan p : {Plan::Leaders, Plan::Hierarchical, Plan::Flat}) {
+  for (Plan p : {Plan::Leaders, Plan::Hierarchical, Plan::Flat, Plan::Stream}) {
     Estimate e;
     e.plan = p;
-    e.hetcclRunsIt = p != Plan::Flat && !(p == Plan::Leaders && coll == Collective::AllGather);
-    e.seconds = p == Plan::Hierarchical ? pipelinedWithTail(c, coll, bytes, s, &e.pieceBytes)
-                                        : estimate(c, coll, p, bytes, s, &e.pieceBytes);
+    if (p == Plan::Stream) {
+      e.hetcclRunsIt = streamEnginesRun(c);
+      e.seconds = e.hetcclRunsIt ? streamSeconds(c, coll, bytes) : 0;
+    } else {
+      e.hetcclRunsIt = p != Plan::Flat && !(p == Plan::Leaders && coll == Collective::AllGather);
+      e.seconds = p == Plan::Hierarchical ? pipelinedWithTail(c, coll, bytes, s, &e.pieceBytes)
+                                          : estimate(c, coll, p, bytes, s, &e.pieceBytes);
+    }
     e.busGBs = e.seconds > 0 ? bytes / e.seconds * factor / kGB : 0;
     out.push_back(e);
   }

@@ -19,7 +19,11 @@
 //                 and reduce as "spread");
 //   flat          a ring (or chain) over every rank through the transports,
 //                 ignoring the vendor library: the reference a host-staged
-//                 library such as Gloo or MPI would run, not a hetccl plan.
+//                 library such as Gloo or MPI would run, not a hetccl plan;
+//   stream        hetccl's stream engines, which take every collective of
+//                 GPU ranks (steps/stream_engine.h); leaders and
+//                 hierarchical are then what GPU ranks run host-staged
+//                 (HETCCL_STREAM_COLLECTIVES=0, HETCCL_STREAM_HIERARCHY=0).
 // Bytes are nccl-tests' sizes: the buffer of all-reduce, broadcast and
 // reduce; the whole output of all-gather and input of reduce-scatter.
 #pragma once
@@ -37,8 +41,8 @@ constexpr int kCollectives = 5;
 const char* collectiveName(Collective c);  // as hetccl-perf and nccl-tests name them
 bool collectiveByName(const std::string& name, Collective* out);
 
-enum class Plan { Leaders, Hierarchical, Flat };
-constexpr int kPlans = 3;
+enum class Plan { Leaders, Hierarchical, Flat, Stream };
+constexpr int kPlans = 4;
 const char* planName(Plan p);
 
 struct ModelSettings {
@@ -62,11 +66,13 @@ struct Estimate {
   double pieceBytes = 0;  // a pipelined plan's piece (0: not pipelined)
 };
 
-// Every plan's estimate for one call, indexed by Plan (the flat reference last).
+// Every plan's estimate for one call, indexed by Plan (the stream
+// engines' last: where they do not run, hetcclRunsIt false and 0 s).
 std::vector<Estimate> estimateAll(const Cluster& c, Collective coll, double bytes, const ModelSettings& s = {});
-// The plan hetccl runs: the fixed switch's (the leaders up to
-// kSwitchBytes, the pipelined plan above) unless the model estimates the
-// other at least kSwitchMargin faster (leadersChosen; beyond the cores
+// The plan hetccl runs: the stream engines' where every domain is a
+// GPU's; else the fixed switch's (the leaders up to kSwitchBytes, the
+// pipelined plan above) unless the model estimates the other at least
+// kSwitchMargin faster (leadersChosen; beyond the cores
 // kSwitchMarginBeyondCores).
 Estimate choose(const Cluster& c, Collective coll, double bytes, const ModelSettings& s = {});
 // HETCCL_SMALL_ALLREDUCE_BYTES' default: the switch between the plans

@@ -16,6 +16,7 @@ bool leadersChosen(const Cluster& c, double leadersSeconds, double pipelinedSeco
 
 Estimate choose(const Cluster& c, Collective coll, double bytes, const ModelSettings& s) {
   const std::vector<Estimate> all = estimateAll(c, coll, bytes, s);
+  if (all[static_cast<size_t>(Plan::Stream)].hetcclRunsIt) return all[static_cast<size_t>(Plan::Stream)];
   const Estimate& leaders = all[static_cast<size_t>(Plan::Leaders)];
   const Estimate& pipelined = all[static_cast<size_t>(Plan::Hierarchical)];
   if (!leaders.hetcclRunsIt) return pipelined;

@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Fits the cost model's figures of hetccl's stream engines (the path of
+GPU ranks, src/model/steps/stream_engine.h) to hetccl-perf runs on the GPUs
+at hand, and reports the model's error on the defaults of every
+collective, in two domains (the fitted layout) and three (held back).
+
+    scripts/calibrate-stream.py [--perf build/hetccl-perf] [--sim build/hetccl-sim] [--runs 3]
+                                [--one-gpu] [--save m.json | --load m.json] [--table T.md]
+
+One rank per domain. --one-gpu: every rank on one GPU (under CUDA MPS:
+`source bench/mps.sh` first), whose copy engines the ranks share; else a
+GPU each, on one host. What it fits, from two domains' all-reduce with
+each protocol forced (docs/environment.md: HETCCL_STREAM_LL_BYTES,
+HETCCL_STREAM_ONE_SHOT_BYTES), by a line through the sizes:
+  stream_ll_us, stream_one_shot_us, stream_pieces_us: each line's intercept;
+  pcie_gbs: the one-shot line's slope (each rank copies its input to host
+            memory and its peer's back: the buffer each way, through the
+            one GPU's engines twice with --one-gpu).
+Then every collective with the library's defaults, 1 KiB to 16 MiB, in two
+and three domains, against hetccl-sim's prediction on a cluster file of
+those figures; medians of --runs rounds that each pass every series once.
+"""
+import argparse
+import json
+import pathlib
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from model_fit import line_fit  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SIZES = [1 << k for k in range(10, 25, 2)]  # 1 KiB to 16 MiB, x4
+FORCED = {  # the protocol alone at every size it takes
+    "ll": {"HETCCL_STREAM_LL_BYTES": str(1 << 20), "HETCCL_STREAM_ONE_SHOT_BYTES": "0"},
+    "os": {"HETCCL_STREAM_LL_BYTES": "0", "HETCCL_STREAM_ONE_SHOT_BYTES": str(1 << 26)},
+    "pc": {"HETCCL_STREAM_LL_BYTES": "0", "HETCCL_STREAM_ONE_SHOT_BYTES": "0"},
+    "df": {},
+}
+COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"]
+FITTED = {"ll": "stream_ll_us", "os": "stream_one_shot_us", "pc": "stream_pieces_us"}
+
+
+def series():
+    """(protocol, collective, ranks, sizes) of every measured series."""
+    fit = [(p, "all_reduce", 2, [s for s in SIZES if p != "ll" or s <= 1 << 20]) for p in FITTED]
+    return fit + [("df", c, n, SIZES) for n in (2, 3) for c in COLLECTIVES]
+
+
+def run_once(perf, proto, coll, ranks, sizes):
+    """One hetccl-perf run's out-of-place times (us) by size."""
+    import os
+    env = dict(os.environ, **FORCED[proto])
+    out = subprocess.run([perf, coll, "-N", str(ranks), "--domains", str(ranks), "-b", str(sizes[0]), "-e",
+                          str(sizes[-1]), "-f", "4", "-n", "40", "-w", "5", "-c", "0"],
+                         capture_output=True, text=True, timeout=300, check=True, env=env).stdout
+    rows = [l.split() for l in out.splitlines() if re.match(r"^\s+\d+\s+\d+", l)]
+    return {int(r[0]): float(r[5]) for r in rows}
+
+
+def key(proto, coll, ranks, size):
+    return f"{proto} {coll} {ranks} {size}"
+
+
+def fit(med, one_gpu):
+    """The figures: each forced protocol's line through its all-reduce."""
+    figures = {}
+    for proto, name in FITTED.items():
+        pts = [(s, med[key(proto, "all_reduce", 2, s)]) for s in SIZES if key(proto, "all_reduce", 2, s) in med]
+        intercept, slope = line_fit(pts)
+        figures[name] = max(intercept, 0.1)
+        if proto == "os":  # each rank's buffer each way: through the one GPU's engines twice with --one-gpu
+            figures["pcie_gbs"] = (2 if one_gpu else 1) * 1e-3 / slope
+    return figures
+
+
+def cluster_text(figures, ranks, one_gpu):
+    text = "name = stream engines, calibrated\n[network]\nnic_gbps = 100\nlatency_us = 0\n"
+    text += "one_gpu = yes\n" if one_gpu else "one_host = yes\n"
+    for r in range(ranks):
+        text += f"[domain g{r}]\nvendor = nvidia\nnodes = 1\ngpus_per_node = 1\nnics_per_node = 1\nreduce_gbs = 1000\n"
+        text += "".join(f"{k} = {v:.6g}\n" for k, v in figures.items())
+    return text
+
+
+def predict(sim, path, coll, size):
+    out = subprocess.run([sim, str(path), "-c", coll, "-b", str(size), "-e", str(size), "--csv"],
+                         capture_output=True, text=True, check=True).stdout
+    return next(float(r.split(",")[5]) for r in out.splitlines()[1:] if r.split(",")[2] == "stream") * 1e6
+
+
+def self_test(sim):
+    """The fit recovers known figures from runs that follow the model's
+    lines (two ranks on one GPU); hetccl-sim takes the cluster files it
+    writes."""
+    want = {"stream_ll_us": 9.0, "stream_one_shot_us": 30.0, "stream_pieces_us": 80.0, "pcie_gbs": 40.0}
+    runs = {}
+    for proto, name in FITTED.items():
+        words = 2 if proto == "ll" else 1  # the kernel's words: 4 bytes of data in 8
+        for s in SIZES:
+            runs[key(proto, "all_reduce", 2, s)] = [want[name] + words * 2 * s / (want["pcie_gbs"] * 1e3)]  # two ranks on one GPU
+    with tempfile.TemporaryDirectory() as d:
+        for ranks in (2, 3):
+            path = pathlib.Path(d) / "c.cluster"
+            path.write_text(cluster_text(want, ranks, True))
+            for coll in COLLECTIVES:
+                for s in SIZES:
+                    runs[key("df", coll, ranks, s)] = [predict(sim, path, coll, s)]
+    got = fit({k: v[0] for k, v in runs.items()}, True)
+    print(f"self-test: wanted {want}, fitted " + ", ".join(f"{k} {v:.4g}" for k, v in got.items()))
+    return 0 if all(abs(got[k] / want[k] - 1) < 1e-3 for k in want) else 1
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--perf", default=str(ROOT / "build" / "hetccl-perf"))
+    ap.add_argument("--sim", default=str(ROOT / "build" / "hetccl-sim"))
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--one-gpu", action="store_true", help="every rank on one GPU (under MPS)")
+    ap.add_argument("--save", help="write every run (JSON) here")
+    ap.add_argument("--load", help="fit and predict from a --save file instead of measuring")
+    ap.add_argument("--table", help="also write the table (markdown) here")
+    ap.add_argument("--self-test", action="store_true", help="check the fit on synthetic runs, and exit")
+    a = ap.parse_args()
+    if a.self_test:
+        return self_test(a.sim)
+    runs = {}
+    if a.load:
+        runs = json.loads(pathlib.Path(a.load).read_text())
+    else:
+        for _ in range(a.runs):  # rounds: a machine's drift falls on every series alike
+            for proto, coll, ranks, sizes in series():
+                for s, t in run_once(a.perf, proto, coll, ranks, sizes).items():
+                    runs.setdefault(key(proto, coll, ranks, s), []).append(t)
+            if a.save:
+                pathlib.Path(a.save).write_text(json.dumps(runs, indent=0, sort_keys=True))
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    figures = fit(med, a.one_gpu)
+    print("fitted: " + ", ".join(f"{k} {v:.3g}" for k, v in figures.items()))
+    rows, errors = [], {2: [], 3: []}
+    with tempfile.TemporaryDirectory() as d:
+        for ranks in (2, 3):
+            path = pathlib.Path(d) / f"{ranks}.cluster"
+            path.write_text(cluster_text(figures, ranks, a.one_gpu))
+            for coll in COLLECTIVES:
+                # (hetccl-perf rounds a size down to whole elements per rank)
+                for s in sorted(int(k.split()[-1]) for k in med if k.startswith(key("df", coll, ranks, ""))):
+                    k = key("df", coll, ranks, s)
+                    p = predict(a.sim, path, coll, s)
+                    err = (p - med[k]) / med[k]
+                    errors[ranks].append(abs(err))
+                    rows.append(f"| {ranks} | {coll} | {s} | {med[k]:.1f} | {p:.1f} | {err * 100:+.0f}% |")
+    table = ["| domains | collective | bytes | measured (us) | predicted (us) | error |", "|---|---|---|---|---|---|"] + rows
+    for ranks, e in errors.items():
+        if e:
+            within = sum(x <= 0.2 for x in e)
+            table.append(f"| **{ranks}: median {statistics.median(e) * 100:.0f}%, {within} of {len(e)} within 20%** |||||")
+    print("\n".join(table))
+    if a.table:
+        pathlib.Path(a.table).write_text("\n".join(table) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
