@@ -184,7 +184,7 @@ int main(int argc, char** argv) {
       // One domain: hetccl passes the call to the vendor library, whichever plan.
       printf("   %s", cluster.domains.size() == 1 ? "the library (one domain)" : planName(best.plan));
       if (best.plan == Plan::Stream)
-        printf(" (%s)", protocolName(crossProtocol(cluster, crossGroupCollective(cluster, coll), crossGroupBytes(cluster, coll, b))));
+        printf(" (%s)", protocolName(crossProtocol(cluster, crossGroupCollective(cluster, coll), crossGroupBytes(cluster, b))));
       if (best.pieceBytes > 0 && best.pieceBytes < b) printf(" (pieces of %s)", sizeLabel(best.pieceBytes).c_str());
       printf("\n");
     }

@@ -80,14 +80,13 @@ Traffic trafficOf(StreamProtocol p, Collective coll, double x, double D) {
 // Whether a cross group's ranks share host memory (one host) or relay.
 bool oneHost(const Cluster& c) { return c.network.oneHost || c.network.oneGpu; }
 
-constexpr double kFurtherPeer = 0.7;
-
 // A call's fixed cost: the protocol's for two ranks, each further peer's
-// copies and flag waits adding as much again (two ranks sharing an H100
-// under MPS: 8.6 us for the kernel, 32.6 one-shot, 84 the pieces; three
-// 13.7, 57.7, 163); a rooted call's readers and poster do half of what an
-// all-reduce's ranks each do (one-shot 15.6-16.6 us, the pieces'
-// broadcast 51).
+// copies and flag waits adding kFurtherPeer of it (two ranks sharing an
+// H100 under MPS: 8.6 us for the kernel's all-reduce, 32.6 one-shot, 84
+// the pieces; three ranks 1.6-1.9 times that: 13.7, 57.7, 163); a rooted
+// call's readers and poster do half of what an all-reduce's ranks each
+// do (one-shot 15.6-16.6 us, the pieces' broadcast 51).
+constexpr double kFurtherPeer = 0.7;
 double fixedCost(const DomainSpec& d, StreamProtocol p, Collective coll, double D) {
   const double two = p == StreamProtocol::LowLatency ? d.streamLowLatencyUs
                      : p == StreamProtocol::OneShot  ? d.streamOneShotUs
@@ -101,7 +100,7 @@ double fixedCost(const DomainSpec& d, StreamProtocol p, Collective coll, double 
 template <typename F>
 double slowestDomain(const Cluster& c, F step) {
   double worst = 0;
-  for (const DomainSpec& d : c.domains) worst = std::max(worst, step(library(c, d, 0), d));
+  for (const DomainSpec& d : c.domains) worst = std::max(worst, step(library(c, d, 0)));
   return worst;
 }
 
@@ -166,12 +165,10 @@ double crossGroupSeconds(const Cluster& c, Collective coll, double bytes) {
   return worst;
 }
 
-double crossGroupBytes(const Cluster& c, Collective coll, double s) {
-  const int k = smallestDomain(c);
-  if (k == 1 && evenDomains(c)) return s;
-  // An all-gather's cross group carries one chunk of each of its ranks.
-  if (coll == Collective::AllGather && evenDomains(c)) return s * static_cast<double>(c.domains.size()) / c.ranks();
-  return s / k;
+double crossGroupBytes(const Cluster& c, double s) {
+  // (An all-gather's cross group carries one chunk of each of its ranks:
+  // D of the N = D k, the same 1/k.)
+  return s / smallestDomain(c);
 }
 
 Collective crossGroupCollective(const Cluster& c, Collective coll) {
@@ -179,10 +176,10 @@ Collective crossGroupCollective(const Cluster& c, Collective coll) {
 }
 
 double streamSeconds(const Cluster& c, Collective coll, double s) {
-  const double cross = crossGroupSeconds(c, crossGroupCollective(c, coll), crossGroupBytes(c, coll, s));
+  const double cross = crossGroupSeconds(c, crossGroupCollective(c, coll), crossGroupBytes(c, s));
   if (smallestDomain(c) == 1 && evenDomains(c)) return cross;
-  auto rs = [&](double x) { return slowestDomain(c, [&](const Library& l, const DomainSpec&) { return l.reduceScatter(x); }); };
-  auto ag = [&](double x) { return slowestDomain(c, [&](const Library& l, const DomainSpec&) { return l.allGather(x); }); };
+  auto rs = [&](double x) { return slowestDomain(c, [&](const Library& l) { return l.reduceScatter(x); }); };
+  auto ag = [&](double x) { return slowestDomain(c, [&](const Library& l) { return l.allGather(x); }); };
   const Library root = library(c, c.domains.front(), 0);
   // Domains of different sizes: every collective rides on the uneven
   // all-reduce (stream_hierarchy_uneven.cc): k shards reduced to their

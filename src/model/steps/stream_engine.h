@@ -34,8 +34,8 @@ StreamProtocol crossProtocol(const Cluster& c, Collective coll, double bytes);
 double crossGroupSeconds(const Cluster& c, Collective coll, double bytes);
 // The bytes of a cross group's call (nccl-tests' size) within a call of
 // `bytes`: the call's own where every domain has one rank; in the stream
-// hierarchy a member's shard (the uneven one rides on an all-reduce).
-double crossGroupBytes(const Cluster& c, Collective coll, double bytes);
+// hierarchy a member's shard, 1/k of it (k the smallest domain's ranks).
+double crossGroupBytes(const Cluster& c, double bytes);
 // Which collective a cross group runs within the call.
 Collective crossGroupCollective(const Cluster& c, Collective coll);
 // The stream engines' time for the whole call (the stream hierarchy
