@@ -156,10 +156,17 @@ double crossGroupSeconds(const Cluster& c, Collective coll, double bytes) {
     // Copies to and from host memory run at once (two directions); relayed,
     // the network's each way too. The pieces pipeline them; the other
     // protocols' copies are one call's, also in flight together. Ranks
-    // sharing one GPU (domains under MPS) share its copy engines.
+    // sharing one GPU (domains under MPS) share its link both ways: what
+    // every rank copies, either way, at twice pcie_gbs. (Each way apart,
+    // three ranks' broadcast of 1-4 MiB, one copy out and two in, came out
+    // 50-65% long on an H100: two copies in ran at 49 GB/s, one at 37;
+    // over both H100s' tables two more rows within 20%, six more of three
+    // ranks.)
     const double pcie = d.pcieGBs * kGB;
-    double moving = c.network.oneGpu ? std::max(t.toHostAll, t.fromHostAll) / pcie : std::max(t.toHost, t.fromHost) / pcie;
-    if (!oneHost(c)) moving = std::max(moving, std::max(t.sent, t.received) / crossBandwidth(c, d, false));
+    const double moving = c.network.oneGpu ? (t.toHostAll + t.fromHostAll) / (2 * pcie)
+                          : oneHost(c)     ? std::max(t.toHost, t.fromHost) / pcie
+                                           : std::max({t.toHost / pcie, t.fromHost / pcie,
+                                                       std::max(t.sent, t.received) / crossBandwidth(c, d, false)});
     worst = std::max(worst, fixedCost(d, p, coll, D) + (oneHost(c) ? 0 : crossAlpha(c)) + moving);
   }
   return worst;
