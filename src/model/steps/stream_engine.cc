@@ -160,8 +160,8 @@ double crossGroupSeconds(const Cluster& c, Collective coll, double bytes) {
     // every rank copies, either way, at twice pcie_gbs. (Each way apart,
     // three ranks' broadcast of 1-4 MiB, one copy out and two in, came out
     // 50-65% long on an H100: two copies in ran at 49 GB/s, one at 37;
-    // over both H100s' tables two more rows within 20%, six more of three
-    // ranks.)
+    // over both H100s' tables one more row within 20% of two ranks, five
+    // of three.)
     const double pcie = d.pcieGBs * kGB;
     const double moving = c.network.oneGpu ? (t.toHostAll + t.fromHostAll) / (2 * pcie)
                           : oneHost(c)     ? std::max(t.toHost, t.fromHost) / pcie
