@@ -5,11 +5,15 @@ at hand, and reports the model's error on the defaults of every
 collective, in two domains (the fitted layout) and three (held back).
 
     scripts/calibrate-stream.py [--perf build/hetccl-perf] [--sim build/hetccl-sim] [--runs 3]
-                                [--one-gpu] [--save m.json | --load m.json] [--table T.md]
+                                [--one-gpu] [--relay] [--save m.json | --load m.json] [--table T.md]
 
 One rank per domain. --one-gpu: every rank on one GPU (under CUDA MPS:
-`source bench/mps.sh` first), whose copy engines the ranks share; else a
-GPU each, on one host. What it fits, from two domains' all-reduce with
+`source bench/mps.sh` first), whose link to host memory the ranks share;
+else a GPU each, on one host. --relay: also two domains made to reach
+each other through the stream relay over TCP (HETCCL_TRANSPORT=socket),
+as between hosts: the relay's [network] figures (latency_us: the relayed
+kernel's all-reduce line past the local one's intercept; nic_gbps: the
+relayed pieces' slope) and the defaults of every collective through it. What it fits, from two domains' all-reduce with
 each protocol forced (docs/environment.md: HETCCL_STREAM_LL_BYTES,
 HETCCL_STREAM_ONE_SHOT_BYTES), by a line through the sizes:
   stream_ll_us, stream_one_shot_us, stream_pieces_us: each line's intercept;
@@ -40,14 +44,22 @@ FORCED = {  # the protocol alone at every size it takes
     "pc": {"HETCCL_STREAM_LL_BYTES": "0", "HETCCL_STREAM_ONE_SHOT_BYTES": "0"},
     "df": {},
 }
+# --relay: the ranks reach each other through the stream relay over TCP, as
+# between hosts (rl, rp: the kernel and the pieces forced; rd: the defaults).
+RELAY = {"HETCCL_TRANSPORT": "socket"}
+FORCED.update({"rl": {**FORCED["ll"], **RELAY}, "rp": {**FORCED["pc"], **RELAY}, "rd": RELAY})
 COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"]
 FITTED = {"ll": "stream_ll_us", "os": "stream_one_shot_us", "pc": "stream_pieces_us"}
 
 
-def series():
+def series(relay):
     """(protocol, collective, ranks, sizes) of every measured series."""
     fit = [(p, "all_reduce", 2, [s for s in SIZES if p != "ll" or s <= 1 << 20]) for p in FITTED]
-    return fit + [("df", c, n, SIZES) for n in (2, 3) for c in COLLECTIVES]
+    out = fit + [("df", c, n, SIZES) for n in (2, 3) for c in COLLECTIVES]
+    if relay:  # (the relayed kernel takes at most 32 KiB)
+        out += [("rl", "all_reduce", 2, [s for s in SIZES if s <= 32 << 10]), ("rp", "all_reduce", 2, SIZES)]
+        out += [("rd", c, 2, SIZES) for c in COLLECTIVES]
+    return out
 
 
 def run_once(perf, proto, coll, ranks, sizes):
@@ -77,9 +89,31 @@ def fit(med, one_gpu):
     return figures
 
 
-def cluster_text(figures, ranks, one_gpu):
-    text = "name = stream engines, calibrated\n[network]\nnic_gbps = 100\nlatency_us = 0\n"
-    text += "one_gpu = yes\n" if one_gpu else "one_host = yes\n"
+def fit_relay(med, figures, one_gpu):
+    """The relay's network figures ([network] latency_us, nic_gbps) from
+    two domains' relayed all-reduces: the kernel's line's intercept past
+    the local kernel's, the pieces' slope (each rank sends its buffer,
+    half of it twice) where it is steeper than their copies'; None where
+    not measured."""
+    lines = {}
+    for proto in ("rl", "rp"):
+        pts = [(s, med[key(proto, "all_reduce", 2, s)]) for s in SIZES if key(proto, "all_reduce", 2, s) in med]
+        if len(pts) < 2:
+            return None
+        lines[proto] = line_fit(pts)
+    copies = (2 if one_gpu else 1) / (figures["pcie_gbs"] * 1e3)  # us per byte
+    slope = lines["rp"][1]
+    return {"latency_us": max(lines["rl"][0] - figures["stream_ll_us"], 0.0),
+            "nic_gbps": 8e-3 / slope if slope > copies * 1.05 else 8e-3 / copies * 10}
+
+
+def cluster_text(figures, ranks, one_gpu, relay=None):
+    """Every rank a domain of one GPU; on one host, or (relay: its network
+    figures) each apart."""
+    text = "name = stream engines, calibrated\n[network]\n"
+    text += f"nic_gbps = {relay['nic_gbps']:.6g}\nlatency_us = {relay['latency_us']:.6g}\n" if relay else \
+        "nic_gbps = 100\nlatency_us = 0\none_host = yes\n"
+    text += "one_gpu = yes\n" if one_gpu else ""
     for r in range(ranks):
         text += f"[domain g{r}]\nvendor = nvidia\nnodes = 1\ngpus_per_node = 1\nnics_per_node = 1\nreduce_gbs = 1000\n"
         text += "".join(f"{k} = {v:.6g}\n" for k, v in figures.items())
@@ -120,6 +154,7 @@ def main():
     ap.add_argument("--sim", default=str(ROOT / "build" / "hetccl-sim"))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--one-gpu", action="store_true", help="every rank on one GPU (under MPS)")
+    ap.add_argument("--relay", action="store_true", help="also two domains through the stream relay over TCP")
     ap.add_argument("--save", help="write every run (JSON) here")
     ap.add_argument("--load", help="fit and predict from a --save file instead of measuring")
     ap.add_argument("--table", help="also write the table (markdown) here")
@@ -132,32 +167,33 @@ def main():
         runs = json.loads(pathlib.Path(a.load).read_text())
     else:
         for _ in range(a.runs):  # rounds: a machine's drift falls on every series alike
-            for proto, coll, ranks, sizes in series():
+            for proto, coll, ranks, sizes in series(a.relay):
                 for s, t in run_once(a.perf, proto, coll, ranks, sizes).items():
                     runs.setdefault(key(proto, coll, ranks, s), []).append(t)
             if a.save:
                 pathlib.Path(a.save).write_text(json.dumps(runs, indent=0, sort_keys=True))
     med = {k: statistics.median(v) for k, v in runs.items()}
     figures = fit(med, a.one_gpu)
-    print("fitted: " + ", ".join(f"{k} {v:.3g}" for k, v in figures.items()))
-    rows, errors = [], {2: [], 3: []}
+    relay = fit_relay(med, figures, a.one_gpu)
+    print("fitted: " + ", ".join(f"{k} {v:.3g}" for k, v in {**figures, **(relay or {})}.items()))
+    rows, errors = [], {}
+    checks = [("2", "df", 2, None), ("3", "df", 3, None)] + ([("2, relayed", "rd", 2, relay)] if relay else [])
     with tempfile.TemporaryDirectory() as d:
-        for ranks in (2, 3):
-            path = pathlib.Path(d) / f"{ranks}.cluster"
-            path.write_text(cluster_text(figures, ranks, a.one_gpu))
+        for name, proto, ranks, network in checks:
+            path = pathlib.Path(d) / "c.cluster"
+            path.write_text(cluster_text(figures, ranks, a.one_gpu, network))
             for coll in COLLECTIVES:
                 # (hetccl-perf rounds a size down to whole elements per rank)
-                for s in sorted(int(k.split()[-1]) for k in med if k.startswith(key("df", coll, ranks, ""))):
-                    k = key("df", coll, ranks, s)
+                for s in sorted(int(k.split()[-1]) for k in med if k.startswith(key(proto, coll, ranks, ""))):
+                    k = key(proto, coll, ranks, s)
                     p = predict(a.sim, path, coll, s)
                     err = (p - med[k]) / med[k]
-                    errors[ranks].append(abs(err))
-                    rows.append(f"| {ranks} | {coll} | {s} | {med[k]:.1f} | {p:.1f} | {err * 100:+.0f}% |")
+                    errors.setdefault(name, []).append(abs(err))
+                    rows.append(f"| {name} | {coll} | {s} | {med[k]:.1f} | {p:.1f} | {err * 100:+.0f}% |")
     table = ["| domains | collective | bytes | measured (us) | predicted (us) | error |", "|---|---|---|---|---|---|"] + rows
-    for ranks, e in errors.items():
-        if e:
-            within = sum(x <= 0.2 for x in e)
-            table.append(f"| **{ranks}: median {statistics.median(e) * 100:.0f}%, {within} of {len(e)} within 20%** |||||")
+    for name, e in errors.items():
+        within = sum(x <= 0.2 for x in e)
+        table.append(f"| **{name}: median {statistics.median(e) * 100:.0f}%, {within} of {len(e)} within 20%** |||||")
     print("\n".join(table))
     if a.table:
         pathlib.Path(a.table).write_text("\n".join(table) + "\n")

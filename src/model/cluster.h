@@ -52,7 +52,7 @@ struct NetworkSpec {
   double oversubscription = 1; // above the leaf switches (1: full bisection)
   int nodesPerLeaf = 0;        // two-level fat tree: nodes under one leaf switch (0: one switch)
   bool oneHost = false;        // every domain on one host (CPU ranks beside each other: they share its cores)
-  bool oneGpu = false;         // every GPU rank on one GPU (domains sharing it under MPS: its copy engines too)
+  bool oneGpu = false;         // every GPU rank on one GPU (domains sharing it under MPS: its link to host memory too)
   double handoffUs = 0;        // CPU ranks beyond their cores: a wake-up of a rank's progress thread
   double eagerBytes = 0;       // messages below this size leave without waiting for their receiver
   double gapUs = 0;            // such messages back to back: one's pace (a sender's time per message; 0: latency_us)

@@ -127,7 +127,7 @@ TEST(StreamEngines, DomainsOfSeveralRanksAddTheLibrarysStepsInTurn) {
 // twice pcie_gbs; a broadcast's root's input goes out once and in to each
 // reader.
 TEST(StreamEngines, RanksSharingOneGpuShareItsLink) {
-  const Cluster c = parsed(gpus(3, 1, 30, "one_gpu = yes\n"));
+  const Cluster c = parsed(gpus(3, 1, 30, "one_gpu = yes\none_host = yes\n"));
   const double x = 3 << 20;
   ASSERT_EQ(crossProtocol(c, Collective::AllReduce, x / 2), StreamProtocol::OneShot);
   EXPECT_NEAR(streamSeconds(c, Collective::AllReduce, x / 2), 30e-6 * 1.7 + 9 * x / 2 / 60e9, 1e-12);

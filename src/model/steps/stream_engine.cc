@@ -78,7 +78,7 @@ Traffic trafficOf(StreamProtocol p, Collective coll, double x, double D) {
 }
 
 // Whether a cross group's ranks share host memory (one host) or relay.
-bool oneHost(const Cluster& c) { return c.network.oneHost || c.network.oneGpu; }
+bool oneHost(const Cluster& c) { return c.network.oneHost; }
 
 // A call's fixed cost: the protocol's for two ranks, each further peer's
 // copies and flag waits adding kFurtherPeer of it (two ranks sharing an
@@ -163,10 +163,8 @@ double crossGroupSeconds(const Cluster& c, Collective coll, double bytes) {
     // over both H100s' tables one more row within 20% of two ranks, five
     // of three.)
     const double pcie = d.pcieGBs * kGB;
-    const double moving = c.network.oneGpu ? (t.toHostAll + t.fromHostAll) / (2 * pcie)
-                          : oneHost(c)     ? std::max(t.toHost, t.fromHost) / pcie
-                                           : std::max({t.toHost / pcie, t.fromHost / pcie,
-                                                       std::max(t.sent, t.received) / crossBandwidth(c, d, false)});
+    const double copies = c.network.oneGpu ? (t.toHostAll + t.fromHostAll) / (2 * pcie) : std::max(t.toHost, t.fromHost) / pcie;
+    const double moving = oneHost(c) ? copies : std::max(copies, std::max(t.sent, t.received) / crossBandwidth(c, d, false));
     worst = std::max(worst, fixedCost(d, p, coll, D) + (oneHost(c) ? 0 : crossAlpha(c)) + moving);
   }
   return worst;
