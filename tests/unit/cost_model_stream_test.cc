@@ -96,6 +96,10 @@ TEST(StreamEngines, TwoSingleGpusMoveTheirBytesAtTheNarrowerOfCopiesAndNic) {
     // call's fixed cost is half an all-reduce's.
     EXPECT_NEAR(streamSeconds(c, Collective::Broadcast, x), 40e-6 + 2e-6 + x / narrower, 1e-12) << pcie;
   }
+  // A rooted call's bytes go one way at a time: at one_way_gbps where given.
+  const Cluster oneWay = parsed(gpus(2, 1, 50, "one_way_gbps = 200\n"));
+  EXPECT_NEAR(streamSeconds(oneWay, Collective::Broadcast, x), 40e-6 + 2e-6 + x / 25e9, 1e-12);
+  EXPECT_NEAR(streamSeconds(oneWay, Collective::AllReduce, x), 80e-6 + 2e-6 + x / 12.5e9, 1e-12);
   // Each further peer adds 0.7 of two ranks' fixed cost; three ranks'
   // pieces move 4/3 x in and out.
   const Cluster three = parsed(gpus(3, 1, 50));
