@@ -6,6 +6,7 @@ collective, in two domains (the fitted layout) and three (held back).
 
     scripts/calibrate-stream.py [--perf build/hetccl-perf] [--sim build/hetccl-sim] [--runs 3]
                                 [--one-gpu] [--relay] [--save m.json | --load m.json] [--table T.md]
+                                [--out build/stream.cluster]
 
 One rank per domain. --one-gpu: every rank on one GPU (under CUDA MPS:
 `source bench/mps.sh` first), whose link to host memory the ranks share;
@@ -23,6 +24,8 @@ HETCCL_STREAM_ONE_SHOT_BYTES), by a line through the sizes:
 Then every collective with the library's defaults, 1 KiB to 16 MiB, in two
 and three domains, against hetccl-sim's prediction on a cluster file of
 those figures; medians of --runs rounds that each pass every series once.
+--out keeps the figures as a cluster file of two such domains, whose
+[domain] lines carry over to a cluster file of the user's GPUs.
 """
 import argparse
 import json
@@ -166,6 +169,8 @@ def main():
     ap.add_argument("--save", help="write every run (JSON) here")
     ap.add_argument("--load", help="fit and predict from a --save file instead of measuring")
     ap.add_argument("--table", help="also write the table (markdown) here")
+    ap.add_argument("--out", default=str(ROOT / "build" / "stream.cluster"),
+                    help="the fitted figures as a cluster file of two domains (relayed where measured)")
     ap.add_argument("--self-test", action="store_true", help="check the fit on synthetic runs, and exit")
     a = ap.parse_args()
     if a.self_test:
@@ -183,7 +188,9 @@ def main():
     med = {k: statistics.median(v) for k, v in runs.items()}
     figures = fit(med, a.one_gpu)
     relay = fit_relay(med, figures, a.one_gpu)
-    print("fitted: " + ", ".join(f"{k} {v:.3g}" for k, v in {**figures, **(relay or {})}.items()))
+    pathlib.Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    pathlib.Path(a.out).write_text(cluster_text(figures, 2, a.one_gpu, relay))
+    print("fitted: " + ", ".join(f"{k} {v:.3g}" for k, v in {**figures, **(relay or {})}.items()) + f" -> {a.out}")
     rows, errors = [], {}
     checks = [("2", "df", 2, None), ("3", "df", 3, None)] + ([("2, relayed", "rd", 2, relay)] if relay else [])
     with tempfile.TemporaryDirectory() as d:
