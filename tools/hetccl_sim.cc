@@ -74,13 +74,13 @@ void describe(const Cluster& c) {
     printf("#   domain %s: %s, %d nodes x %d GPUs, %d NICs per node, %s, %s\n", d.name.c_str(), vendorName(d.vendor), d.nodes,
            d.gpusPerNode, d.nicsPerNode, text,
            d.vendor == Vendor::Cpu ? "host memory"
-           : d.gpuDirect           ? "NICs on GPU memory (the host path's plans)"
+           : d.gpuDirect           ? "NICs on GPU memory (the host path's plans: a what-if)"
                                    : ("host-staged, " + std::to_string(static_cast<int>(d.pcieGBs)) + " GB/s PCIe").c_str());
   }
   if (streamEnginesRun(c))
     printf("#   GPU ranks: hetccl's stream engines take every collective (stream); leaders and hierarchical are\n"
            "#   the host path's plans, which they run host-staged with HETCCL_STREAM_COLLECTIVES=0 and\n"
-           "#   HETCCL_STREAM_HIERARCHY=0\n");
+           "#   HETCCL_STREAM_HIERARCHY=0 (gpudirect = yes: a what-if, *)\n");
 }
 
 void training(const Cluster& c, const ModelSettings& s) {

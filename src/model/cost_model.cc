@@ -330,6 +330,11 @@ double pipelinedWithTail(const Cluster& c, Collective coll, double s, const Mode
 std::vector<Estimate> estimateAll(const Cluster& c, Collective coll, double bytes, const ModelSettings& s) {
   std::vector<Estimate> out;
   const double factor = busFactor(coll, c.ranks());
+  // The host path's plans on NICs that read GPU memory: a what-if (hetccl
+  // stages GPU ranks' bytes through host memory; docs/architecture.md's
+  // open directions).
+  bool onGpuMemory = false;
+  for (const DomainSpec& d : c.domains) onGpuMemory |= d.vendor != Vendor::Cpu && d.gpuDirect;
   for (Plan p : {Plan::Leaders, Plan::Hierarchical, Plan::Flat, Plan::Stream}) {
     Estimate e;
     e.plan = p;
@@ -337,7 +342,7 @@ std::vector<Estimate> estimateAll(const Cluster& c, Collective coll, double byte
       e.hetcclRunsIt = streamEnginesRun(c);
       e.seconds = e.hetcclRunsIt ? streamSeconds(c, coll, bytes) : 0;
     } else {
-      e.hetcclRunsIt = p != Plan::Flat && !(p == Plan::Leaders && coll == Collective::AllGather);
+      e.hetcclRunsIt = p != Plan::Flat && !(p == Plan::Leaders && coll == Collective::AllGather) && !onGpuMemory;
       e.seconds = p == Plan::Hierarchical ? pipelinedWithTail(c, coll, bytes, s, &e.pieceBytes)
                                           : estimate(c, coll, p, bytes, s, &e.pieceBytes);
     }

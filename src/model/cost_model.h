@@ -23,7 +23,9 @@
 //   stream        hetccl's stream engines, which take every collective of
 //                 GPU ranks (steps/stream_engine.h); leaders and
 //                 hierarchical are then what GPU ranks run host-staged
-//                 (HETCCL_STREAM_COLLECTIVES=0, HETCCL_STREAM_HIERARCHY=0).
+//                 (HETCCL_STREAM_COLLECTIVES=0, HETCCL_STREAM_HIERARCHY=0;
+//                 on NICs that read GPU memory, gpudirect, a what-if:
+//                 hetcclRunsIt false).
 // Bytes are nccl-tests' sizes: the buffer of all-reduce, broadcast and
 // reduce; the whole output of all-gather and input of reduce-scatter.
 #pragma once
