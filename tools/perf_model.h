@@ -1,6 +1,7 @@
 // hetccl-perf --model FILE: the cost model's estimate (src/model/,
 // docs/simulator.md) beside each row, for a cluster file that describes
-// the job's layout (scripts/calibrate-model.py writes one for this host).
+// the job's layout (scripts/calibrate-model.py writes one for this host's
+// CPU ranks, scripts/calibrate-stream.py for its GPU ranks).
 // Each plan hetccl can run for the row, its steps overlapping chunk by
 // chunk (HETCCL_CHUNK_BYTES), and the one the model would pick; the row's
 // time and `--plan` say what ran.
