@@ -330,11 +330,11 @@ double pipelinedWithTail(const Cluster& c, Collective coll, double s, const Mode
 std::vector<Estimate> estimateAll(const Cluster& c, Collective coll, double bytes, const ModelSettings& s) {
   std::vector<Estimate> out;
   const double factor = busFactor(coll, c.ranks());
-  // The host path's plans on NICs that read GPU memory: a what-if (hetccl
-  // stages GPU ranks' bytes through host memory; docs/architecture.md's
-  // open directions).
+  // The host path's plans across domains on NICs that read GPU memory: a
+  // what-if (hetccl stages GPU ranks' bytes through host memory;
+  // docs/architecture.md's open directions). One domain: the library.
   bool onGpuMemory = false;
-  for (const DomainSpec& d : c.domains) onGpuMemory |= d.vendor != Vendor::Cpu && d.gpuDirect;
+  for (const DomainSpec& d : c.domains) onGpuMemory |= c.domains.size() > 1 && d.vendor != Vendor::Cpu && d.gpuDirect;
   for (Plan p : {Plan::Leaders, Plan::Hierarchical, Plan::Flat, Plan::Stream}) {
     Estimate e;
     e.plan = p;
