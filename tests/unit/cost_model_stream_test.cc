@@ -63,8 +63,9 @@ TEST(StreamEngines, TakeEveryCollectiveOfGpuRanksOnly) {
   // The host path's plans between GPU domains on NICs that read GPU
   // memory: a what-if, not a plan hetccl runs; host-staged, they are.
   std::string direct = gpus(2, 1, 50);
-  for (size_t at = direct.find("pcie_gbs"); at != std::string::npos; at = direct.find("pcie_gbs", at + 30))
-    direct.insert(at, "gpudirect = yes\n");
+  const std::string line = "gpudirect = yes\n";
+  for (size_t at = direct.find("pcie_gbs"); at != std::string::npos; at = direct.find("pcie_gbs", at + line.size() + 1))
+    direct.insert(at, line);
   for (const Estimate& e : estimateAll(parsed(direct), Collective::AllReduce, 1 << 20))
     EXPECT_EQ(e.hetcclRunsIt, e.plan == Plan::Stream) << planName(e.plan);
   EXPECT_TRUE(estimateAll(g, Collective::AllReduce, 1 << 20)[static_cast<size_t>(Plan::Hierarchical)].hetcclRunsIt);
