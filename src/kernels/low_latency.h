@@ -43,6 +43,24 @@ constexpr int kMaxRanks = 16;
 
 enum class Collective : int32_t { AllReduce, Reduce, ReduceScatter, AllGather, Broadcast };
 
+// Where some rank is relayed, every rank's words cross the relay's links
+// and are stored again by the receiving relay thread, and a buffer is
+// free again only once the peer's relay has replied; the kernel loses to
+// the pieces sooner: the most a rank posts to it there, by collective (one
+// H200, two domains relayed over TCP on the host, nccl-tests median of 3,
+// docs/performance.md: all-reduce 32 KiB 80 us against the pieces' 110,
+// 64 KiB 127 against 117; a reduce's root waits for every peer's words and
+// its peers for its read word through the relay, so it stops winning
+// first). Sending the words without their flags, half the bytes, did not
+// move these. (The cost model mirrors them: src/model/steps/stream_engine.cc.)
+inline uint64_t mostRelayedBytes(Collective c) {
+  switch (c) {
+    case Collective::Reduce: return 8192;
+    case Collective::ReduceScatter: return 16384;
+    default: return 32768;
+  }
+}
+
 struct Args {
   const void* input;
   void* output;

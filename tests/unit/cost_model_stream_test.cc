@@ -43,6 +43,12 @@ TEST(StreamEngines, TheirSwitchesAreTheLibrarysDefaults) {
   EXPECT_EQ(kStreamLowLatencyBytes, static_cast<double>(defaults.streamLowLatencyBytes));
   EXPECT_EQ(kStreamOneShotBytes, static_cast<double>(defaults.streamOneShotBytes));
   EXPECT_EQ(kStreamLowLatencyRanks, hetccl::low_latency::kMaxRanks);
+  using LowLatency = hetccl::low_latency::Collective;
+  EXPECT_EQ(relayedLowLatencyBytes(Collective::AllReduce), hetccl::low_latency::mostRelayedBytes(LowLatency::AllReduce));
+  EXPECT_EQ(relayedLowLatencyBytes(Collective::Reduce), hetccl::low_latency::mostRelayedBytes(LowLatency::Reduce));
+  EXPECT_EQ(relayedLowLatencyBytes(Collective::ReduceScatter),
+            hetccl::low_latency::mostRelayedBytes(LowLatency::ReduceScatter));
+  EXPECT_EQ(relayedLowLatencyBytes(Collective::Broadcast), hetccl::low_latency::mostRelayedBytes(LowLatency::Broadcast));
 }
 
 TEST(StreamEngines, TakeEveryCollectiveOfGpuRanksOnly) {

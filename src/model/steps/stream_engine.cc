@@ -13,16 +13,6 @@ using steps::kUs;
 
 namespace {
 
-// Where some rank is relayed (other hosts), the low-latency kernel takes
-// at most this much posted per rank (plan/stream/stream_low_latency.cc).
-double relayedLowLatencyBytes(Collective coll) {
-  switch (coll) {
-    case Collective::Reduce: return 8 << 10;
-    case Collective::ReduceScatter: return 16 << 10;
-    default: return 32 << 10;
-  }
-}
-
 // The bytes a rank of the cross group moves for a call of `x` bytes
 // among `D` ranks: to and from host memory (its GPU's copy engines or,
 // the low-latency kernel, its loads and stores) and, relayed, to and from
@@ -127,6 +117,16 @@ bool evenDomains(const Cluster& c) {
 }
 
 }  // namespace
+
+// (StreamEngines.TheirSwitchesAreTheLibrarysDefaults keeps these equal to
+// low_latency::mostRelayedBytes.)
+double relayedLowLatencyBytes(Collective coll) {
+  switch (coll) {
+    case Collective::Reduce: return 8 << 10;
+    case Collective::ReduceScatter: return 16 << 10;
+    default: return 32 << 10;
+  }
+}
 
 const char* protocolName(StreamProtocol p) {
   switch (p) {

@@ -23,6 +23,9 @@ enum class StreamProtocol { LowLatency, OneShot, Pieces };
 constexpr double kStreamLowLatencyBytes = 128 << 10;
 constexpr double kStreamOneShotBytes = 4 << 20;
 constexpr double kStreamLowLatencyRanks = 16;  // low_latency::kMaxRanks
+// Where some rank is relayed, the kernel's most posted per rank
+// (low_latency::mostRelayedBytes).
+double relayedLowLatencyBytes(Collective coll);
 const char* protocolName(StreamProtocol p);
 
 // Whether the stream engines take the cluster's collectives: several

@@ -32,25 +32,6 @@ bool lowLatencyCollective(OpKind kind, low_latency::Collective* c) {
   }
 }
 
-// Where some rank is relayed, every rank's words cross the relay's links
-// and are stored again by the receiving relay thread, and a buffer is
-// free again only once the peer's relay has replied; the kernel loses to
-// the pieces sooner: the most a rank posts to it there, by collective (one
-// H200, two domains relayed over TCP on the host, nccl-tests median of 3,
-// docs/performance.md: all-reduce 32 KiB 80 us against the pieces' 110,
-// 64 KiB 127 against 117; a reduce's root waits for every peer's words and
-// its peers for its read word through the relay, so it stops winning
-// first). Sending the words without their flags, half the bytes, did not
-// move these.
-size_t mostRelayedBytes(low_latency::Collective c) {
-  using low_latency::Collective;
-  switch (c) {
-    case Collective::Reduce: return 8192;
-    case Collective::ReduceScatter: return 16384;
-    default: return 32768;
-  }
-}
-
 }  // namespace
 
 StreamCollectives::CallPath StreamCollectives::callPath(const Op& op) const {
@@ -61,7 +42,7 @@ StreamCollectives::CallPath StreamCollectives::callPath(const Op& op) const {
   if (lowLatencyMap_.empty() || !lowLatencyCollective(op.kind, &c) || nranks_ > low_latency::kMaxRanks)
     return CallPath::Pieces;
   const uint64_t bytes = op.count * typeSize(op.type);
-  const size_t most = everyRankSharesMemory() ? setup_.lowLatencyBytes : std::min(setup_.lowLatencyBytes, mostRelayedBytes(c));
+  const size_t most = everyRankSharesMemory() ? setup_.lowLatencyBytes : std::min<size_t>(setup_.lowLatencyBytes, low_latency::mostRelayedBytes(c));
   if (low_latency::groupsPosted(c, nranks_, bytes) <= low_latency::groups(most)) return CallPath::FlaggedWords;
   // One-shot: what a rank reads (every peer's block; a broadcast's root's)
   // fits; then so does what it posts.
