@@ -29,6 +29,7 @@ those figures; medians of --runs rounds that each pass every series once.
 """
 import argparse
 import json
+import os
 import pathlib
 import re
 import statistics
@@ -67,7 +68,6 @@ def series(relay):
 
 def run_once(perf, proto, coll, ranks, sizes):
     """One hetccl-perf run's out-of-place times (us) by size."""
-    import os
     env = dict(os.environ, **FORCED[proto])
     out = subprocess.run([perf, coll, "-N", str(ranks), "--domains", str(ranks), "-b", str(sizes[0]), "-e",
                           str(sizes[-1]), "-f", "4", "-n", "40", "-w", "5", "-c", "0"],

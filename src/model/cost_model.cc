@@ -334,7 +334,8 @@ std::vector<Estimate> estimateAll(const Cluster& c, Collective coll, double byte
   // what-if (hetccl stages GPU ranks' bytes through host memory;
   // docs/architecture.md's open directions). One domain: the library.
   bool onGpuMemory = false;
-  for (const DomainSpec& d : c.domains) onGpuMemory |= c.domains.size() > 1 && d.vendor != Vendor::Cpu && d.gpuDirect;
+  for (const DomainSpec& d : c.domains) onGpuMemory |= d.vendor != Vendor::Cpu && d.gpuDirect;
+  onGpuMemory &= c.domains.size() > 1;
   for (Plan p : {Plan::Leaders, Plan::Hierarchical, Plan::Flat, Plan::Stream}) {
     Estimate e;
     e.plan = p;
