@@ -5,6 +5,7 @@ well the model then predicts layouts and sizes it was not fitted to.
 
     scripts/calibrate-model.py [--perf build/hetccl-perf] [--sim build/hetccl-sim]
                                [--runs 3] [--out build/calibrated.cluster] [--table FILE]
+                               [--save m.json | --load m.json --cores N] [--fail-above PCT]
 
 Here (CPU ranks, one host): the "vendor library" of a domain is hetccl's
 own host algorithms among its ranks, the "NIC" between domains is the
@@ -349,6 +350,8 @@ def main():
     ap.add_argument("--load", help="take the measurements from --save files (another machine's: fit and predict only); "
                                    "several, comma-separated, pool their runs")
     ap.add_argument("--cores", type=int, default=os.cpu_count(), help="the measured host's cores (with --load)")
+    ap.add_argument("--fail-above", type=float, metavar="PCT",
+                    help="exit 1 when the median error of all the CPU ranks' rows is above PCT percent")
     ap.add_argument("--gpu-staged", action="store_true",
                     help="also two GPU ranks in two domains on the host path (HETCCL_STREAM_COLLECTIVES=0; one GPU: "
                          "under MPS), predicted as the CPU ranks' plus two staging copies per call (staging_us)")
@@ -497,6 +500,10 @@ def main():
     if a.table:
         pathlib.Path(a.table).write_text("\n".join(table) + "\n")
     save()
+    median = statistics.median(e for e, _ in errors) * 100
+    if a.fail_above is not None and median > a.fail_above:
+        print(f"calibrate-model: the median error {median:.1f}% is above {a.fail_above:g}%")
+        return 1
     return 0
 
 

@@ -6,7 +6,7 @@ collective, in two domains (the fitted layout) and three (held back).
 
     scripts/calibrate-stream.py [--perf build/hetccl-perf] [--sim build/hetccl-sim] [--runs 3]
                                 [--one-gpu] [--relay] [--save m.json | --load m.json] [--table T.md]
-                                [--out build/stream.cluster]
+                                [--out build/stream.cluster] [--fail-above PCT]
 
 One rank per domain. --one-gpu: every rank on one GPU (under CUDA MPS:
 `source bench/mps.sh` first), whose link to host memory the ranks share;
@@ -172,6 +172,8 @@ def main():
     ap.add_argument("--out", default=str(ROOT / "build" / "stream.cluster"),
                     help="the fitted figures as a cluster file of two domains (relayed where measured)")
     ap.add_argument("--self-test", action="store_true", help="check the fit on synthetic runs, and exit")
+    ap.add_argument("--fail-above", type=float, metavar="PCT",
+                    help="exit 1 when some layout's median error is above PCT percent")
     a = ap.parse_args()
     if a.self_test:
         return self_test(a.sim)
@@ -212,6 +214,10 @@ def main():
     print("\n".join(table))
     if a.table:
         pathlib.Path(a.table).write_text("\n".join(table) + "\n")
+    worst = max(statistics.median(e) for e in errors.values()) * 100
+    if a.fail_above is not None and worst > a.fail_above:
+        print(f"calibrate-stream: a median error of {worst:.1f}% is above {a.fail_above:g}%")
+        return 1
     return 0
 
 
