@@ -85,14 +85,18 @@ double relayed(const Cluster& c, const DomainSpec& d, Collective coll) {
 // H100 under MPS: 8.6 us for the kernel's all-reduce, 32.6 one-shot, 84
 // the pieces; three ranks 1.6-1.9 times that: 13.7, 57.7, 163); a rooted
 // call's readers and poster do half of what an all-reduce's ranks each
-// do (one-shot 15.6-16.6 us, the pieces' broadcast 51).
+// do (one-shot 15.6-16.6 us, the pieces' broadcast 51). A one-shot
+// broadcast's readers wait for and copy from the root alone: no further
+// peer (three ranks sharing an H100: 28.7 us at 256 KiB, as two's fixed
+// cost and the bytes).
 constexpr double kFurtherPeer = 0.7;
 double fixedCost(const DomainSpec& d, StreamProtocol p, Collective coll, double D) {
   const double two = p == StreamProtocol::LowLatency ? d.streamLowLatencyUs
                      : p == StreamProtocol::OneShot  ? d.streamOneShotUs
                                                      : d.streamPiecesUs;
   const bool rooted = coll == Collective::Broadcast || coll == Collective::Reduce;
-  return two * kUs * (1 + kFurtherPeer * (D - 2)) * (rooted && p != StreamProtocol::LowLatency ? 0.5 : 1);
+  const bool onePeer = p == StreamProtocol::OneShot && coll == Collective::Broadcast;
+  return two * kUs * (1 + (onePeer ? 0 : kFurtherPeer * (D - 2))) * (rooted && p != StreamProtocol::LowLatency ? 0.5 : 1);
 }
 
 // The slowest domain's vendor-library step (the stream hierarchy's steps
