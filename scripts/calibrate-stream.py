@@ -20,7 +20,9 @@ HETCCL_STREAM_ONE_SHOT_BYTES), by a line through the sizes:
   stream_ll_us, stream_one_shot_us, stream_pieces_us: each line's intercept;
   pcie_gbs: the one-shot line's slope (each rank copies its input to host
             memory and its peer's back: the buffer each way, through the
-            one GPU's engines twice with --one-gpu).
+            one GPU's engines twice with --one-gpu);
+  stream_pieces_gbs: the pieces' line's slope, alike (their chain of
+            streams and flags copies more slowly).
 Then every collective with the library's defaults, 1 KiB to 16 MiB, in two
 and three domains, against hetccl-sim's prediction on a cluster file of
 those figures; medians of --runs rounds that each pass every series once.
@@ -87,8 +89,9 @@ def fit(med, one_gpu):
         pts = [(s, med[key(proto, "all_reduce", 2, s)]) for s in SIZES if key(proto, "all_reduce", 2, s) in med]
         intercept, slope = line_fit(pts)
         figures[name] = max(intercept, 0.1)
-        if proto == "os":  # each rank's buffer each way: through the one GPU's engines twice with --one-gpu
-            figures["pcie_gbs"] = (2 if one_gpu else 1) * 1e-3 / slope
+        # Each rank's buffer each way: through the one GPU's engines twice with --one-gpu.
+        if proto in ("os", "pc"):
+            figures["pcie_gbs" if proto == "os" else "stream_pieces_gbs"] = (2 if one_gpu else 1) * 1e-3 / slope
     return figures
 
 
@@ -104,7 +107,7 @@ def fit_relay(med, figures, one_gpu):
         if len(pts) < 2:
             return None
         lines[proto] = line_fit(pts)
-    copies = (2 if one_gpu else 1) / (figures["pcie_gbs"] * 1e3)  # us per byte
+    copies = (2 if one_gpu else 1) / (figures["stream_pieces_gbs"] * 1e3)  # the pieces' copies, us per byte
     network = {"latency_us": max(lines["rl"][0] - figures["stream_ll_us"], 0.0)}
     # Both ways at once (the all-reduce), and one way (the broadcast's
     # pieces): where steeper than the copies, the network's rate.
@@ -137,12 +140,14 @@ def self_test(sim):
     """The fit recovers known figures from runs that follow the model's
     lines (two ranks on one GPU), the relay's from runs hetccl-sim makes
     of a cluster file with known network figures."""
-    want = {"stream_ll_us": 9.0, "stream_one_shot_us": 30.0, "stream_pieces_us": 80.0, "pcie_gbs": 40.0}
+    want = {"stream_ll_us": 9.0, "stream_one_shot_us": 30.0, "stream_pieces_us": 80.0, "pcie_gbs": 40.0,
+            "stream_pieces_gbs": 34.0}
     runs = {}
     for proto, name in FITTED.items():
         words = 2 if proto == "ll" else 1  # the kernel's words: 4 bytes of data in 8
+        gbs = want["stream_pieces_gbs" if proto == "pc" else "pcie_gbs"]
         for s in SIZES:
-            runs[key(proto, "all_reduce", 2, s)] = [want[name] + words * 2 * s / (want["pcie_gbs"] * 1e3)]  # two ranks on one GPU
+            runs[key(proto, "all_reduce", 2, s)] = [want[name] + words * 2 * s / (gbs * 1e3)]  # two ranks on one GPU
     # The relay: its runs as the model gives them (the kernel up to 32 KiB, the pieces beyond).
     network = {"latency_us": 25.0, "nic_gbps": 40.0, "one_way_gbps": 80.0}
     with tempfile.TemporaryDirectory() as d:

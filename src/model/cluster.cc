@@ -123,6 +123,7 @@ const std::vector<Field>& fields() {
       {Section::Domain, "stream_ll_us", numberInto([](Cluster& c) -> double& { return last(c).streamLowLatencyUs; })},
       {Section::Domain, "stream_one_shot_us", numberInto([](Cluster& c) -> double& { return last(c).streamOneShotUs; })},
       {Section::Domain, "stream_pieces_us", numberInto([](Cluster& c) -> double& { return last(c).streamPiecesUs; })},
+      {Section::Domain, "stream_pieces_gbs", numberInto([](Cluster& c) -> double& { return last(c).streamPiecesGBs; })},
       {Section::Domain, "gpudirect",
        [](Cluster& c, const std::string& v, std::string* why) { return yesNo(v, &last(c).gpuDirect, why); }},
       {Section::Domain, "reduce_gbs", numberInto([](Cluster& c) -> double& { return last(c).reduceGBs; })},
@@ -172,6 +173,7 @@ bool check(const Cluster& c, const std::string& source, std::string* error) {
       return bad(d.line, in + "pcie_gbs must be above 0 (GPU ranks' bytes between domains go through host memory)");
     if (d.streamLowLatencyUs < 0 || d.streamOneShotUs < 0 || d.streamPiecesUs < 0)
       return bad(d.line, in + "stream_ll_us, stream_one_shot_us and stream_pieces_us must not be negative");
+    if (d.streamPiecesGBs < 0) return bad(d.line, in + "stream_pieces_gbs must not be negative (0: pcie_gbs)");
     if (c.training.present && d.samplesPerSecond <= 0)
       return bad(d.line, in + "samples_per_s must be above 0 in a cluster with a [training] section");
     for (const DomainSpec& e : c.domains)

@@ -35,6 +35,10 @@ struct DomainSpec {
   double streamLowLatencyUs = 8.6;
   double streamOneShotUs = 32.6;
   double streamPiecesUs = 84;
+  // The pieces' copies to and from host memory, each way (0: pcie_gbs):
+  // their chain of four streams and flags per piece (two ranks sharing
+  // an H100 under MPS: 15% below one-shot's copies).
+  double streamPiecesGBs = 0;
   double reduceGBs = 0;          // a rank's reduction throughput (bytes of one input per second)
   double samplesPerSecond = 0;   // training: one GPU's throughput alone ([training] only)
   int coresPerNode = 0;          // CPU domains: the cores their ranks share (0: a core per rank)

@@ -119,6 +119,13 @@ TEST(StreamEngines, TwoSingleGpusMoveTheirBytesAtTheNarrowerOfCopiesAndNic) {
   // pieces move 4/3 x in and out.
   const Cluster three = parsed(gpus(3, 1, 50));
   EXPECT_NEAR(streamSeconds(three, Collective::AllReduce, x), 80e-6 * 1.7 + 2e-6 + x * 4 / 3 / (100e9 / 8), 1e-12);
+  // The pieces' copies at stream_pieces_gbs where given (the second
+  // domain's: the slower sets the pace; one-shot's stay at pcie_gbs).
+  const Cluster slower = parsed(gpus(2, 1, 50, "one_host = yes\n") + "stream_pieces_gbs = 5\n");
+  ASSERT_EQ(crossProtocol(slower, Collective::AllReduce, x), StreamProtocol::Pieces);
+  EXPECT_NEAR(streamSeconds(slower, Collective::AllReduce, x), 80e-6 + x / 5e9, 1e-12);
+  ASSERT_EQ(crossProtocol(slower, Collective::AllReduce, 1 << 20), StreamProtocol::OneShot);
+  EXPECT_NEAR(streamSeconds(slower, Collective::AllReduce, 1 << 20), 30e-6 + (1 << 20) / 50e9, 1e-12);
 }
 
 // Domains of several GPUs: the stream hierarchy's steps one after the

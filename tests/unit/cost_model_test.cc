@@ -95,6 +95,7 @@ TEST(ClusterFile, AnInconsistentClusterNamesTheDomainAndTheField) {
             "f:14: domain b: pcie_gbs must be above 0 (GPU ranks' bytes between domains go through host memory)");
   EXPECT_EQ(errorOf(base + "stream_pieces_us = -1\n"),
             "f:14: domain b: stream_ll_us, stream_one_shot_us and stream_pieces_us must not be negative");
+  EXPECT_EQ(errorOf(base + "stream_pieces_gbs = -1\n"), "f:14: domain b: stream_pieces_gbs must not be negative (0: pcie_gbs)");
   EXPECT_EQ(errorOf(base + "reduce_gbs = 0\n"), "f:14: domain b: reduce_gbs must be above 0");
   EXPECT_EQ(errorOf(base + "[domain a]\nvendor = amd\nnodes = 1\ngpus_per_node = 1\nnics_per_node = 1\npcie_gbs = 1\nreduce_gbs = 1\n"),
             "f:22: domain a is named twice");

@@ -176,7 +176,7 @@ double crossGroupSeconds(const Cluster& c, Collective coll, double bytes) {
     // 50-65% long on an H100: two copies in ran at 49 GB/s, one at 37;
     // over both H100s' tables one more row within 20% of two ranks, five
     // of three.)
-    const double pcie = d.pcieGBs * kGB;
+    const double pcie = (p == StreamProtocol::Pieces && d.streamPiecesGBs > 0 ? d.streamPiecesGBs : d.pcieGBs) * kGB;
     const double copies = c.network.oneGpu ? (t.toHostAll + t.fromHostAll) / (2 * pcie) : std::max(t.toHost, t.fromHost) / pcie;
     const double moving = oneHost(c) ? copies : std::max(copies, std::max(t.sent, t.received) / relayed(c, d, coll));
     worst = std::max(worst, fixedCost(d, p, coll, D) + (oneHost(c) ? 0 : crossAlpha(c)) + moving);
